@@ -1,0 +1,43 @@
+"""The one error type a run reports, and the plain-words hints for Triton's common mistakes."""
+import re
+
+PHASES = ("parse", "build", "compile", "launch", "check", "bench", "trace", "ir",
+          "timeout", "limit", "sandbox")
+
+
+class RunError(Exception):
+    """A run failed in `phase`; `line` is a line of the user's source, `pid` a program id."""
+
+    def __init__(self, phase, message, *, type=None, line=None, pid=None):
+        assert phase in PHASES, phase
+        super().__init__(message)
+        self.phase, self.message, self.type, self.line, self.pid = phase, message, type, line, pid
+
+    def to_dict(self):
+        return {"phase": self.phase, "type": self.type or "RunError", "message": self.message,
+                "line": self.line, "pid": self.pid}
+
+
+# (pattern in Triton's message, what a beginner should read). Checked in order; first match wins.
+HINTS = [
+    (re.compile(r"arange's range must be a power of 2|range must be a power of 2", re.I),
+     "tl.arange(start, end) needs end - start to be a power of 2 (1, 2, 4, 8, 16, ...). "
+     "Round the block size up to the next power of 2 (triton.next_power_of_2(n)) "
+     "and mask the extra lanes off with `mask = offs < n`."),
+    (re.compile(r"arange's arguments must be of type tl.constexpr", re.I),
+     "tl.arange(start, end) needs numbers known at compile time: declare the size as a "
+     "`BLOCK: tl.constexpr` parameter instead of a plain argument."),
+    (re.compile(r"numel.*power of|shape.*power of 2|must be a power of 2", re.I),
+     "Block shapes in Triton must be powers of 2. Round the size up "
+     "(triton.next_power_of_2) and mask the extra lanes."),
+    (re.compile(r"Cannot broadcast|incompatible shapes|shape mismatch", re.I),
+     "Two blocks with different shapes were combined. Check the shapes of your offsets: "
+     "a row vector is offs[None, :] and a column vector offs[:, None]."),
+]
+
+
+def hint_for(message):
+    for pattern, hint in HINTS:
+        if pattern.search(message or ""):
+            return hint
+    return None

@@ -1,0 +1,47 @@
+"""The server <-> worker protocol: JSON lines, one message per line, built by one function.
+
+Every message: {"type", "id", "run_id", "content"}. The server sends `job`; a worker sends `ready`
+once warm, then for each job any number of `status` and `stdout`, and exactly one `result`.
+A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
+"""
+import json
+import uuid
+
+SERVER_TYPES = ("job",)
+WORKER_TYPES = ("ready", "status", "stdout", "result")
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+def new_id():
+    return uuid.uuid4().hex[:16]
+
+
+def message(type, run_id=None, **content):
+    assert type in SERVER_TYPES + WORKER_TYPES, type
+    return {"type": type, "id": new_id(), "run_id": run_id, "content": content}
+
+
+def encode(msg):
+    return (json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str) + "\n").encode()
+
+
+def decode(line, allowed=WORKER_TYPES):
+    """Parse one line; None if it is not a well-formed message of an allowed type."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not (isinstance(msg, dict) and msg.get("type") in allowed and isinstance(msg.get("content"), dict)):
+        return None
+    return msg
+
+
+def jsonable(value):
+    """Results may hold NaN/inf (a max error of a NaN output): JSON has no such numbers, so null."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value

@@ -1,0 +1,65 @@
+"""The run spec, version 1: the unit of work, of sharing and of the gallery (see DESIGN.md).
+
+Pure Python and free of user-code evaluation, so the web process can validate specs too.
+"""
+import copy
+
+VERSION = 1
+DEVICES = ("auto", "gpu", "interpreter")
+DEFAULT_OPTIONS = {
+    "num_warps": 4, "num_stages": 3, "device": "auto", "seed": 0,
+    "check": True, "bench": True, "trace": True, "ir": True,
+    "atol": None, "rtol": None,   # None: by dtype (see sandbox.check)
+    "flops": None,                # optional FLOP count expression, for TFLOP/s
+    "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
+}
+MAX_SOURCE_BYTES = 128 * 1024
+
+
+class SpecError(ValueError):
+    """The spec is malformed; the message names the field."""
+
+
+def _expect(cond, message):
+    if not cond:
+        raise SpecError(message)
+
+
+def _is_expr_map(value):
+    return isinstance(value, dict) and all(isinstance(k, str) and k.isidentifier() for k in value)
+
+
+def normalize(raw):
+    """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
+    _expect(isinstance(raw, dict), "the run spec must be a JSON object")
+    spec = copy.deepcopy(raw)
+    _expect(spec.get("version", VERSION) == VERSION, f"unsupported spec version {spec.get('version')!r} (expected {VERSION})")
+    spec["version"] = VERSION
+    _expect(isinstance(spec.get("source"), str) and spec["source"].strip(), "'source' must be the kernel's Python source")
+    _expect(len(spec["source"].encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB")
+    _expect(isinstance(spec.get("kernel"), str) and spec["kernel"].isidentifier(),
+            "'kernel' must name the @triton.jit function to launch")
+    for field in ("inputs", "args", "reference"):
+        spec.setdefault(field, {})
+        _expect(_is_expr_map(spec[field]), f"'{field}' must map names (identifiers) to expressions")
+    for name, expr in spec["inputs"].items():
+        _expect(isinstance(expr, str) and expr.strip(), f"input '{name}' needs a torch expression")
+    for name, value in spec["args"].items():
+        _expect(isinstance(value, (str, int, float, bool)) or value is None,
+                f"argument '{name}' must be an expression (string) or a literal")
+    for name, expr in spec["reference"].items():
+        _expect(name in spec["inputs"], f"reference '{name}' is not an input: references describe the expected value of an output tensor")
+        _expect(isinstance(expr, str) and expr.strip(), f"reference for '{name}' needs an expression")
+    _expect(isinstance(spec.get("grid"), str) and spec["grid"].strip(), "'grid' must be an expression such as (triton.cdiv(n, meta['BLOCK_SIZE']),)")
+    options = dict(DEFAULT_OPTIONS)
+    user_options = spec.get("options") or {}
+    _expect(isinstance(user_options, dict), "'options' must be an object")
+    unknown = set(user_options) - set(DEFAULT_OPTIONS)
+    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}")
+    options.update(user_options)
+    _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}")
+    for key in ("num_warps", "num_stages"):
+        _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32")
+    _expect(isinstance(options["seed"], int), "options.seed must be an integer")
+    spec["options"] = options
+    return spec

@@ -1,0 +1,236 @@
+"""A worker: a warm process (torch and triton imported) that runs each job in a fresh child.
+
+    python -m sandbox.worker        # speaks sandbox.protocol on stdin/stdout
+
+For every run the worker forks a child ahead of need (the warm-up, CUDA init included, is off the
+critical path), the child isolates itself (sandbox.isolation) and waits for its one job. The worker
+relays the child's messages and output, enforces the wall-clock timeout and the output limit, and
+turns a child that dies into a clear error. No state of one run reaches the next: each run's
+process, scratch directory and Triton interpreter are new.
+"""
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+# Fork-safety: let torch ask NVML, not the CUDA driver, whether there is a GPU, so this parent never
+# initialises CUDA (a CUDA context does not survive fork).
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+
+import torch  # noqa: E402  (warm imports: the reason this process exists)
+import triton  # noqa: E402
+
+from sandbox import isolation, pipeline, protocol  # noqa: E402
+from sandbox.errors import RunError  # noqa: E402
+
+SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
+MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
+RUN_ROOT = os.environ.get("RUN_ROOT") or tempfile.gettempdir()
+HAS_GPU = torch.cuda.is_available()
+if not HAS_GPU:
+    os.environ["TRITON_INTERPRET"] = "1"
+    triton.knobs.runtime.interpret = True
+
+
+# ---------------------------------------------------------------- the run process (child)
+
+def child_main(job_r, msg_w, scratch):
+    def send(msg):
+        os.write(msg_w, protocol.encode(protocol.jsonable(msg)))
+
+    applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB)
+    if HAS_GPU:
+        torch.empty(1, device="cuda")  # CUDA init, before the job arrives
+    kind = "gpu" if HAS_GPU else "interpreter"
+    send(protocol.message("ready", device=pipeline.device_info(kind), isolation=applied))
+    with os.fdopen(job_r, "rb") as jobs:
+        job = protocol.decode(jobs.readline(), protocol.SERVER_TYPES)
+    if job is None:
+        return
+    run_id, content = job["run_id"], job["content"]
+    os.chdir(scratch)
+
+    def emit(type, payload):
+        send(protocol.message(type, run_id, **payload))
+
+    result = pipeline.run_spec(content["spec"], emit, scratch, content.get("limits"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    send(protocol.message("result", run_id, result=result))
+
+
+class Child:
+    """A forked run process, warm and waiting for its job."""
+
+    def __init__(self):
+        self.scratch = tempfile.mkdtemp(prefix="run-", dir=RUN_ROOT)
+        job_r, self.job_w = os.pipe()
+        self.msg_r, msg_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                for fd in (self.job_w, self.msg_r, self.out_r, 0):
+                    os.close(fd)
+                os.dup2(out_w, 1)
+                os.dup2(out_w, 2)
+                sys.stdout.reconfigure(line_buffering=True)
+                child_main(job_r, msg_w, self.scratch)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 70
+            finally:
+                os._exit(code)
+        for fd in (job_r, msg_w, out_w):
+            os.close(fd)
+        self.lines = b""
+        self.ready = None
+
+    def next_message(self, deadline):
+        """Block until the child sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data)."""
+        while True:
+            if b"\n" in self.lines:
+                line, self.lines = self.lines.split(b"\n", 1)
+                return "msg", line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", None
+            ready, _, _ = select.select([self.msg_r, self.out_r], [], [], remaining)
+            if self.out_r in ready:
+                data = self.read_output()
+                if data:
+                    return "out", data
+            if self.msg_r in ready:
+                data = os.read(self.msg_r, 1 << 20)
+                if not data:
+                    return "eof", None
+                self.lines += data
+                if len(self.lines) > protocol.MAX_LINE_BYTES:
+                    return "eof", None
+
+    def read_output(self, budget=65536, linger_s=0.02):
+        """Read what the child printed, lingering briefly so a print loop becomes one message."""
+        data = os.read(self.out_r, budget)
+        while data and len(data) < budget and select.select([self.out_r], [], [], linger_s)[0]:
+            more = os.read(self.out_r, budget - len(data))
+            if not more:
+                break
+            data += more
+        return data
+
+    def wait_ready(self, timeout_s):
+        kind, line = self.next_message(time.monotonic() + timeout_s)
+        msg = protocol.decode(line) if kind == "msg" else None
+        if msg is None or msg["type"] != "ready":
+            raise RuntimeError(f"run process failed to start ({kind})")
+        self.ready = msg["content"]
+        return self.ready
+
+    def send_job(self, job):
+        os.write(self.job_w, protocol.encode(job))
+        os.close(self.job_w)
+
+    def finish(self):
+        """Kill if still running, reap, and remove the scratch directory. Returns the wait status."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status = os.waitpid(self.pid, 0)
+        for fd in (self.msg_r, self.out_r):
+            os.close(fd)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return status
+
+
+def describe_exit(status):
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        return f"was killed by signal {sig}" + (" (a crash: an out-of-bounds access or a bug in native code)" if sig in ("SIGSEGV", "SIGBUS", "SIGABRT") else "")
+    return f"exited with status {os.WEXITSTATUS(status)} before reporting a result"
+
+
+# ---------------------------------------------------------------- the worker (parent)
+
+class Worker:
+    def __init__(self, channel):
+        self.channel = channel
+        self.child = None
+
+    def send(self, msg):
+        self.channel.write(protocol.encode(protocol.jsonable(msg)))
+        self.channel.flush()
+
+    def prepare_child(self):
+        self.child = Child()
+        return self.child.wait_ready(120)
+
+    def run(self, job):
+        run_id, content = job["run_id"], job["content"]
+        timeout_s = float(content.get("timeout_s") or 30)
+        output_limit = int(content.get("output_limit") or 1 << 20)
+        child, self.child = self.child, None
+        child.send_job(job)
+        deadline = time.monotonic() + timeout_s
+        output = bytearray()
+        result = error = None
+        died = False
+        while result is None and error is None and not died:
+            kind, data = child.next_message(deadline)
+            if kind == "out":
+                if len(output) + len(data) > output_limit:
+                    error = RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped")
+                    break
+                output += data
+                self.send(protocol.message("stdout", run_id, text=data.decode(errors="replace")))
+            elif kind == "msg":
+                msg = protocol.decode(data)
+                if msg is None or msg["type"] not in ("status", "result"):
+                    error = RunError("sandbox", "the run process sent a malformed message")
+                elif msg["type"] == "status":
+                    self.send(protocol.message("status", run_id, **msg["content"]))
+                elif isinstance(msg["content"].get("result"), dict):
+                    result = msg["content"]["result"]
+                else:
+                    error = RunError("sandbox", "the run process sent a malformed result")
+            elif kind == "timeout":
+                error = RunError("timeout", f"the run took longer than {timeout_s:g} s and was stopped. "
+                                            f"Look for an endless loop (a while loop whose condition never changes, "
+                                            f"or a huge grid).")
+            else:
+                died = True
+        status = child.finish()
+        if died:
+            error = RunError("sandbox", f"the run's process {describe_exit(status)}. The server is fine; "
+                                        f"only this run was lost.")
+        if error is not None:
+            result = {"status": "error", "device": None, "error": error.to_dict(), "check": None,
+                      "timings": None, "trace": None, "ir": None}
+        result["stdout"] = output.decode(errors="replace")
+        self.send(protocol.message("result", run_id, result=result))
+
+
+def main():
+    # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    worker = Worker(channel)
+    ready = worker.prepare_child()
+    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
+    for line in sys.stdin.buffer:
+        job = protocol.decode(line, protocol.SERVER_TYPES)
+        if job is None:
+            continue
+        if worker.child is None:
+            worker.prepare_child()
+        worker.run(job)
+        worker.prepare_child()  # the next run's process warms up while we wait
+
+
+if __name__ == "__main__":
+    main()

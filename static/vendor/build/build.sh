@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Rebuilds the vendored browser libraries in static/vendor/ from the exact versions in package.json:
+#   codemirror-<version>.bundle.js  (one minified ES module, see codemirror-entry.js)
+#   socket.io-<version>.min.js      (the Socket.IO client, a plain script defining `io`)
+# Needs node and npm; run from anywhere: bash static/vendor/build/build.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+npm ci --no-audit --no-fund
+version() { node -p "require('./node_modules/$1/package.json').version"; }
+
+rm -f ../codemirror-*.bundle.js ../socket.io-*.min.js
+./node_modules/.bin/esbuild codemirror-entry.js --bundle --minify --format=esm \
+  --legal-comments=none --outfile="../codemirror-$(version codemirror).bundle.js"
+cp node_modules/socket.io-client/dist/socket.io.min.js "../socket.io-$(version socket.io-client).min.js"
+ls -l ../*.js

@@ -1,0 +1,9 @@
+// The one ES module the page imports for its editors: what editor.js and ir.js use, nothing more.
+export { EditorView, keymap, Decoration, GutterMarker, gutter, lineNumbers, ViewPlugin, WidgetType,
+         highlightActiveLine, highlightActiveLineGutter } from "@codemirror/view";
+export { EditorState, StateField, StateEffect, RangeSetBuilder, Compartment } from "@codemirror/state";
+export { basicSetup, minimalSetup } from "codemirror";
+export { python } from "@codemirror/lang-python";
+export { HighlightStyle, syntaxHighlighting, StreamLanguage } from "@codemirror/language";
+export { indentWithTab } from "@codemirror/commands";
+export { tags } from "@lezer/highlight";
