@@ -8,6 +8,7 @@ relays the child's messages and output, enforces the wall-clock timeout and the 
 turns a child that dies into a clear error. No state of one run reaches the next: each run's
 process, scratch directory and Triton interpreter are new.
 """
+import contextlib
 import os
 import select
 import shutil
@@ -30,6 +31,12 @@ SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
 MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
 RUN_ROOT = os.environ.get("RUN_ROOT") or tempfile.gettempdir()
 HAS_GPU = torch.cuda.is_available()
+# Compiled kernels are cached across runs (a GPU compile costs ~1.7 s). Run processes may run as
+# nobody, so the cache is shared and world-writable: a known trust trade-off (see README).
+TRITON_CACHE_DIR = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(RUN_ROOT, "playground-triton-cache"))
+os.makedirs(TRITON_CACHE_DIR, exist_ok=True)
+with contextlib.suppress(PermissionError):
+    os.chmod(TRITON_CACHE_DIR, 0o1777)
 if not HAS_GPU:
     os.environ["TRITON_INTERPRET"] = "1"
     triton.knobs.runtime.interpret = True
@@ -56,7 +63,9 @@ def child_main(job_r, msg_w, scratch):
     def emit(type, payload):
         send(protocol.message(type, run_id, **payload))
 
+    start = time.perf_counter()
     result = pipeline.run_spec(content["spec"], emit, scratch, content.get("limits"))
+    result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
     sys.stdout.flush()
     sys.stderr.flush()
     send(protocol.message("result", run_id, result=result))

@@ -1,0 +1,28 @@
+# The playground for a GPU host:
+#   docker build -t triton-playground .
+#   docker run --gpus all -p 8000:8000 -e SECRET_KEY=... -v playground-data:/srv/instance triton-playground
+FROM nvidia/cuda:12.8.1-base-ubuntu24.04
+
+ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
+RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+
+# The venv lives outside /root so run processes, dropped to uid nobody, can still import from it.
+RUN python3 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+COPY requirements.txt /srv/requirements.txt
+# torch's CUDA build first, so the pinned requirements find it already satisfied.
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128 \
+    && pip install -r /srv/requirements.txt
+
+WORKDIR /srv
+COPY app app
+COPY sandbox sandbox
+COPY kernels kernels
+COPY static static
+COPY templates templates
+
+ENV HOST=0.0.0.0 PORT=8000 DATABASE=/srv/instance/playground.sqlite TRITON_CACHE_DIR=/tmp/triton-cache
+EXPOSE 8000
+HEALTHCHECK --interval=30s --start-period=60s CMD python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
+CMD ["sh", "-c", "exec gunicorn -w 1 --threads ${THREADS:-32} -b ${HOST}:${PORT} --timeout 0 'app:create_app()'"]

@@ -1,0 +1,35 @@
+"""The Triton Playground web app: create_app() wires config, database, dispatcher, views and sockets."""
+import os
+
+from flask import Flask
+from flask_socketio import SocketIO
+
+from app import config as settings
+
+socketio = SocketIO()
+
+
+def create_app(test_config=None):
+    app = Flask(__name__, instance_relative_config=True,
+                static_folder="../static", template_folder="../templates")
+    app.config.update(settings.from_environment())
+    app.config["DATABASE"] = app.config["DATABASE"] or os.path.join(app.instance_path, "playground.sqlite")
+    app.config["MAX_CONTENT_LENGTH"] = 4 * app.config["MAX_SNIPPET_BYTES"]
+    if test_config:
+        app.config.update(test_config)
+
+    from app import api, db, editor, errors, events
+    from app.dispatcher import Dispatcher
+
+    db.init_app(app)
+    app.register_blueprint(editor.bp)
+    app.register_blueprint(api.bp)
+    errors.init_app(app)
+
+    app.extensions["dispatcher"] = Dispatcher(app.config)
+    if app.config.get("START_WORKERS", True):
+        app.extensions["dispatcher"].start()
+
+    socketio.init_app(app, async_mode="threading", max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
+    events.register(socketio)
+    return app

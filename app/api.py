@@ -1,0 +1,87 @@
+"""JSON API: run, examples, snippets, export, health."""
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+from app import gallery, share
+from app.dispatcher import QueueFull
+from app.errors import error_response
+from app.export import export_script
+from sandbox.spec import SpecError, normalize
+
+bp = Blueprint("api", __name__)
+
+
+def dispatcher():
+    return current_app.extensions["dispatcher"]
+
+
+def json_body():
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return None
+    return body
+
+
+def spec_from(body):
+    """The run spec of a request body: the body itself, or its "spec" member."""
+    spec = body.get("spec", body) if body else None
+    return normalize(spec)
+
+
+@bp.post("/api/run")
+def run():
+    try:
+        spec = spec_from(json_body())
+        return jsonify(dispatcher().run(spec))
+    except SpecError as e:
+        return error_response(400, str(e), phase="parse")
+    except QueueFull as e:
+        return error_response(503, str(e))
+
+
+@bp.get("/api/examples")
+def examples():
+    return jsonify(gallery.list_examples())
+
+
+@bp.get("/api/examples/<name>")
+def example(name):
+    found = gallery.load_example(name)
+    if found is None:
+        return error_response(404, f"there is no example named '{name}'")
+    return jsonify(found)
+
+
+@bp.post("/api/snippets")
+def save_snippet():
+    body = json_body()
+    try:
+        spec = spec_from(body)
+        ui = body.get("ui") if isinstance(body.get("ui"), dict) else {}
+        snippet_id = share.save(spec, ui, current_app.config["MAX_SNIPPET_BYTES"])
+    except (SpecError, share.SnippetError) as e:
+        return error_response(413 if "limit" in str(e) else 400, str(e))
+    return jsonify({"id": snippet_id, "url": url_for("editor.snippet", snippet_id=snippet_id, _external=True)})
+
+
+@bp.get("/api/snippets/<snippet_id>")
+def get_snippet(snippet_id):
+    found = share.load(snippet_id)
+    if found is None:
+        return error_response(404, f"there is no snippet '{snippet_id}'")
+    return jsonify({"id": snippet_id, **found})
+
+
+@bp.post("/api/export")
+def export():
+    try:
+        spec = spec_from(json_body())
+    except SpecError as e:
+        return error_response(400, str(e))
+    return Response(export_script(spec), mimetype="text/x-python",
+                    headers={"Content-Disposition": f'attachment; filename="{spec["kernel"]}.py"'})
+
+
+@bp.get("/healthz")
+def healthz():
+    health = dispatcher().health()
+    return jsonify(health), 200 if health["ok"] else 503

@@ -1,0 +1,41 @@
+"""Every setting of the server, as data: name, default, meaning. Read from the environment.
+
+The README's configuration table is checked against SETTINGS by a test.
+"""
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: object
+    help: str
+
+    def read(self):
+        raw = os.environ.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return type(self.default)(raw) if self.default is not None else raw
+
+
+SETTINGS = [
+    Setting("HOST", "127.0.0.1", "Address the server listens on (`make run`)."),
+    Setting("PORT", 8000, "Port the server listens on (`make run`)."),
+    Setting("THREADS", 32, "gunicorn threads in the one web process (each open socket holds one)."),
+    Setting("WORKERS", 2, "Worker processes; each runs one job at a time in a fresh forked run process."),
+    Setting("RUN_TIMEOUT_S", 30.0, "Wall-clock limit of one run, in seconds; the run's process is then killed."),
+    Setting("QUEUE_LIMIT", 64, "Runs waiting for a worker beyond which new runs are refused."),
+    Setting("OUTPUT_LIMIT_BYTES", 1 << 20, "What a run may print before it is stopped."),
+    Setting("RUN_MEMORY_MB", 8192, "Address space a CPU run may add to the warm worker's."),
+    Setting("TRACE_MAX_PROGRAMS", 4096, "Programs traced in full; beyond, a stated sample."),
+    Setting("TRACE_MAX_BYTES", 2_000_000, "Bound on the trace part of a result."),
+    Setting("SANDBOX", "auto", "Isolation of run processes: `auto` (network namespace, uid nobody where possible, rlimits) or `none` (rlimits only)."),
+    Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
+    Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest run spec that can be shared or run."),
+    Setting("SECRET_KEY", "dev", "Flask secret key; set it in production."),
+]
+
+
+def from_environment():
+    return {s.name: s.read() for s in SETTINGS}

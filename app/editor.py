@@ -1,0 +1,45 @@
+"""The editor page, opened empty (default example), on a gallery example or on a shared snippet."""
+import os
+
+import plotly
+from flask import Blueprint, abort, render_template, request, send_file, url_for
+
+from app import gallery, share
+
+bp = Blueprint("editor", __name__)
+DEFAULT_EXAMPLE = "vector_add"
+PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+
+
+def render_editor(spec, ui=None, snippet_id=None):
+    initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
+               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id}
+    return render_template("editor.html", initial=initial,
+                           plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
+
+
+@bp.get("/")
+def index():
+    return render_editor(gallery.load_example(DEFAULT_EXAMPLE)["spec"])
+
+
+@bp.get("/examples/<name>")
+def example(name):
+    found = gallery.load_example(name)
+    if found is None:
+        abort(404, f"there is no example named '{name}'")
+    return render_editor(found["spec"])
+
+
+@bp.get("/s/<snippet_id>")
+def snippet(snippet_id):
+    found = share.load(snippet_id)
+    if found is None:
+        abort(404, f"there is no shared snippet '{snippet_id}': the link may be mistyped")
+    return render_editor(found["spec"], found.get("ui"), snippet_id)
+
+
+@bp.get("/vendor/plotly-<version>.min.js")
+def plotly_js(version):
+    """plotly.js from the installed plotly package: one pinned copy, served offline."""
+    return send_file(PLOTLY_JS, mimetype="text/javascript", max_age=86400)

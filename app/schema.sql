@@ -1,0 +1,6 @@
+CREATE TABLE IF NOT EXISTS snippet (
+    id TEXT PRIMARY KEY,            -- shortest unique prefix (>= 8) of the content hash
+    digest TEXT UNIQUE NOT NULL,    -- sha256 of the canonical JSON body
+    body TEXT NOT NULL,             -- {"spec": ..., "ui": ...}
+    created TEXT NOT NULL DEFAULT (datetime('now'))
+);

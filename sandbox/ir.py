@@ -1,0 +1,474 @@
+"""The compiler's view of a kernel: TTIR, TTGIR, LLIR, PTX and SASS, its registers and shared memory,
+and which source line each IR line came from.
+
+`triton.compile` runs the whole pipeline (down to ptxas and the cubin) on the CPU for any NVIDIA
+target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one.
+"""
+import contextlib
+import functools
+import io
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import types
+
+import torch
+import triton
+import triton.language as tl
+from triton._utils import type_canonicalisation_dict
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.autotuner import Autotuner, Heuristics
+from triton.runtime.jit import JITFunction
+
+from sandbox.errors import RunError, hint_for
+
+DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
+
+_module_ids = itertools.count()
+
+
+def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arch=None):
+    """Compile `kernel_name` from the file `module_path` for `arch` ("sm80", "sm90", ...; None: the
+    local GPU, else sm90) with `args` (parameter name -> tensor, number or constexpr value).
+
+    Kernels wrapped in @triton.autotune / @triton.heuristics are compiled as their inner
+    @triton.jit function with the given args. A meta-parameter missing from `args` is taken from
+    the heuristic, or from the first autotune config (whose num_warps/num_stages then apply too).
+    """
+    capability = parse_arch(arch)
+    module = load_module(module_path)
+    kernel = getattr(module, kernel_name, None)
+    if kernel is None:
+        raise RunError("compile", f"there is no @triton.jit function named '{kernel_name}' in the source")
+    fn, args, options = unwrap(kernel, dict(args), {"num_warps": num_warps, "num_stages": num_stages})
+    signature, constexprs, attrs = specialize(fn, args)
+    source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
+    start = time.perf_counter()
+    try:
+        # ptxas failures print the whole PTX to stdout; the error we raise carries what matters.
+        with contextlib.redirect_stdout(io.StringIO()):
+            compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+    except Exception as e:
+        raise compile_error(e, module, module_path) from None
+    compile_ms = (time.perf_counter() - start) * 1e3  # a few ms when triton's on-disk cache has it
+
+    notes = []
+    sass, usage = inspect_cubin(compiled.asm["cubin"], notes)
+    return {"target": f"sm{capability}",
+            **{stage: compiled.asm[stage] for stage in IR_STAGES},
+            "sass": sass,
+            "n_regs": usage.get("REG"),
+            # Local memory per thread in 4-byte words: what triton's launcher reports as n_spills.
+            "n_spills": usage["LOCAL"] // 4 if "LOCAL" in usage else None,
+            "shared_bytes": compiled.metadata.shared,
+            "compile_ms": compile_ms,
+            "line_map": line_map(compiled.asm, module_path),
+            "notes": notes}
+
+
+def parse_arch(arch):
+    """"sm90" / "sm_90a" / "90" -> 90; None -> the local GPU's capability, else DEFAULT_CAPABILITY."""
+    if arch is None:
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return major * 10 + minor
+        return DEFAULT_CAPABILITY
+    match = re.fullmatch(r"(?:sm_?)?(\d{2,3})a?", str(arch).strip().lower())
+    if not match:
+        raise RunError("compile", f"unknown GPU architecture {arch!r}: write it as sm80, sm90, sm100, ...")
+    return int(match.group(1))
+
+
+# ---------------------------------------------------------------- the kernel
+
+def load_module(path):
+    """Import the user's file afresh with the interpreter off, so @triton.jit gives a real JITFunction
+    even in a worker that runs kernels in the interpreter."""
+    with open(path) as f:
+        source = f.read()
+    module = types.ModuleType(f"playground_ir_{next(_module_ids)}")
+    module.__file__ = path
+    before = triton.knobs.runtime.interpret
+    triton.knobs.runtime.interpret = False
+    try:
+        exec(compile(source, path, "exec"), module.__dict__)
+    except Exception as e:
+        raise RunError("compile", f"loading the source failed: {type(e).__name__}: {e}",
+                       type=type(e).__name__, line=traceback_line(e, path)) from None
+    finally:
+        triton.knobs.runtime.interpret = before
+    return module
+
+
+def unwrap(kernel, args, options):
+    """The JITFunction under any @autotune / @heuristics, with the meta-parameters those would supply."""
+    while not isinstance(kernel, JITFunction):
+        if isinstance(kernel, Autotuner) and kernel.configs:
+            config = kernel.configs[0]
+            missing = {k: v for k, v in config.kwargs.items() if k not in args}
+            if missing:
+                args.update(missing)
+                options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+        elif isinstance(kernel, Heuristics):
+            for name, rule in kernel.values.items():
+                if name not in args:
+                    try:
+                        args[name] = rule(dict(args))
+                    except Exception as e:
+                        raise RunError("compile", f"the heuristic for '{name}' failed: {type(e).__name__}: {e}",
+                                       type=type(e).__name__) from None
+        if not hasattr(kernel, "fn"):
+            raise RunError("compile", f"{type(kernel).__name__} is not a @triton.jit kernel")
+        kernel = kernel.fn
+    return kernel, args, options
+
+
+def specialize(fn, args):
+    """Signature, constexprs and attributes as triton's JIT derives them from a launch's arguments:
+    ints by magnitude (1 becomes a constant), pointers and ints divisible by 16 marked so."""
+    signature, constexprs, attrs = {}, {}, {}
+    for index, param in enumerate(fn.params):
+        if param.name in args:
+            value = args[param.name]
+        elif param.has_default:
+            value = param.default
+        else:
+            raise RunError("compile", f"argument '{param.name}' of {fn.__name__} has no value")
+        kind, divisible = param_type(value)
+        if param.is_constexpr or kind == "constexpr":
+            signature[param.name] = "constexpr"
+            constexprs[(index, )] = value.value if isinstance(value, tl.constexpr) else value
+            continue
+        if param.annotation_type:  # e.g. `n: tl.int64` fixes the type whatever the value
+            kind = param.annotation_type
+            divisible = divisible and kind[:2] not in ("fp", "bf", "u1")
+        signature[param.name] = kind
+        if divisible and not param.do_not_specialize and not param.do_not_specialize_on_alignment:
+            attrs[(index, )] = DIVISIBLE_BY_16
+    return signature, constexprs, attrs
+
+
+def param_type(value):
+    """(triton type, divisible by 16) of one runtime argument."""
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        return "*" + type_canonicalisation_dict.get(dtype, dtype), value.data_ptr() % 16 == 0
+    if value is None:
+        return "constexpr", False
+    if isinstance(value, bool):
+        return "u1", False
+    if isinstance(value, int):
+        if value == 1:  # the JIT compiles a 1 in as a constant
+            return "constexpr", False
+        if -2**31 <= value < 2**31:
+            kind = "i32"
+        elif 2**63 <= value < 2**64:
+            kind = "u64"
+        else:
+            kind = "i64"
+        return kind, value % 16 == 0
+    if isinstance(value, float):
+        return "fp32", False
+    if isinstance(value, tl.constexpr):
+        return "constexpr", False
+    raise RunError("compile", f"cannot pass a {type(value).__name__} to a kernel: use a tensor, an int, a float or a bool")
+
+
+# ---------------------------------------------------------------- errors
+
+def compile_error(exc, module, path):
+    """A RunError at the user's line for triton's CompilationError (or any other compiler failure)."""
+    from triton.compiler.errors import CompilationError
+    starts = jit_function_lines(module)
+    line, innermost, cause = None, exc, exc
+    while cause is not None:
+        if isinstance(cause, CompilationError):
+            innermost = cause
+            lineno = getattr(cause.node, "lineno", None)
+            if cause.src in starts and lineno is not None:
+                line = starts[cause.src] + lineno - 1
+        cause = cause.__cause__
+    root = innermost.__cause__ or innermost
+    if isinstance(innermost, CompilationError) and innermost.error_message:
+        text = innermost.error_message
+    else:
+        text = str(root)
+    message = f"{type(root).__name__}: {text}"
+    hint = hint_for(message)
+    return RunError("compile", f"{message}\n\n{hint}" if hint else message, type=type(root).__name__, line=line)
+
+
+def jit_function_lines(module):
+    """{source of each jit function in the module: line of its `def` in the file}."""
+    starts = {}
+    for obj in vars(module).values():
+        while not isinstance(obj, JITFunction) and hasattr(obj, "fn"):
+            obj = obj.fn
+        if isinstance(obj, JITFunction):
+            decorators = next(i for i, text in enumerate(obj.raw_src) if text.lstrip().startswith("def "))
+            starts[obj.src] = obj.starting_line_number + decorators
+    return starts
+
+
+def traceback_line(exc, path):
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return getattr(exc, "lineno", None) if line is None and isinstance(exc, SyntaxError) else line
+
+
+# ---------------------------------------------------------------- the cubin
+
+def nvidia_tool(name):
+    """The copy triton ships (or TRITON_<NAME>_PATH), else one on PATH, else None."""
+    try:
+        return getattr(triton.knobs.nvidia, name).path
+    except RuntimeError:
+        return shutil.which(name)
+
+
+def inspect_cubin(cubin, notes):
+    """(SASS listing, {"REG": .., "SHARED": .., "LOCAL": ..}) from cuobjdump; (None, {}) without it."""
+    cuobjdump = nvidia_tool("cuobjdump")
+    if cuobjdump is None:
+        notes.append("cuobjdump was not found: no SASS, and registers and spills are unknown")
+        return None, {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = run_tool([cuobjdump, "-sass", f.name], notes)
+        usage = run_tool([cuobjdump, "-res-usage", f.name], notes)
+    return (clean_sass(sass) if sass else None), resource_usage(usage or "")
+
+
+def run_tool(command, notes):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    except (subprocess.SubprocessError, OSError) as e:
+        notes.append(f"{os.path.basename(command[0])} {command[1]} failed: {e}")
+        return None
+
+
+def clean_sass(listing):
+    """Drop the instruction encodings (/* 0x... */) that cuobjdump prints beside and under each line."""
+    lines = []
+    for line in listing.split("\n"):
+        line = re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$", "", line)
+        if line.strip():
+            lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def resource_usage(text):
+    """{"REG": 26, "SHARED": 0, "LOCAL": 0, ...} from `cuobjdump -res-usage` (the kernel's function)."""
+    match = re.search(r"Function [^\n]*:\s*\n\s*(.*)", text)
+    return {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", match.group(1))} if match else {}
+
+
+# ---------------------------------------------------------------- source lines
+
+def line_map(asm, module_path):
+    """{stage: {IR line index: source line}} for lines that came from module_path."""
+    user_file = os.path.realpath(module_path)
+
+    @functools.lru_cache(maxsize=None)
+    def is_user(path):
+        return os.path.realpath(path) == user_file
+
+    return {"ttir": mlir_lines(asm["ttir"], is_user),
+            "ttgir": mlir_lines(asm["ttgir"], is_user),
+            "llir": llvm_lines(asm["llir"], is_user),
+            "ptx": ptx_lines(asm["ptx"], is_user, os.path.basename(module_path))}
+
+
+_MLIR_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
+_MLIR_LOC = re.compile(r"(?<![\w#])loc\(")
+_MLIR_FILE = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):\d+')
+_MLIR_NAMED = re.compile(r'^"(?:[^"\\]|\\.)*"\((.*)\)$', re.S)
+_MLIR_FUSED = re.compile(r"^fused(?:<.*?>)?\[(.*)\]$", re.S)
+
+
+def mlir_lines(text, is_user):
+    """TTIR/TTGIR: each op ends in loc(...), a file:line:col, or an alias #locN defined at the end,
+    possibly named ("x"(...)), fused, or a callsite(callee at caller) for inlined calls."""
+    lines = text.split("\n")
+    aliases = {m.group(1): m.group(2) for m in map(_MLIR_ALIAS.match, lines) if m}
+    cache = {}
+
+    def resolve(loc):
+        loc = loc.strip()
+        if loc in aliases:
+            if loc not in cache:
+                cache[loc] = resolve(aliases[loc])
+            return cache[loc]
+        if m := _MLIR_FILE.match(loc):
+            line = int(m.group(2))
+            return line if line > 0 and is_user(m.group(1).replace('\\"', '"')) else None
+        if loc.startswith("callsite(") and loc.endswith(")"):
+            callee, _, caller = split_top(loc[len("callsite("):-1], " at ")
+            return resolve(callee) or resolve(caller)  # the user's helper, else the user's call of triton's
+        if m := _MLIR_NAMED.match(loc):
+            return resolve(m.group(1))
+        if m := _MLIR_FUSED.match(loc):
+            return next(filter(None, map(resolve, split_all(m.group(1), ","))), None)
+        return None
+
+    result = {}
+    # An op with regions (scf.for, scf.if, tt.reduce) prints its loc after the closing brace:
+    # open_regions holds the lines that opened each region still open (`} else {` joins its `if`).
+    open_regions = []
+    for index, line in enumerate(lines):
+        if _MLIR_ALIAS.match(line):
+            continue
+        stripped = line.strip()
+        starts = [m.end() for m in _MLIR_LOC.finditer(line)]
+        source_line = resolve(balanced(line, starts[-1])) if starts else None
+        if source_line:
+            result[index] = source_line
+        openers = open_regions.pop() if stripped.startswith("}") and open_regions else []
+        if stripped.endswith("{"):
+            open_regions.append(openers + [index])
+        elif source_line:
+            for opener in openers:
+                result.setdefault(opener, source_line)
+    return result
+
+
+def balanced(text, start):
+    """The text from `start` up to the parenthesis that closes the one just before it."""
+    depth, quoted, i = 1, False, start
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "([<":
+            depth += 1
+        elif c in ")]>":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    return text[start:i]
+
+
+def split_all(text, sep):
+    parts = []
+    while True:
+        head, found, text = split_top(text, sep)
+        parts.append(head)
+        if not found:
+            return parts
+
+
+def split_top(text, sep):
+    """str.partition at the first `sep` outside quotes and brackets."""
+    depth, quoted, i = 0, False, 0
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "([<":
+            depth += 1
+        elif c in ")]>":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            return text[:i], sep, text[i + len(sep):]
+        i += 1
+    return text, "", ""
+
+
+_LLVM_METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)\s*$")
+_LLVM_FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
+_LLVM_DBG = re.compile(r"!dbg (!\d+)")
+
+
+def llvm_lines(text, is_user):
+    """LLIR: instructions carry `!dbg !N`; !N is a DILocation (line, scope, inlinedAt) or the kernel's
+    DISubprogram; scopes lead to a DIFile."""
+    lines = text.split("\n")
+    nodes = {}
+    for line in lines:
+        if m := _LLVM_METADATA.match(line):
+            fields = {k: v.strip().strip('"') for k, v in _LLVM_FIELD.findall(m.group(3))}
+            nodes[m.group(1)] = (m.group(2), fields)
+
+    def file_of(ref):
+        kind, fields = nodes.get(ref, ("", {}))
+        if kind == "DIFile":
+            return os.path.join(fields.get("directory", ""), fields.get("filename", ""))
+        parent = fields.get("file") or fields.get("scope")
+        return file_of(parent) if parent else None
+
+    def resolve(ref):
+        kind, fields = nodes.get(ref, ("", {}))
+        line = int(fields.get("line", 0))
+        owner = fields.get("scope") if kind == "DILocation" else ref
+        if line > 0 and owner and (path := file_of(owner)) and is_user(path):
+            return line
+        return resolve(fields["inlinedAt"]) if "inlinedAt" in fields else None
+
+    result = {}
+    for index, line in enumerate(lines):
+        if (m := _LLVM_DBG.search(line)) and not line.startswith("!"):
+            if source_line := resolve(m.group(1)):
+                result[index] = source_line
+    return result
+
+
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,?\s*"([^"]*)")?')
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$")
+_PTX_INLINED_AT = re.compile(r"inlined_at\s+(\d+)\s+(\d+)")
+_PTX_CALLER = re.compile(r"@\[\s*([^:\s]+):(\d+):\d+")
+
+
+def ptx_lines(text, is_user, user_basename):
+    """PTX: a `.loc FILE LINE COL` applies to the instructions after it; `.file N "path"` names the
+    files. Code inlined from triton's library keeps the user's call site in `inlined_at` or, in
+    older PTX, only in the comment `// standard.py:43:17 @[ kernel.py:15:33 ]` (file base names)."""
+    lines = text.split("\n")
+    files = {}
+    for line in lines:
+        if m := _PTX_FILE.match(line):
+            files[m.group(1)] = os.path.join(m.group(2), m.group(3)) if m.group(3) else m.group(2)
+
+    def resolve(file_id, line, rest):
+        if line > 0 and is_user(files.get(file_id, "")):
+            return line
+        if (m := _PTX_INLINED_AT.search(rest)) and is_user(files.get(m.group(1), "")):
+            return int(m.group(2))
+        for name, caller_line in _PTX_CALLER.findall(rest):
+            if name == user_basename and int(caller_line) > 0:
+                return int(caller_line)
+        return None
+
+    result, current = {}, None
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if m := _PTX_LOC.match(line):
+            current = resolve(m.group(1), int(m.group(2)), m.group(3))
+            if current:
+                result[index] = current
+        elif stripped == "}":
+            current = None
+        elif current and stripped and not stripped.startswith((".", "//", "$", "{")):
+            result[index] = current
+    return result

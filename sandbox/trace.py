@@ -1,0 +1,500 @@
+"""The memory trace of a launch in Triton's interpreter, and the bounds sanitizer.
+
+While a `Tracer` is entered, the interpreter's builder reports every load, store and atomic of
+every program: which tensor it touched, the element offsets of the active lanes and of the
+masked-off lanes, and the line of the user's kernel. An access whose active lanes fall outside
+every known tensor is stopped before it happens (in the interpreter a stray store would corrupt
+the worker's own memory) and reported as a RunError in words a beginner can act on.
+
+The kernel must run in the interpreter and the tensors must live on the CPU: the interpreter
+works on host memory, and addresses are matched against the tensors' data pointers.
+"""
+import contextlib
+import math
+import os
+import operator
+import sys
+from collections import deque
+
+import numpy as np
+import torch
+from triton.runtime import interpreter
+
+from sandbox.errors import RunError
+
+MAX_COVERAGE_RUNS = 10_000
+
+# Atomic operations as the user wrote them (tl.atomic_<name>); unsigned and float variants fold in.
+ATOMIC_NAMES = {"ADD": "add", "FADD": "add", "MIN": "min", "UMIN": "min", "MAX": "max", "UMAX": "max",
+                "AND": "and", "OR": "or", "XOR": "xor", "XCHG": "xchg"}
+
+VERBS = {"load": "loads", "store": "stores", "atomic": "updates"}
+
+
+def runs_of(offsets, limit=None):
+    """[[start, length], ...] of an int array, merging consecutive +1 steps, in array order."""
+    if offsets.size == 0:
+        return []
+    breaks = ((offsets[1:] - offsets[:-1]) != 1).nonzero()[0]
+    if breaks.size == 0:  # the common case: one contiguous run
+        return [[int(offsets[0]), int(offsets.size)]]
+    starts = np.concatenate(([0], breaks + 1))
+    if limit is not None:
+        starts = starts[:limit + 1]
+    ends = np.concatenate((starts[1:], [offsets.size]))[:limit]
+    starts = starts[:limit]
+    return [[start, length] for start, length in zip(offsets[starts].tolist(), (ends - starts).tolist())]
+
+
+def _runs_bytes(runs):
+    """About how many bytes `runs` take in JSON, without serialising them."""
+    if not runs:
+        return 2
+    digits = len(str(max(abs(runs[0][0]), abs(runs[-1][0]), runs[0][1]))) + 1
+    return 2 + len(runs) * (2 * digits + 4)
+
+
+def _array(handle_or_array):
+    """The numpy data of an interpreter TensorHandle (block-pointer masks come as bare arrays)."""
+    if isinstance(handle_or_array, np.ndarray):
+        return handle_or_array
+    return np.asarray(handle_or_array.data)
+
+
+def _error_chain(exc):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+# ---------------------------------------------------------------- the tensors a kernel may touch
+
+class TensorRange:
+    """One named tensor and the bytes [start, end) its elements occupy."""
+
+    def __init__(self, name, tensor):
+        if tensor.device.type != "cpu":
+            raise ValueError(f"tensor '{name}' is on {tensor.device}: the trace needs CPU tensors "
+                             "(the interpreter runs on copies in host memory)")
+        self.name, self.tensor = name, tensor
+        self.itemsize = tensor.element_size()
+        self.shift = self.itemsize.bit_length() - 1
+        # Elements from the first to the last one the view reaches (a transposed view too).
+        self.span = 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) \
+            if tensor.numel() else 0
+        self.start = tensor.data_ptr()
+        self.end = self.start + self.span * self.itemsize
+        self.loaded = self.stored = False
+        self.coverage = None
+
+    def offsets(self, addresses):
+        """Element offsets from the data pointer (negative below it)."""
+        # User-space addresses fit in int64; wrapped pointers of masked-off lanes wrap the same way.
+        return (addresses.view(np.int64) - self.start) >> self.shift
+
+    def distance(self, address):
+        """Bytes from `address` to this tensor's elements (0 inside)."""
+        if address < self.start:
+            return self.start - address
+        return max(0, address - self.end + 1)
+
+    def info(self):
+        role = {(True, False): "input", (False, True): "output", (True, True): "inout"}
+        return {"shape": list(self.tensor.shape), "dtype": str(self.tensor.dtype).removeprefix("torch."),
+                "role": role.get((self.loaded, self.stored), "input")}
+
+
+class Coverage:
+    """Which program wrote each element of one tensor, over the whole launch."""
+
+    def __init__(self, tensor_range):
+        t = tensor_range.tensor
+        self.numel = t.numel()
+        if t.is_contiguous():
+            self.elements = None
+        else:  # the offsets the view's elements sit at; gaps between them are never expected to be written
+            self.elements = torch.as_strided(torch.arange(tensor_range.span), t.shape, t.stride()).flatten().numpy()
+        self.last_writer = np.full(tensor_range.span, -1, dtype=np.int64)
+        self.writers = np.zeros(tensor_range.span, dtype=np.uint8)  # 0, 1 or 2 (= more than one)
+
+    def store(self, elements, runs, program):
+        if len(runs) == 1:  # one contiguous run: slices are much faster than index arrays
+            where = slice(runs[0][0], runs[0][0] + runs[0][1])
+            fresh = self.last_writer[where] != program
+            if not fresh.all():
+                where = elements[fresh]
+        else:
+            where = elements[self.last_writer[elements] != program]
+        self.writers[where] = np.minimum(self.writers[where], 1) + 1
+        self.last_writer[where] = program
+
+    def atomic(self, elements):
+        # Atomics are how programs share an element on purpose: written, never a conflict.
+        self.writers[elements] = np.maximum(self.writers[elements], 1)
+
+    def result(self):
+        writers = self.writers if self.elements is None else self.writers[self.elements]
+        positions = np.arange(writers.size) if self.elements is None else self.elements
+        unwritten = positions[writers == 0]
+        multi = positions[writers > 1]
+        unwritten_runs = runs_of(unwritten, MAX_COVERAGE_RUNS + 1)
+        multi_runs = runs_of(multi, MAX_COVERAGE_RUNS + 1)
+        return {"numel": self.numel, "unwritten": int(unwritten.size), "multiply_written": int(multi.size),
+                "unwritten_runs": unwritten_runs[:MAX_COVERAGE_RUNS], "multi_runs": multi_runs[:MAX_COVERAGE_RUNS],
+                "truncated": max(len(unwritten_runs), len(multi_runs)) > MAX_COVERAGE_RUNS}
+
+
+# ---------------------------------------------------------------- which programs keep their detail
+
+class ProgramSample:
+    """Every program while they fit the limits; past them the first programs, the last programs
+    and an even spread (every `stride`-th), each held to a third of the limits."""
+
+    def __init__(self, total, max_programs, max_bytes):
+        self.total, self.max_programs, self.max_bytes = total, max_programs, max_bytes
+        self.part_programs = max(1, max_programs // 3)
+        self.part_bytes = max_bytes // 3
+        self.sampling = False
+        self.everything, self.everything_bytes = [], 0
+        self.head, self.spread, self.tail = [], [], deque()
+        self.head_bytes = self.spread_bytes = self.tail_bytes = 0
+        self.head_open = True
+        self.stride = max(1, math.ceil(total / self.part_programs))
+
+    def in_tail(self, index):
+        return index >= self.total - self.part_programs
+
+    def wants(self, index):
+        """Whether program `index` (in launch order) may be kept, so is worth recording."""
+        return (not self.sampling or self.head_open or self.in_tail(index)
+                or index % self.stride == 0)
+
+    def add(self, index, program, nbytes):
+        item = (index, program, nbytes)
+        if self.sampling:
+            return self._add_sampled(item)
+        self.everything.append(item)
+        self.everything_bytes += nbytes
+        if len(self.everything) > self.max_programs or self.everything_bytes > self.max_bytes:
+            self.sampling = True
+            for kept in self.everything:
+                self._add_sampled(kept)
+            self.everything = []
+
+    def _add_sampled(self, item):
+        index, _, nbytes = item
+        if self.head_open:
+            if len(self.head) < self.part_programs and self.head_bytes + nbytes <= self.part_bytes:
+                self.head.append(item)
+                self.head_bytes += nbytes
+                return
+            self.head_open = False
+        if self.in_tail(index):
+            self.tail.append(item)
+            self.tail_bytes += nbytes
+            while len(self.tail) > 1 and self.tail_bytes > self.part_bytes:
+                self.tail_bytes -= self.tail.popleft()[2]
+        elif index % self.stride == 0:
+            self.spread.append(item)
+            self.spread_bytes += nbytes
+            while len(self.spread) > 1 and (len(self.spread) > self.part_programs
+                                            or self.spread_bytes > self.part_bytes):
+                self.stride *= 2
+                self.spread = [kept for kept in self.spread if kept[0] % self.stride == 0]
+                self.spread_bytes = sum(kept[2] for kept in self.spread)
+
+    def programs(self):
+        kept = self.head + self.spread + list(self.tail) if self.sampling else self.everything
+        return [program for _, program, _ in sorted(kept, key=operator.itemgetter(0))]
+
+    def describe(self):
+        if not self.sampling:
+            return None
+        return {"first": len(self.head), "last": len(self.tail), "every": self.stride}
+
+
+# ---------------------------------------------------------------- the tracer
+
+class Tracer:
+    """Context manager: hooks the interpreter's builder for one kernel launch.
+
+    `tensors`: name -> CPU tensor (other values are ignored); `source_path`: the file the kernel
+    was imported from (lines are reported for frames in it). With `record=False` only the bounds
+    sanitizer runs. An out-of-bounds access raises RunError("launch", ..., type="OutOfBounds") out
+    of the `with` block (unwrapped from the interpreter's InterpreterError).
+    """
+
+    def __init__(self, tensors, source_path, *, record=True, max_programs=4096, max_bytes=2_000_000):
+        self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
+        self.searchable = [r for r in self.ranges if r.span]
+        self.source_paths = {source_path, os.path.realpath(source_path)}
+        self.record = record
+        self.max_programs, self.max_bytes = max_programs, max_bytes
+        self.sample = None
+        self.executed = 0
+        self.program = None  # (index, record, bytes, recording) of the running program
+        self.block_pointer = False
+        self.saved = {}
+
+    # -- hooks
+
+    def __enter__(self):
+        patch_interpreter_compat()
+        builder = interpreter.InterpreterBuilder
+        tracer = self
+
+        def create_masked_load(self, ptrs, mask, *rest, **kwargs):
+            tracer.access("load", ptrs, mask, self)
+            return tracer.saved["create_masked_load"](self, ptrs, mask, *rest, **kwargs)
+
+        def create_masked_store(self, ptrs, value, mask, *rest, **kwargs):
+            tracer.access("store", ptrs, mask, self)
+            return tracer.saved["create_masked_store"](self, ptrs, value, mask, *rest, **kwargs)
+
+        def create_atomic_rmw(self, rmw_op, ptr, val, mask, *rest, **kwargs):
+            tracer.access("atomic", ptr, mask, self, ATOMIC_NAMES.get(rmw_op.name, rmw_op.name.lower()))
+            return tracer.saved["create_atomic_rmw"](self, rmw_op, ptr, val, mask, *rest, **kwargs)
+
+        def create_atomic_cas(self, ptr, *rest, **kwargs):
+            tracer.access("atomic", ptr, None, self, "cas")
+            return tracer.saved["create_atomic_cas"](self, ptr, *rest, **kwargs)
+
+        def create_tensor_pointer_load(self, *args, **kwargs):
+            with tracer.through_block_pointer():
+                return tracer.saved["create_tensor_pointer_load"](self, *args, **kwargs)
+
+        def create_tensor_pointer_store(self, *args, **kwargs):
+            with tracer.through_block_pointer():
+                return tracer.saved["create_tensor_pointer_store"](self, *args, **kwargs)
+
+        def set_grid_dim(self, nx, ny, nz):
+            tracer.saved["set_grid_dim"](self, nx, ny, nz)
+            tracer.start_launch(nx * ny * nz)
+
+        def set_grid_idx(self, x, y, z):
+            tracer.saved["set_grid_idx"](self, x, y, z)
+            tracer.start_program((x, y, z))
+
+        hooks = [create_masked_load, create_masked_store, create_atomic_rmw, create_atomic_cas,
+                 create_tensor_pointer_load, create_tensor_pointer_store]
+        if self.record:
+            hooks += [set_grid_dim, set_grid_idx]
+        for hook in hooks:
+            self.saved[hook.__name__] = builder.__dict__[hook.__name__]
+            setattr(builder, hook.__name__, hook)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        builder = interpreter.InterpreterBuilder
+        for name, original in self.saved.items():
+            setattr(builder, name, original)
+        self.saved = {}
+        self.finish_program()
+        error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
+        if error is not None and error is not exc:
+            raise error from None
+        return False
+
+    @contextlib.contextmanager
+    def through_block_pointer(self):
+        self.block_pointer = True
+        try:
+            yield
+        finally:
+            self.block_pointer = False
+
+    # -- programs
+
+    def start_launch(self, total):
+        self.finish_program()
+        self.sample = ProgramSample(total, self.max_programs, self.max_bytes)
+
+    def start_program(self, pid):
+        self.finish_program()
+        index = self.executed
+        self.executed += 1
+        recording = self.sample.wants(index)
+        self.program = (index, {"pid": list(pid), "accesses": []}, [40], recording)
+
+    def finish_program(self):
+        if self.program is None:
+            return
+        index, program, nbytes, recording = self.program
+        self.program = None
+        if recording:
+            self.sample.add(index, program, nbytes[0])
+
+    # -- one access
+
+    def access(self, op, ptrs, mask, builder, atomic=None):
+        ptrs = _array(ptrs)
+        shape = ptrs.shape
+        ptrs = ptrs.ravel()
+        if mask is not None:
+            mask = _array(mask)
+            mask = (mask if mask.shape == shape else np.broadcast_to(mask, shape)).ravel()
+            if mask.all():
+                mask = None
+        active = ptrs if mask is None else ptrs[mask]
+        groups = self.locate(active, op, builder, atomic, len(shape))
+        for tensor, _ in groups:
+            tensor.loaded |= op != "store"
+            tensor.stored |= op != "load"
+        if self.program is None:  # not recording
+            return
+        index, program, nbytes, recording = self.program
+        if not recording and op == "load":
+            return
+        accesses = [(tensor, tensor.offsets(addresses)) for tensor, addresses in groups]
+        accesses = [(tensor, elements, runs_of(elements)) for tensor, elements in accesses]
+        if op != "load":
+            self.cover(op, accesses, index)
+        if not recording:
+            return
+        if nbytes[0] > self.sample.part_bytes:
+            program["truncated"] = True
+            return
+        masked = ptrs[~mask] if mask is not None else ptrs[:0]
+        if not accesses and masked.size:
+            owner = self.nearest(int(masked[0]))
+            accesses = [(owner, None, [])] if owner else []
+        line = self.user_line()
+        for i, (tensor, _, runs) in enumerate(accesses):
+            record = {"op": op, "tensor": tensor.name, "line": line, "offsets": runs,
+                      "masked": runs_of(tensor.offsets(masked)) if i == 0 else []}
+            if atomic:
+                record["atomic"] = atomic
+            program["accesses"].append(record)
+            nbytes[0] += 60 + len(tensor.name) + _runs_bytes(runs) + _runs_bytes(record["masked"])
+
+    def cover(self, op, accesses, index):
+        for tensor, elements, runs in accesses:
+            if tensor.coverage is None:
+                tensor.coverage = Coverage(tensor)
+            if op == "store":
+                tensor.coverage.store(elements, runs, index)
+            else:
+                tensor.coverage.atomic(elements)
+
+    def locate(self, active, op, builder, atomic, ndim):
+        """[(tensor, addresses)] of the active lanes, in lane order; raises for lanes outside every tensor."""
+        if active.size == 0:
+            return []
+        low, high = int(active.min()), int(active.max())
+        for tensor in self.searchable:
+            if tensor.start <= low and high < tensor.end:
+                return [(tensor, active)]
+        owner = np.full(active.size, -1)
+        for i, tensor in enumerate(self.searchable):
+            owner[(owner < 0) & (active >= tensor.start) & (active < tensor.end)] = i
+        outside = owner < 0
+        if outside.any():
+            raise self.out_of_bounds(op, active[outside], builder, atomic, ndim)
+        found, first = np.unique(owner, return_index=True)
+        return [(self.searchable[i], active[owner == i]) for i in found[np.argsort(first)]]
+
+    def nearest(self, address):
+        if not self.searchable:
+            return None
+        return min(self.searchable, key=lambda tensor: tensor.distance(address))
+
+    def user_line(self):
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename in self.source_paths:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    # -- the sanitizer's message
+
+    def out_of_bounds(self, op, addresses, builder, atomic, ndim):
+        pid = list(builder.grid_idx)
+        line = self.user_line()
+        where = f"line {line}: " if line else ""
+        who = f"program ({pid[0]}, {pid[1]}, {pid[2]})"
+        first = int(addresses[0])
+        tensor = self.nearest(first)
+        if tensor is None or first < min(t.start for t in self.searchable):
+            names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
+            message = (f"{where}{who} {VERBS[op]} memory at address {first:#x}, which is not inside any tensor "
+                       f"passed to the kernel (tensors: {names}). Pointers must be a tensor argument plus "
+                       f"offsets inside that tensor.")
+        else:
+            elements = tensor.offsets(addresses)
+            low, high = int(elements.min()), int(elements.max())
+            at = f"offset {low}" if low == high else f"offsets {low}..{high}"
+            message = (f"{where}{who} {VERBS[op]} `{tensor.name}` at {at}, but `{tensor.name}` has "
+                       f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}). "
+                       f"{self.fix(op, atomic, ndim)}")
+        return RunError("launch", message, type="OutOfBounds", line=line, pid=pid)
+
+    def fix(self, op, atomic, ndim):
+        if self.block_pointer:
+            return (f"Pass boundary_check to the tl.{op} of the block pointer, listing every dimension "
+                    f"that can run past the edge, e.g. boundary_check=(0, 1).")
+        mask = "(rows[:, None] < M) & (cols[None, :] < N)" if ndim == 2 else "offs < n"
+        if op == "load":
+            return f"Mask the load: tl.load(ptr, mask={mask}, other=0.0)."
+        if op == "store":
+            return f"Mask the store: tl.store(ptr, value, mask={mask})."
+        if atomic == "cas":
+            return "tl.atomic_cas takes no mask: compute its pointers only for offsets inside the tensor."
+        return f"Mask the atomic: tl.atomic_{atomic}(ptr, value, mask={mask})."
+
+    # -- the result
+
+    def result(self, grid):
+        """The trace of the launch (DESIGN.md `trace`), plus `sample` saying what a sampled one kept."""
+        self.finish_program()
+        grid = list(grid) + [1] * (3 - len(grid))
+        programs = self.sample.programs() if self.sample else []
+        return {"grid": grid, "programs_total": math.prod(grid), "programs_traced": len(programs),
+                "sampled": len(programs) < self.executed,
+                "sample": self.sample.describe() if self.sample else None,
+                "tensors": {r.name: r.info() for r in self.ranges},
+                "programs": programs,
+                "coverage": {r.name: r.coverage.result() for r in self.ranges if r.coverage is not None}}
+
+
+def unique_bytes(trace, tensors):
+    """Bytes a launch moves at least: each element loaded once plus each element stored once."""
+    loaded, stored = {}, {}
+    for program in trace["programs"]:
+        for access in program["accesses"]:
+            targets = [loaded, stored] if access["op"] == "atomic" else [loaded if access["op"] == "load" else stored]
+            for target in targets:
+                target.setdefault(access["tensor"], []).extend(access["offsets"])
+    total = 0
+    for seen in (loaded, stored):
+        for name, runs in seen.items():
+            elements = np.concatenate([np.arange(start, start + length) for start, length in runs])
+            total += np.unique(elements).size * tensors[name].element_size()
+    return int(total)
+
+
+# ---------------------------------------------------------------- Triton 3.6 compatibility
+
+def _scalar_index(tensor):
+    # Interpreter scalars are 1-element arrays; numpy >= 2.4 refuses int() of any array with ndim > 0.
+    return int(np.asarray(tensor.handle.data).item())
+
+
+def patch_interpreter_compat():
+    """Let `range(...)` take interpreter scalars (e.g. `range(0, tl.cdiv(K, BK))`) on Triton 3.6.
+
+    Triton 3.6's interpreter gives tl.tensor an `__index__` of `int(handle.data)`, which fails with
+    "only 0-dimensional arrays can be converted to Python scalars"; 3.7 squeezes the array first.
+    The interpreter installs `__index__` at every launch, so the patch wraps the function that does.
+    Idempotent, and the same behaviour as 3.7's own on 3.7.
+    """
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "scalar_index_compat", False):
+        return
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", _scalar_index)
+
+    patch_lang_tensor.scalar_index_compat = True
+    interpreter._patch_lang_tensor = patch_lang_tensor

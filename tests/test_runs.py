@@ -1,0 +1,171 @@
+"""Runs through the real server: the real worker pool, Triton's interpreter on this CPU."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+from app import socketio
+from tests.conftest import ROOT, VECTOR_ADD, vector_add_spec
+
+
+def run(client, spec):
+    response = client.post("/api/run", json=spec)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()
+
+
+def test_vector_add_passes_its_check(client, spec):
+    result = run(client, spec)
+    assert result["status"] == "ok", result["error"]
+    assert result["run_id"]
+    assert result["device"]["kind"] == "interpreter"
+    out = result["check"]["outputs"]["out"]
+    assert out["ok"] and out["mismatched"] == 0 and out["unwritten"] == 0
+
+
+def test_a_mask_that_stops_short_leaves_unwritten_elements(client):
+    spec = vector_add_spec(n=10, block=4, source=VECTOR_ADD.replace("mask = offs < n", "mask = offs < n - 3"))
+    result = run(client, spec)
+    assert result["status"] == "mismatch"
+    assert result["check"]["outputs"]["out"]["unwritten"] == 3
+
+
+def test_print_in_the_kernel_reaches_stdout(client):
+    source = VECTOR_ADD.replace("    mask = offs < n\n", "    mask = offs < n\n    print('pid', pid)\n")
+    result = run(client, vector_add_spec(n=8, block=4, source=source))
+    assert result["status"] == "ok"
+    assert result["stdout"].count("pid") == 2
+
+
+def test_syntax_error_names_parse_phase_and_line(client):
+    source = VECTOR_ADD.replace("mask = offs < n", "mask = offs < n)")
+    error = run(client, vector_add_spec(source=source))["error"]
+    assert error["phase"] == "parse" and error["line"] == 9
+
+
+def test_non_power_of_two_arange_is_explained(client):
+    # The n=7, BLOCK=3 picture: Triton refuses a block of 3 lanes.
+    result = run(client, vector_add_spec(n=7, block=3))
+    error = result["error"]
+    assert result["status"] == "error"
+    assert error["line"] == 8
+    assert "power of 2" in error["message"] and "mask" in error["message"]
+
+
+def test_unmapped_argument_is_named(client):
+    spec = vector_add_spec()
+    del spec["args"]["n"]
+    error = run(client, spec)["error"]
+    assert error["phase"] == "build" and "'n'" in error["message"] and "not mapped" in error["message"]
+
+
+def test_unknown_name_in_an_argument_is_named(client):
+    spec = vector_add_spec()
+    spec["args"]["n"] = "z.numel()"
+    error = run(client, spec)["error"]
+    assert error["phase"] == "build" and "'z'" in error["message"] and "not an input" in error["message"]
+
+
+def test_argument_that_is_not_a_parameter_is_named(client):
+    spec = vector_add_spec()
+    spec["args"]["BLOCK"] = 4
+    error = run(client, spec)["error"]
+    assert error["phase"] == "build" and "'BLOCK'" in error["message"]
+
+
+def test_malformed_spec_is_a_400_with_the_field(client):
+    response = client.post("/api/run", json={"source": "x", "kernel": "k"})
+    assert response.status_code == 400
+    assert "grid" in response.get_json()["error"]["message"]
+
+
+@pytest.mark.parametrize("source, words", [
+    ("import os\nos._exit(3)\n", "exited with status 3"),
+    ("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+])
+def test_a_run_that_kills_its_process_costs_only_that_run(client, spec, source, words):
+    result = run(client, {**spec, "source": source})
+    assert result["status"] == "error" and result["error"]["phase"] == "sandbox"
+    assert words in result["error"]["message"]
+    assert run(client, spec)["status"] == "ok"
+
+
+def test_healthz_reports_warm_workers(client):
+    health = client.get("/healthz").get_json()
+    assert health["ok"]
+    assert health["device"]["kind"] == "interpreter"
+    assert health["device"]["triton"].startswith("3.")
+    assert all(w["state"] in ("ready", "busy") for w in health["workers"])
+
+
+def test_socketio_streams_phases_then_the_result(app, spec):
+    client = socketio.test_client(app)
+    ack = client.emit("run", {"spec": spec}, callback=True)
+    run_id = ack["run_id"]
+    events = collect_until_result(client, run_id)
+    phases = [e["args"][0]["phase"] for e in events if e["name"] == "run_status"]
+    assert phases[0] == "queued"
+    assert {"compiling", "running", "checking"} <= set(phases)
+    result = events[-1]["args"][0]
+    assert events[-1]["name"] == "run_result" and result["run_id"] == run_id
+    assert result["result"]["status"] == "ok"
+    assert all(e["args"][0]["run_id"] == run_id for e in events)
+
+
+def test_two_clients_never_see_each_others_runs(app, spec):
+    alice, bob = socketio.test_client(app), socketio.test_client(app)
+    alice_run = alice.emit("run", {"spec": spec}, callback=True)["run_id"]
+    collect_until_result(alice, alice_run)
+    assert bob.get_received() == []
+
+
+def test_socketio_rejects_a_malformed_spec_in_the_ack(app):
+    client = socketio.test_client(app)
+    ack = client.emit("run", {"spec": {"kernel": "k"}}, callback=True)
+    assert "source" in ack["error"]["message"]
+
+
+def collect_until_result(client, run_id, timeout_s=60):
+    events, deadline = [], time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for event in client.get_received():
+            events.append(event)
+            if event["name"] == "run_result" and event["args"][0]["run_id"] == run_id:
+                return events
+        time.sleep(0.05)
+    raise AssertionError(f"no result for {run_id}: {events}")
+
+
+@pytest.fixture(scope="module")
+def quick_timeout_app(tmp_path_factory):
+    from app import create_app
+    from tests.conftest import wait_until_ready
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
+                      "WORKERS": 1, "RUN_TIMEOUT_S": 3.0})
+    wait_until_ready(app)
+    yield app
+    app.extensions["dispatcher"].stop()
+
+
+@pytest.mark.parametrize("where", ["input", "module"])
+def test_an_endless_loop_times_out_and_the_next_run_works(quick_timeout_app, spec, where):
+    client = quick_timeout_app.test_client()
+    looping = dict(spec)
+    if where == "input":
+        looping["inputs"] = {**spec["inputs"], "x": "[0 for _ in iter(int, 1)]"}
+    else:
+        looping["source"] = VECTOR_ADD + "\nwhile True:\n    pass\n"
+    start = time.monotonic()
+    result = run(client, looping)
+    assert result["error"]["phase"] == "timeout"
+    assert time.monotonic() - start < 3.0 + 2.0
+    assert run(client, spec)["status"] == "ok"
+
+
+def test_the_web_process_never_imports_torch_or_triton():
+    code = ("import sys; from app import create_app; "
+            "app = create_app({'START_WORKERS': False, 'DATABASE': ':memory:'}); "
+            "c = app.test_client(); c.get('/'); c.get('/api/examples'); "
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

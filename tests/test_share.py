@@ -1,0 +1,69 @@
+"""Share links: content-addressed snippets in SQLite."""
+import threading
+
+from app import create_app
+from tests.conftest import vector_add_spec
+
+
+def share(client, spec, ui=None):
+    return client.post("/api/snippets", json={"spec": spec, "ui": ui or {}})
+
+
+def test_same_spec_same_id_and_it_round_trips(client):
+    spec = vector_add_spec(n=123)
+    first = share(client, spec, {"pid": [2, 0, 0], "pane": "diagram"}).get_json()
+    again = share(client, spec, {"pid": [2, 0, 0], "pane": "diagram"}).get_json()
+    assert first["id"] == again["id"] and len(first["id"]) >= 8
+    assert first["url"].endswith(f"/s/{first['id']}")
+    stored = client.get(f"/api/snippets/{first['id']}").get_json()
+    assert stored["spec"]["source"] == spec["source"]
+    assert stored["ui"] == {"pid": [2, 0, 0], "pane": "diagram"}
+    page = client.get(f"/s/{first['id']}")
+    assert page.status_code == 200 and b"add_kernel" in page.data
+
+
+def test_a_different_spec_gets_a_different_id(client):
+    a = share(client, vector_add_spec(n=1)).get_json()["id"]
+    b = share(client, vector_add_spec(n=2)).get_json()["id"]
+    assert a != b
+
+
+def test_unknown_snippet_is_a_404_page_and_json(client):
+    assert client.get("/s/deadbeef00").status_code == 404
+    response = client.get("/api/snippets/deadbeef00")
+    assert response.status_code == 404 and "deadbeef00" in response.get_json()["error"]["message"]
+
+
+def test_too_large_is_refused_with_the_limit(client):
+    spec = vector_add_spec()
+    spec["source"] += "#" * (120 * 1024) + "\n"
+    spec["inputs"]["pad"] = "torch.zeros(1)  # " + "x" * (200 * 1024)
+    response = share(client, spec)
+    assert response.status_code == 413
+    assert "KB" in response.get_json()["error"]["message"]
+
+
+def test_eight_concurrent_saves_all_land(client, app):
+    ids, errors = [None] * 8, []
+
+    def save(i):
+        with app.test_client() as c:
+            r = share(c, vector_add_spec(n=1000 + i))
+            if r.status_code != 200:
+                errors.append(r.get_data(as_text=True))
+            ids[i] = r.get_json()["id"]
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(ids)) == 8
+    for i, snippet_id in enumerate(ids):
+        assert client.get(f"/api/snippets/{snippet_id}").get_json()["spec"]["inputs"]["x"] == f"torch.randn({1000 + i})"
+
+
+def test_snippets_survive_a_server_restart(app):
+    snippet_id = share(app.test_client(), vector_add_spec(n=77)).get_json()["id"]
+    restarted = create_app({"START_WORKERS": False, "DATABASE": app.config["DATABASE"]})
+    assert restarted.test_client().get(f"/api/snippets/{snippet_id}").status_code == 200
