@@ -22,6 +22,7 @@ import triton.language as tl
 from triton._utils import type_canonicalisation_dict
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton.compiler.errors import CompilationError
 from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
@@ -56,7 +57,7 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
         with contextlib.redirect_stdout(io.StringIO()):
             compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as e:
-        raise compile_error(e, module, module_path) from None
+        raise compile_error(e, module) from None
     compile_ms = (time.perf_counter() - start) * 1e3  # a few ms when triton's on-disk cache has it
 
     notes = []
@@ -69,7 +70,7 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
             "n_spills": usage["LOCAL"] // 4 if "LOCAL" in usage else None,
             "shared_bytes": compiled.metadata.shared,
             "compile_ms": compile_ms,
-            "line_map": line_map(compiled.asm, module_path),
+            "line_map": line_map(compiled.asm, module_path, compiled.metadata.name),
             "notes": notes}
 
 
@@ -183,9 +184,8 @@ def param_type(value):
 
 # ---------------------------------------------------------------- errors
 
-def compile_error(exc, module, path):
+def compile_error(exc, module):
     """A RunError at the user's line for triton's CompilationError (or any other compiler failure)."""
-    from triton.compiler.errors import CompilationError
     starts = jit_function_lines(module)
     line, innermost, cause = None, exc, exc
     while cause is not None:
@@ -206,12 +206,12 @@ def compile_error(exc, module, path):
 
 
 def jit_function_lines(module):
-    """{source of each jit function in the module: line of its `def` in the file}."""
+    """{source of each jit function defined in the module's file: line of its `def` there}."""
     starts = {}
     for obj in vars(module).values():
         while not isinstance(obj, JITFunction) and hasattr(obj, "fn"):
             obj = obj.fn
-        if isinstance(obj, JITFunction):
+        if isinstance(obj, JITFunction) and obj.fn.__code__.co_filename == module.__file__:
             decorators = next(i for i, text in enumerate(obj.raw_src) if text.lstrip().startswith("def "))
             starts[obj.src] = obj.starting_line_number + decorators
     return starts
@@ -276,18 +276,23 @@ def resource_usage(text):
 
 # ---------------------------------------------------------------- source lines
 
-def line_map(asm, module_path):
-    """{stage: {IR line index: source line}} for lines that came from module_path."""
-    user_file = os.path.realpath(module_path)
+def line_map(asm, module_path, kernel_name):
+    """{stage: {IR line index: source line}} for lines that came from the user's file."""
+    # triton's on-disk cache is keyed by the source text, not its path: IR served from the cache
+    # names the file the same source was first compiled from (an earlier job's scratch dir).
+    user_files = {os.path.realpath(module_path)}
+    if cached_path := kernel_file(asm["llir"], kernel_name):
+        user_files.add(os.path.realpath(cached_path))
 
     @functools.lru_cache(maxsize=None)
     def is_user(path):
-        return os.path.realpath(path) == user_file
+        return os.path.realpath(path) in user_files
 
+    basenames = {os.path.basename(path) for path in user_files}
     return {"ttir": mlir_lines(asm["ttir"], is_user),
             "ttgir": mlir_lines(asm["ttgir"], is_user),
             "llir": llvm_lines(asm["llir"], is_user),
-            "ptx": ptx_lines(asm["ptx"], is_user, os.path.basename(module_path))}
+            "ptx": ptx_lines(asm["ptx"], is_user, basenames)}
 
 
 _MLIR_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
@@ -401,28 +406,45 @@ _LLVM_FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
 _LLVM_DBG = re.compile(r"!dbg (!\d+)")
 
 
-def llvm_lines(text, is_user):
-    """LLIR: instructions carry `!dbg !N`; !N is a DILocation (line, scope, inlinedAt) or the kernel's
-    DISubprogram; scopes lead to a DIFile."""
-    lines = text.split("\n")
+def llvm_metadata(lines):
+    """{"!12": ("DILocation", {"line": "7", "scope": "!4", ...})} from the metadata at the end of LLIR."""
     nodes = {}
     for line in lines:
         if m := _LLVM_METADATA.match(line):
             fields = {k: v.strip().strip('"') for k, v in _LLVM_FIELD.findall(m.group(3))}
             nodes[m.group(1)] = (m.group(2), fields)
+    return nodes
 
-    def file_of(ref):
-        kind, fields = nodes.get(ref, ("", {}))
-        if kind == "DIFile":
-            return os.path.join(fields.get("directory", ""), fields.get("filename", ""))
-        parent = fields.get("file") or fields.get("scope")
-        return file_of(parent) if parent else None
+
+def llvm_file(nodes, ref):
+    """The path of the DIFile that a scope, subprogram or file node leads to."""
+    kind, fields = nodes.get(ref, ("", {}))
+    if kind == "DIFile":
+        return os.path.join(fields.get("directory", ""), fields.get("filename", ""))
+    parent = fields.get("file") or fields.get("scope")
+    return llvm_file(nodes, parent) if parent else None
+
+
+def kernel_file(llir, kernel_name):
+    """The file the IR names for the kernel itself (its DISubprogram), or None without line info."""
+    nodes = llvm_metadata(llir.split("\n"))
+    for ref, (kind, fields) in nodes.items():
+        if kind == "DISubprogram" and fields.get("name") == kernel_name:
+            return llvm_file(nodes, ref)
+    return None
+
+
+def llvm_lines(text, is_user):
+    """LLIR: instructions carry `!dbg !N`; !N is a DILocation (line, scope, inlinedAt) or the kernel's
+    DISubprogram; scopes lead to a DIFile."""
+    lines = text.split("\n")
+    nodes = llvm_metadata(lines)
 
     def resolve(ref):
         kind, fields = nodes.get(ref, ("", {}))
         line = int(fields.get("line", 0))
         owner = fields.get("scope") if kind == "DILocation" else ref
-        if line > 0 and owner and (path := file_of(owner)) and is_user(path):
+        if line > 0 and owner and (path := llvm_file(nodes, owner)) and is_user(path):
             return line
         return resolve(fields["inlinedAt"]) if "inlinedAt" in fields else None
 
@@ -440,7 +462,7 @@ _PTX_INLINED_AT = re.compile(r"inlined_at\s+(\d+)\s+(\d+)")
 _PTX_CALLER = re.compile(r"@\[\s*([^:\s]+):(\d+):\d+")
 
 
-def ptx_lines(text, is_user, user_basename):
+def ptx_lines(text, is_user, user_basenames):
     """PTX: a `.loc FILE LINE COL` applies to the instructions after it; `.file N "path"` names the
     files. Code inlined from triton's library keeps the user's call site in `inlined_at` or, in
     older PTX, only in the comment `// standard.py:43:17 @[ kernel.py:15:33 ]` (file base names)."""
@@ -456,7 +478,7 @@ def ptx_lines(text, is_user, user_basename):
         if (m := _PTX_INLINED_AT.search(rest)) and is_user(files.get(m.group(1), "")):
             return int(m.group(2))
         for name, caller_line in _PTX_CALLER.findall(rest):
-            if name == user_basename and int(caller_line) > 0:
+            if name in user_basenames and int(caller_line) > 0:
                 return int(caller_line)
         return None
 

@@ -247,11 +247,35 @@ def launch_error(exc, path, phase="launch"):
     return RunError(phase, message, type=kind, line=user_line(exc, path), pid=pid)
 
 
+@contextlib.contextmanager
+def library_jit_interpreted():
+    """Let the interpreter call triton.language's own @jit functions (tl.cdiv, tl.sum, ...).
+
+    In a process that imported triton with the interpreter off (a GPU worker's trace pass), those
+    are compiled-mode JITFunctions, which refuse to be called outside a kernel.
+    """
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    interpreted = {}
+
+    def call(self, *args, **kwargs):
+        if self.fn not in interpreted:
+            interpreted[self.fn] = InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    original = JITFunction.__call__
+    JITFunction.__call__ = call
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original
+
+
 def traced_launch(kernel, grid, args, tensors, path, options, limits):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None)."""
     from sandbox.trace import Tracer
     tracer = Tracer(tensors, path, record=options["trace"], **limits)
-    with tracer:
+    with tracer, library_jit_interpreted():
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
 

@@ -98,6 +98,11 @@ class TensorRange:
             return self.start - address
         return max(0, address - self.end + 1)
 
+    def is_near(self, address):
+        # Off-by-a-block mistakes land just past an edge; a pointer much farther away never came from here.
+        reach = max(self.end - self.start, 4096 * self.itemsize)
+        return self.start - reach <= address < self.end + reach
+
     def info(self):
         role = {(True, False): "input", (False, True): "output", (True, True): "inout"}
         return {"shape": list(self.tensor.shape), "dtype": str(self.tensor.dtype).removeprefix("torch."),
@@ -114,7 +119,7 @@ class Coverage:
             self.elements = None
         else:  # the offsets the view's elements sit at; gaps between them are never expected to be written
             self.elements = torch.as_strided(torch.arange(tensor_range.span), t.shape, t.stride()).flatten().numpy()
-        self.last_writer = np.full(tensor_range.span, -1, dtype=np.int64)
+        self.last_writer = np.full(tensor_range.span, -1, dtype=np.int32)
         self.writers = np.zeros(tensor_range.span, dtype=np.uint8)  # 0, 1 or 2 (= more than one)
 
     def store(self, elements, runs, program):
@@ -162,7 +167,8 @@ class ProgramSample:
         self.stride = max(1, math.ceil(total / self.part_programs))
 
     def in_tail(self, index):
-        return index >= self.total - self.part_programs
+        # The last third of the launch at most, so that a launch over the byte limit keeps a spread.
+        return index >= self.total - min(self.part_programs, max(1, self.total // 3))
 
     def wants(self, index):
         """Whether program `index` (in launch order) may be kept, so is worth recording."""
@@ -412,21 +418,22 @@ class Tracer:
         pid = list(builder.grid_idx)
         line = self.user_line()
         where = f"line {line}: " if line else ""
-        who = f"program ({pid[0]}, {pid[1]}, {pid[2]})"
+        who = f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]}"
         first = int(addresses[0])
         tensor = self.nearest(first)
-        if tensor is None or first < min(t.start for t in self.searchable):
-            names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
-            message = (f"{where}{who} {VERBS[op]} memory at address {first:#x}, which is not inside any tensor "
-                       f"passed to the kernel (tensors: {names}). Pointers must be a tensor argument plus "
-                       f"offsets inside that tensor.")
-        else:
+        if tensor is not None and tensor.is_near(first):
             elements = tensor.offsets(addresses)
             low, high = int(elements.min()), int(elements.max())
             at = f"offset {low}" if low == high else f"offsets {low}..{high}"
-            message = (f"{where}{who} {VERBS[op]} `{tensor.name}` at {at}, but `{tensor.name}` has "
+            message = (f"{where}{who} `{tensor.name}` at {at}, but `{tensor.name}` has "
                        f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}). "
                        f"{self.fix(op, atomic, ndim)}")
+        else:
+            names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
+            nearest = f"; the nearest, `{tensor.name}`, is {tensor.distance(first)} bytes away" if tensor else ""
+            message = (f"{where}{who} memory at address {first:#x}, which is not inside any tensor passed to "
+                       f"the kernel (tensors: {names}){nearest}. A pointer must be a tensor argument plus "
+                       f"offsets inside that tensor.")
         return RunError("launch", message, type="OutOfBounds", line=line, pid=pid)
 
     def fix(self, op, atomic, ndim):

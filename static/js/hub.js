@@ -9,6 +9,11 @@
 //   program-selected {pid: [x, y, z], lines: [source line, ...]}   from the diagram
 //   source-line-selected {line}                from the editor (cursor line)
 //   spec-loaded     {spec, ui}                 a spec replaced the page's state
+//   source-changed  {source}                   the editor's text changed (debounced)
+//   ir-line-selected {line}                    an IR line was clicked; line: its source line or null
+//   jump-to-line    {line}                     move the editor's cursor there (error card's "line N")
+//   show-program    {pid}                      open the diagram on this program (error card)
+//   tab-shown       {tab}                      results | diagram | timings | ir became visible
 const target = new EventTarget();
 
 export function on(name, handler) {

@@ -10,6 +10,6 @@ version() { node -p "require('./node_modules/$1/package.json').version"; }
 
 rm -f ../codemirror-*.bundle.js ../socket.io-*.min.js
 ./node_modules/.bin/esbuild codemirror-entry.js --bundle --minify --format=esm \
-  --legal-comments=none --outfile="../codemirror-$(version codemirror).bundle.js"
+  --legal-comments=eof --banner:js="/* CodeMirror 6 and its Lezer parsers, MIT License (codemirror.net). Built by static/vendor/build/build.sh. */" --outfile="../codemirror-$(version codemirror).bundle.js"
 cp node_modules/socket.io-client/dist/socket.io.min.js "../socket.io-$(version socket.io-client).min.js"
 ls -l ../*.js

@@ -1,7 +1,6 @@
 // The one ES module the page imports for its editors: what editor.js and ir.js use, nothing more.
-export { EditorView, keymap, Decoration, GutterMarker, gutter, lineNumbers, ViewPlugin, WidgetType,
-         highlightActiveLine, highlightActiveLineGutter } from "@codemirror/view";
-export { EditorState, StateField, StateEffect, RangeSetBuilder, Compartment } from "@codemirror/state";
+export { EditorView, keymap, Decoration, WidgetType, gutterLineClass, GutterMarker } from "@codemirror/view";
+export { EditorState, StateField, StateEffect, RangeSet, Prec } from "@codemirror/state";
 export { basicSetup, minimalSetup } from "codemirror";
 export { python } from "@codemirror/lang-python";
 export { HighlightStyle, syntaxHighlighting, StreamLanguage } from "@codemirror/language";

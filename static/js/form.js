@@ -1,0 +1,302 @@
+// The launch pane: which kernel, its arguments (read from the source), the inputs table, the grid
+// and the options. Filled on `spec-loaded`; `readLaunch()` gives the spec's launch fields back.
+import { on } from "./hub.js";
+import { h, replaceChildren } from "./dom.js";
+import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
+
+const EXPRESSION = "expr";         // the init select's entry for a free torch expression
+const WARPS = [1, 2, 4, 8, 16, 32];
+const STAGES = [1, 2, 3, 4, 5, 6, 7, 8];
+const CHECKBOXES = ["check", "bench", "trace", "ir"];
+
+const state = {
+  functions: [],        // the last successful parse of the source
+  kernel: null,
+  values: {},           // parameter name → text the user typed or the spec gave
+  loadedArgs: {},       // parameter name → the spec's own value, kept as is while its text is unchanged
+  rows: [],             // inputs table rows
+};
+let els = null;
+
+// ---- arguments ----
+
+function kernelParams() {
+  const fn = state.functions.find((f) => f.name === state.kernel);
+  if (fn) return fn.params;
+  return Object.keys(state.loadedArgs).map((name) => ({ name, constexpr: false, comment: "", tuned: null, default: null }));
+}
+
+// What an untouched parameter gets: its default in the def, else the input of the same name
+// (x_ptr → x), else nothing.
+function suggestedValue(param) {
+  if (param.default !== null && param.default !== undefined) return param.default;
+  const names = state.rows.map((r) => r.name);
+  const stripped = param.name.replace(/_ptr$/, "");
+  if (names.includes(stripped)) return stripped;
+  return names.includes(param.name) ? param.name : "";
+}
+
+function argText(param) {
+  return param.name in state.values ? state.values[param.name] : suggestedValue(param);
+}
+
+// "1024" → 1024, "x" → "x": literals travel as JSON numbers/booleans, the rest as expressions.
+function argValue(name, text) {
+  const loaded = state.loadedArgs[name];
+  if (loaded !== undefined && String(loaded) === text) return loaded;
+  if (/^-?\d+$/.test(text) && Number.isSafeInteger(Number(text))) return Number(text);
+  if (/^-?(\d+\.\d*|\.\d+|\d+)(e-?\d+)?$/i.test(text)) return Number(text);
+  if (text === "True" || text === "False") return text === "True";
+  return text;
+}
+
+function paramBadge(param) {
+  if (param.tuned) return h("span", { class: "badge warn", title: `set by @triton.${param.tuned}; not passed at launch` }, param.tuned === "autotune" ? "autotuned" : "heuristic");
+  if (param.constexpr) return h("span", { class: "badge constexpr", title: "tl.constexpr: a compile-time meta-parameter" }, "constexpr");
+  return null;
+}
+
+function renderArgs() {
+  const params = kernelParams();
+  if (!params.length) {
+    replaceChildren(els.args, h("div", { class: "args-empty" }, "This kernel takes no parameters."));
+    return;
+  }
+  replaceChildren(els.args, params.map((param) => {
+    const input = h("input", {
+      class: "arg-value", spellcheck: false, dataset: { param: param.name },
+      value: param.tuned ? "" : argText(param), disabled: Boolean(param.tuned),
+      placeholder: param.tuned ? "chosen by the tuner" : "expression or literal",
+      "aria-label": `value of ${param.name}`,
+      oninput: (event) => { state.values[param.name] = event.target.value; },
+    });
+    // The source's own comment on the parameter, as a tooltip: the editor shows it too.
+    const note = [`${param.name}${param.annotation ? `: ${param.annotation}` : ""}`, param.comment].filter(Boolean).join("\n");
+    return h("label", { class: "arg", title: note }, h("span", { class: "arg-name" }, h("span", { class: "arg-label" }, param.name), paramBadge(param)), input);
+  }));
+}
+
+// Inputs were renamed or added: untouched parameters follow their suggestion.
+function refreshSuggestions() {
+  for (const param of kernelParams()) {
+    if (param.tuned || param.name in state.values) continue;
+    const input = els.args.querySelector(`input[data-param="${CSS.escape(param.name)}"]`);
+    if (input) input.value = suggestedValue(param);
+  }
+}
+
+function renderKernelSelect() {
+  const names = state.functions.map((f) => f.name);
+  if (state.kernel && !names.includes(state.kernel)) names.push(state.kernel);
+  replaceChildren(els.kernel, names.map((name) => h("option", { value: name, selected: name === state.kernel },
+    state.functions.some((f) => f.name === name) ? name : `${name} (not in source)`)));
+}
+
+// Source edited: re-read the jit functions, following a renamed kernel by its position.
+function reparse(source) {
+  const functions = findJitFunctions(source);
+  if (!functions.length) return;   // mid-edit and unparsable: keep what we had
+  const oldIndex = state.functions.findIndex((f) => f.name === state.kernel);
+  if (!functions.some((f) => f.name === state.kernel)) {
+    state.kernel = (functions[oldIndex] || functions[0]).name;
+  }
+  const before = JSON.stringify(state.functions);
+  state.functions = functions;
+  renderKernelSelect();
+  if (JSON.stringify(functions) !== before) renderArgs();
+}
+
+// ---- inputs table ----
+
+function rowFromSpec(name, expr, reference) {
+  const parsed = parseInputExpression(expr);
+  const row = { name, reference: reference || "", expr, mode: parsed ? "init" : EXPRESSION, original: null,
+                init: "randn", dtype: "float32", shape: "1024", low: 0, high: 16 };
+  if (parsed) {
+    Object.assign(row, parsed, { shape: parsed.dims.join(", ") });
+    row.original = { expr, key: fieldsKey(row) };
+  }
+  return row;
+}
+
+function rowFields(row) {
+  const dims = parseShape(row.shape);
+  return dims ? { init: row.init, dtype: row.dtype, dims, low: row.low, high: row.high } : null;
+}
+
+function fieldsKey(row) {
+  return JSON.stringify(rowFields(row));
+}
+
+// The row's torch expression; a spec's own text is kept while the fields still say the same.
+function rowExpression(row) {
+  if (row.mode === EXPRESSION) return row.expr.trim();
+  if (row.original && row.original.key === fieldsKey(row)) return row.original.expr;
+  const fields = rowFields(row);
+  return fields ? inputExpression(fields) : "";
+}
+
+function selectOf(values, current, attrs) {
+  const options = values.includes(current) || current === undefined ? values : [...values, current];
+  return h("select", attrs, options.map((v) => h("option", { value: v, selected: v === current }, String(v))));
+}
+
+function initSelect(row) {
+  const select = selectOf(INITS, row.mode === EXPRESSION ? undefined : row.init, {
+    "aria-label": `init of ${row.name}`,
+    onchange: (event) => switchInit(row, event.target.value),
+  });
+  select.append(h("option", { value: EXPRESSION, selected: row.mode === EXPRESSION }, "expression…"));
+  return select;
+}
+
+function switchInit(row, init) {
+  if (init === EXPRESSION) {
+    row.expr = rowExpression(row);
+    row.mode = EXPRESSION;
+  } else {
+    if (row.mode === EXPRESSION) {
+      const parsed = parseInputExpression(row.expr);
+      if (parsed) Object.assign(row, parsed, { shape: parsed.dims.join(", ") });
+    }
+    row.mode = "init";
+    row.init = init;
+    if ((init === "randn" || init === "rand") && row.dtype.startsWith("int")) row.dtype = "float32";
+  }
+  renderRow(row);
+}
+
+function validateNames() {
+  const seen = new Set();
+  for (const row of state.rows) {
+    const ok = /^[A-Za-z_]\w*$/.test(row.name) && !seen.has(row.name);
+    seen.add(row.name);
+    row.el.querySelector(".cell-name input").classList.toggle("invalid", !ok);
+  }
+}
+
+function renderRow(row) {
+  const text = (field, attrs = {}) => h("input", {
+    spellcheck: false, value: row[field], ...attrs,
+    oninput: (event) => {
+      row[field] = event.target.value;
+      if (field === "name") { validateNames(); refreshSuggestions(); }
+      if (field === "shape") event.target.classList.toggle("invalid", !parseShape(row.shape));
+    },
+  });
+  const cells = row.mode === EXPRESSION
+    ? [h("td", { class: "cell-expr", colspan: 2 }, text("expr", { placeholder: "torch expression, e.g. torch.randn(4096, device='cpu')", "aria-label": `expression of ${row.name}` }))]
+    : [
+        h("td", { class: "cell-shape" }, text("shape", { placeholder: "e.g. 1024 or 64, 128", "aria-label": `shape of ${row.name}` })),
+        h("td", { class: "cell-dtype" }, selectOf(DTYPES, row.dtype, { "aria-label": `dtype of ${row.name}`, onchange: (e) => { row.dtype = e.target.value; } })),
+      ];
+  const tr = h("tr", { dataset: { input: row.name } },
+    h("td", { class: "cell-name" }, text("name", { "aria-label": "input name" })),
+    cells,
+    h("td", { class: "cell-init" }, initSelect(row)),
+    h("td", { class: "cell-ref" }, text("reference", { placeholder: "not checked", "aria-label": `reference for ${row.name}` })),
+    h("td", {}, h("button", { type: "button", class: "button ghost small remove", title: "Remove this input", onclick: () => removeRow(row) }, "×")),
+  );
+  if (row.el) row.el.replaceWith(tr);
+  row.el = tr;
+}
+
+function renderRows() {
+  state.rows.forEach((row) => { row.el = null; renderRow(row); });
+  replaceChildren(els.tbody, state.rows.map((row) => row.el));
+  validateNames();
+}
+
+function unusedName() {
+  const names = new Set(state.rows.map((r) => r.name));
+  for (const candidate of ["x", "y", "z", "w", "out"]) if (!names.has(candidate)) return candidate;
+  let n = 1;
+  while (names.has(`t${n}`)) n += 1;
+  return `t${n}`;
+}
+
+function addRow() {
+  const last = state.rows[state.rows.length - 1];
+  const row = rowFromSpec(unusedName(), `torch.randn(${last && last.mode === "init" ? last.shape : "1024"})`, "");
+  row.original = null;
+  state.rows.push(row);
+  renderRow(row);
+  els.tbody.append(row.el);
+  validateNames();
+  refreshSuggestions();
+  row.el.querySelector(".cell-name input").select();
+}
+
+function removeRow(row) {
+  state.rows = state.rows.filter((r) => r !== row);
+  row.el.remove();
+  validateNames();
+  refreshSuggestions();
+}
+
+// ---- options ----
+
+function setOptions(options) {
+  replaceChildren(els.warps, [...selectOf(WARPS, options.num_warps ?? 4, {}).children]);
+  replaceChildren(els.stages, [...selectOf(STAGES, options.num_stages ?? 3, {}).children]);
+  els.warps.value = String(options.num_warps ?? 4);
+  els.stages.value = String(options.num_stages ?? 3);
+  for (const key of CHECKBOXES) els.options[key].checked = options[key] !== false;
+  els.device.value = options.device || "auto";
+}
+
+function readOptions() {
+  const options = { num_warps: Number(els.warps.value), num_stages: Number(els.stages.value), device: els.device.value };
+  for (const key of CHECKBOXES) options[key] = els.options[key].checked;
+  return options;
+}
+
+// ---- the pane ----
+
+function loadLaunch(spec) {
+  state.values = {};
+  state.loadedArgs = { ...(spec.args || {}) };
+  for (const [name, value] of Object.entries(state.loadedArgs)) state.values[name] = String(value);
+  state.functions = findJitFunctions(spec.source || "");
+  state.kernel = spec.kernel || (state.functions[0] && state.functions[0].name) || null;
+  const reference = spec.reference || {};
+  state.rows = Object.entries(spec.inputs || {}).map(([name, expr]) => rowFromSpec(name, expr, reference[name]));
+  renderKernelSelect();
+  renderRows();
+  renderArgs();
+  els.grid.value = spec.grid || "";
+  setOptions(spec.options || {});
+}
+
+// The spec's launch fields as the pane shows them (options: only those the pane controls).
+export function readLaunch() {
+  const args = {};
+  for (const param of kernelParams()) {
+    const text = argText(param).trim();
+    if (!param.tuned && text !== "") args[param.name] = argValue(param.name, text);
+  }
+  const inputs = {}, reference = {};
+  for (const row of state.rows) {
+    inputs[row.name] = rowExpression(row);
+    if (row.reference.trim()) reference[row.name] = row.reference.trim();
+  }
+  return { kernel: state.kernel, inputs, args, grid: els.grid.value.trim(), reference, options: readOptions() };
+}
+
+export function initLaunch(root) {
+  els = {
+    kernel: root.querySelector("#kernel-select"),
+    grid: root.querySelector("#grid-input"),
+    args: root.querySelector("#args-list"),
+    tbody: root.querySelector("#inputs-table tbody"),
+    warps: root.querySelector("#opt-num_warps"),
+    stages: root.querySelector("#opt-num_stages"),
+    device: root.querySelector("#opt-device"),
+    options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
+  };
+  els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });
+  els.grid.addEventListener("input", () => els.grid.classList.toggle("invalid", !els.grid.value.trim()));
+  root.querySelector("#add-input").addEventListener("click", addRow);
+  on("spec-loaded", ({ spec }) => loadLaunch(spec));
+  on("source-changed", ({ source }) => reparse(source));
+}

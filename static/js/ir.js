@@ -1,0 +1,182 @@
+// The IR tab: TTIR → TTGIR → LLIR → PTX → SASS in a read-only editor, with registers, spills and
+// shared memory. The cursor's source line lights up its IR lines; an IR line lights up its source.
+import {
+  EditorView, EditorState, StateField, StateEffect, Decoration, StreamLanguage, HighlightStyle,
+  syntaxHighlighting, basicSetup, tags,
+} from "codemirror";
+import { on, emit } from "./hub.js";
+import { h, replaceChildren } from "./dom.js";
+import { playgroundTheme } from "./editor.js";
+
+const STAGES = [["ttir", "TTIR"], ["ttgir", "TTGIR"], ["llir", "LLIR"], ["ptx", "PTX"], ["sass", "SASS"]];
+
+// ---- highlighting for MLIR, LLVM IR, PTX and SASS: one small tokenizer is enough to read them ----
+
+function irLanguage(lineComment) {
+  return StreamLanguage.define({
+    token(stream) {
+      if (stream.eatSpace()) return null;
+      if (stream.match("//") || (lineComment && stream.match(lineComment))) { stream.skipToEnd(); return "comment"; }
+      if (stream.match(/^\/\*.*?\*\//)) return "comment";
+      if (stream.match(/^"(?:[^"\\]|\\.)*"?/)) return "string";
+      if (stream.match(/^[%$][\w.$]+/)) return "variableName";
+      if (stream.match(/^@[\w.$]+/)) return "variableName.definition";
+      if (stream.match(/^#[\w.]+/)) return "meta";
+      if (stream.match(/^(U?R\d+|U?P\d+|RZ|URZ|PT)\b/)) return "variableName";
+      if (stream.match(/^!?[\w]+\.ptr\b|^(i1|i8|i16|i32|i64|f16|bf16|f32|f64|index|ptr|tensor|void)\b/)) return "typeName";
+      if (stream.match(/^-?(0x[0-9a-fA-F]+|\d+(\.\d+)?([eE][-+]?\d+)?)/)) return "number";
+      if (stream.match(/^[A-Za-z_][\w]*(\.[\w]+)+/)) return "keyword";
+      if (stream.match(/^[A-Za-z_][\w]*/)) return null;
+      stream.next();
+      return null;
+    },
+  });
+}
+
+const LANGUAGES = { ttir: irLanguage(null), ttgir: irLanguage(null), llir: irLanguage(";"), ptx: irLanguage(null), sass: irLanguage(null) };
+
+const irHighlight = syntaxHighlighting(HighlightStyle.define([
+  { tag: tags.comment, color: "#6b7689", fontStyle: "italic" },
+  { tag: tags.string, color: "#a3d98a" },
+  { tag: tags.variableName, color: "#9fc2ff" },
+  { tag: tags.definition(tags.variableName), color: "#7fb3ff", fontWeight: "600" },
+  { tag: tags.meta, color: "#e0af68" },
+  { tag: tags.typeName, color: "#f2cc70" },
+  { tag: tags.number, color: "#f0a46c" },
+  { tag: tags.keyword, color: "#c594f5" },
+]));
+
+// ---- highlighted IR lines ----
+
+const setLinked = StateEffect.define();
+const linkedField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const effect of tr.effects) {
+      if (!effect.is(setLinked)) continue;
+      const lines = effect.value.filter((n) => n >= 1 && n <= tr.state.doc.lines).sort((a, b) => a - b);
+      deco = Decoration.set(lines.map((n) => Decoration.line({ class: "cm-linked-line" }).range(tr.state.doc.line(n).from)));
+    }
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+// ---- the tab ----
+
+class IrPane {
+  constructor(container) {
+    this.container = container;
+    this.ir = null;
+    this.stage = "ttir";
+    this.sourceLine = null;
+  }
+
+  waiting(text) {
+    this.ir = null;
+    this.view = null;
+    replaceChildren(this.container, h("div", { class: "empty-state" }, text));
+  }
+
+  // [IR line, source line] pairs of the shown stage, both 1-based (the map's keys are 0-based
+  // indices into the IR's lines, as strings in JSON).
+  lineMap() {
+    const map = (this.ir && this.ir.line_map && this.ir.line_map[this.stage]) || {};
+    return Object.entries(map).map(([index, src]) => [Number(index) + 1, src]);
+  }
+
+  show(result) {
+    const ir = result.ir;
+    if (!ir) {
+      this.waiting(result.status === "error" ? "No IR: the run stopped with an error." : "No IR for this run: tick IR in the Options row to see the compiler's stages.");
+      return;
+    }
+    if (ir.error) {
+      this.ir = null;
+      replaceChildren(this.container, h("div", { class: "results" }, h("div", { class: "card error-card" },
+        h("div", { class: "card-head" }, h("span", { class: "phase" }, "IR could not be compiled"), ir.error.type ? h("span", { class: "type" }, ir.error.type) : null),
+        h("pre", {}, ir.error.message || ""))));
+      return;
+    }
+    this.ir = ir;
+    if (!ir[this.stage]) this.stage = (STAGES.find(([key]) => ir[key]) || STAGES[0])[0];
+    this.build();
+  }
+
+  build() {
+    const ir = this.ir;
+    const pill = (label, value, bad = false) => (value === null || value === undefined ? null
+      : h("span", { class: `pill ${bad ? "bad" : ""}` }, label, " ", h("b", {}, String(value))));
+    this.buttons = STAGES.map(([key, label]) => h("button", {
+      type: "button", class: `ir-stage ${key === this.stage ? "active" : ""}`, disabled: !ir[key], dataset: { stage: key },
+      title: ir[key] ? `${ir[key].split("\n").length} lines` : "not produced for this target",
+      onclick: () => this.select(key),
+    }, label));
+    const host = h("div", { class: "ir-view" });
+    replaceChildren(this.container,
+      h("div", { class: "ir-bar" }, this.buttons, h("span", { class: "ir-stats" },
+        ir.target ? h("span", { class: "pill" }, ir.target) : null,
+        pill("regs", ir.n_regs),
+        pill("spills", ir.n_spills, ir.n_spills > 0),
+        ir.shared_bytes !== null && ir.shared_bytes !== undefined ? pill("shared", `${ir.shared_bytes.toLocaleString("en-US")} B`) : null)),
+      host,
+      h("div", { class: "ir-help" }, "Move the cursor in the editor to light up the IR of that line; click an IR line to find its source line."));
+    this.view = new EditorView({ parent: host, state: this.state() });
+    this.highlightSource(this.sourceLine);
+  }
+
+  state() {
+    return EditorState.create({
+      doc: this.ir[this.stage] || "",
+      extensions: [
+        basicSetup, EditorState.readOnly.of(true), playgroundTheme, irHighlight, LANGUAGES[this.stage], linkedField,
+        EditorView.updateListener.of((update) => { if (update.selectionSet && update.view.hasFocus) this.irLineClicked(); }),
+      ],
+    });
+  }
+
+  select(stage) {
+    this.stage = stage;
+    for (const button of this.buttons) button.classList.toggle("active", button.dataset.stage === stage);
+    this.view.setState(this.state());
+    this.highlightSource(this.sourceLine);
+  }
+
+  // The editor's cursor moved to `line`: light up (and scroll to) the IR lines made from it.
+  highlightSource(line) {
+    this.sourceLine = line;
+    if (!this.view) return;
+    const irLines = this.lineMap().filter(([, src]) => src === line).map(([ir]) => ir);
+    this.view.dispatch({ effects: setLinked.of(irLines) });
+    const first = Math.min(...irLines);
+    if (irLines.length && first <= this.view.state.doc.lines) {
+      this.view.dispatch({ effects: EditorView.scrollIntoView(this.view.state.doc.line(first).from, { y: "center" }) });
+    }
+  }
+
+  irLineClicked() {
+    const state = this.view.state;
+    const irLine = state.doc.lineAt(state.selection.main.head).number;
+    const entry = this.lineMap().find(([ir]) => ir === irLine);
+    const source = entry ? entry[1] : null;
+    this.view.dispatch({ effects: setLinked.of(source ? this.lineMap().filter(([, src]) => src === source).map(([ir]) => ir) : []) });
+    emit("ir-line-selected", { line: source });
+  }
+
+  // An editor built while its tab was hidden measures itself once it can be seen.
+  shown() {
+    if (this.view) this.view.requestMeasure();
+  }
+}
+
+export function initIr(container) {
+  if (!container) return;
+  const pane = new IrPane(container);
+  const waiting = () => pane.waiting("Run the kernel to see what Triton compiles it to: TTIR → TTGIR → LLIR → PTX → SASS.");
+  waiting();
+  on("spec-loaded", waiting);
+  on("run-result", ({ result }) => pane.show(result));
+  on("source-line-selected", ({ line }) => pane.highlightSource(line));
+  on("tab-shown", ({ tab }) => { if (tab === "ir") pane.shown(); });
+}

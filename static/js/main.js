@@ -1,0 +1,265 @@
+// Wires the page: reads the initial state, builds the panes, talks to the server over Socket.IO,
+// and keeps the spec (plus the selected program and tab) as the one state of the page.
+import { on, emit } from "./hub.js";
+import { h } from "./dom.js";
+import { createEditor, getSource, scrollToKernel } from "./editor.js";
+import { initLaunch, readLaunch } from "./form.js";
+import { initResults } from "./results.js";
+import { initTimings } from "./timings.js";
+import { initIr } from "./ir.js";
+import { initShare, initExport } from "./share.js";
+
+const $ = (selector) => document.querySelector(selector);
+const initial = JSON.parse($("#initial-state").textContent);
+const ui = { pid: null, pane: null };
+let loadedSpec = null;      // the last spec loaded: keeps the fields no pane edits (seed, atol, ...)
+let lastTrace = null;
+let diagramDrawn = false;
+
+// ---- the spec ----
+
+function getSpec() {
+  const launch = readLaunch();
+  return {
+    version: 1,
+    source: getSource(editorView),
+    kernel: launch.kernel,
+    inputs: launch.inputs,
+    args: launch.args,
+    grid: launch.grid,
+    reference: launch.reference,
+    options: { ...(loadedSpec && loadedSpec.options), ...launch.options },
+  };
+}
+
+function setSpec(spec, uiState = {}) {
+  loadedSpec = structuredClone(spec);
+  ui.pid = uiState.pid || null;
+  lastTrace = null;
+  emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: uiState.pane || null } });
+  showTab(uiState.pane || ui.pane || "results");
+}
+
+// ---- tabs and the diagram ----
+
+function showTab(name) {
+  if (!document.querySelector(`[data-tab="${name}"]`)) name = "results";
+  ui.pane = name;
+  for (const tab of document.querySelectorAll("[data-tab]")) tab.classList.toggle("active", tab.dataset.tab === name);
+  for (const panel of document.querySelectorAll("[data-panel]")) panel.classList.toggle("active", panel.dataset.panel === name);
+  emit("tab-shown", { tab: name });
+  if (name === "diagram") drawDiagram();
+}
+
+function diagramMessage(text) {
+  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text));
+}
+
+// diagram.js is optional: without it the tab says so and the rest of the page works.
+async function drawDiagram() {
+  if (diagramDrawn) return;
+  diagramDrawn = true;
+  if (!lastTrace) {
+    diagramMessage("Run the kernel with trace on to see which program reads and writes which element.");
+    return;
+  }
+  try {
+    const { renderDiagram } = await import("./diagram.js");
+    $("#diagram").replaceChildren();
+    renderDiagram($("#diagram"), lastTrace, { selectedPid: ui.pid });
+  } catch (error) {
+    console.error(error);
+    diagramMessage(`The diagram could not be drawn: ${error.message}`);
+  }
+}
+
+function redrawDiagram() {
+  diagramDrawn = false;
+  if (ui.pane === "diagram") drawDiagram();
+}
+
+// ---- running over Socket.IO ----
+
+function connect() {
+  const socket = io();
+  let currentRun = null;
+  let inFlight = false;       // between Run and the result
+  let waitingForAck = false;
+  let early = [];     // events that arrived before the ack told us their run_id
+
+  const deliver = (name, data) => {
+    if (data.run_id !== currentRun) return;
+    emit(name, data);
+    if (name === "run-result") {
+      inFlight = false;
+      setRunning(false);
+    }
+  };
+  const receive = (name) => (data) => {
+    if (waitingForAck) early.push([name, data]);
+    else deliver(name, data);
+  };
+  socket.on("run_status", receive("run-status"));
+  socket.on("run_stdout", receive("run-stdout"));
+  socket.on("run_result", receive("run-result"));
+  socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
+
+  const fail = (message, phase = "sandbox") => {
+    currentRun = null;
+    inFlight = false;
+    setRunning(false);
+    emit("run-result", { run_id: null, result: { status: "error", error: { phase, type: null, message, line: null, pid: null } } });
+  };
+
+  on("run-requested", () => {
+    const spec = getSpec();
+    currentRun = null;
+    inFlight = true;
+    waitingForAck = true;
+    early = [];
+    setRunning(true);
+    socket.timeout(20000).emit("run", { spec }, (timeout, ack) => {
+      waitingForAck = false;
+      if (timeout) return fail("The server did not answer. Check that it is running, then press Run again.");
+      if (!ack || ack.error) return fail((ack && ack.error && ack.error.message) || "The server refused the run.", (ack && ack.error && ack.error.phase) || "parse");
+      currentRun = ack.run_id;
+      emit("run-started", { run_id: currentRun });
+      for (const [name, data] of early) deliver(name, data);
+      early = [];
+    });
+  });
+}
+
+function setRunning(running) {
+  const button = $("#run-button");
+  button.classList.toggle("running", running);
+  button.querySelector(".run-label").textContent = running ? "Running" : "Run";
+}
+
+// ---- the header ----
+
+function showDevice(device) {
+  const badge = $("#device-badge");
+  if (!device) return;
+  badge.hidden = false;
+  badge.classList.toggle("gpu", device.kind === "gpu");
+  badge.title = `triton ${device.triton} · torch ${device.torch}`;
+  badge.replaceChildren(h("b", {}, device.kind === "gpu" ? device.name : "Interpreter"),
+    device.kind === "gpu" ? "" : " CPU", ` · triton ${device.triton}`);
+}
+
+function markResultsTab(result) {
+  const tab = document.querySelector('[data-tab="results"]');
+  tab.querySelector(".dot")?.remove();
+  tab.append(h("span", { class: `dot ${result.status === "ok" ? "ok" : "bad"}` }));
+}
+
+function toast(text) {
+  const note = h("div", { class: "toast", role: "alert" }, text);
+  document.body.append(note);
+  setTimeout(() => note.remove(), 6000);
+}
+
+function initExamples() {
+  const select = $("#example-select");
+  if (!select) return;
+  const current = /^\/examples\/([^/]+)/.exec(location.pathname);
+  select.value = current ? decodeURIComponent(current[1]) : "";
+  select.addEventListener("change", async () => {
+    const name = select.value;
+    if (!name) return;
+    const response = await fetch(`/api/examples/${encodeURIComponent(name)}`);
+    if (!response.ok) return toast(`Could not load the example "${name}".`);
+    const example = await response.json();
+    setSpec(example.spec);
+    history.pushState(null, "", `/examples/${encodeURIComponent(name)}`);
+    document.title = `${example.title} · Triton Playground`;
+  });
+}
+
+// ---- layout: draggable splitters ----
+
+function splitter(handle, onMove) {
+  if (!handle) return;
+  handle.addEventListener("pointerdown", (down) => {
+    down.preventDefault();
+    handle.setPointerCapture(down.pointerId);
+    handle.classList.add("dragging");
+    const move = (event) => onMove(event);
+    const up = () => {
+      handle.classList.remove("dragging");
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+    };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+}
+
+function initSplitters() {
+  const workspace = $("#workspace");
+  splitter($("#split-cols"), (event) => {
+    const box = workspace.getBoundingClientRect();
+    const share = Math.min(80, Math.max(20, (100 * (event.clientX - box.left)) / box.width));
+    workspace.style.setProperty("--left-width", `${share}%`);
+  });
+  const column = $("#column-left");
+  const launch = $("#launch");
+  splitter($("#split-rows"), (event) => {
+    const box = column.getBoundingClientRect();
+    const share = Math.min(85, Math.max(10, (100 * (box.bottom - event.clientY)) / box.height));
+    launch.style.flex = `0 0 ${share}%`;
+    launch.style.maxHeight = "none";
+  });
+}
+
+// ---- start ----
+
+const mac = /Mac|iPhone|iPad/.test(navigator.platform);
+$("#run-shortcut").textContent = mac ? "⌘ ↵" : "Ctrl ↵";
+$("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+Enter)`;
+
+const editorView = createEditor($("#editor"), "");
+initLaunch($("#launch"));
+initResults($("#status-line"), $("#results"));
+initTimings($("#timings"));
+initIr($("#ir"));
+initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
+            getSpec, getUi: () => ({ ...ui }) });
+initExport({ button: $("#export-button"), getSpec, onError: toast });
+initExamples();
+initSplitters();
+
+$("#run-button").addEventListener("click", () => emit("run-requested"));
+document.addEventListener("keydown", (event) => {
+  // Ctrl/Cmd+Enter anywhere on the page (the editor handles its own).
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.defaultPrevented && !editorView.hasFocus) {
+    event.preventDefault();
+    emit("run-requested");
+  }
+});
+for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
+if ($("#open-full")) $("#open-full").href = location.pathname;
+
+on("run-result", ({ result }) => {
+  showDevice(result.device);
+  markResultsTab(result);
+  lastTrace = result.trace || null;
+  redrawDiagram();
+});
+on("program-selected", ({ pid }) => { ui.pid = pid || null; });
+on("show-program", ({ pid }) => {
+  ui.pid = Array.isArray(pid) ? pid : [pid, 0, 0];
+  diagramDrawn = false;
+  showTab("diagram");
+});
+on("spec-loaded", () => {
+  document.querySelector('[data-tab="results"] .dot')?.remove();
+  redrawDiagram();
+});
+window.addEventListener("popstate", () => location.reload());
+
+connect();
+setSpec(initial.spec, initial.ui || {});
+if (initial.embed) scrollToKernel(editorView);
+window.playground = { getSpec, setSpec, editorView };

@@ -1,0 +1,214 @@
+"""The IR pane's data: triton.compile for an NVIDIA target, with or without a GPU on the host."""
+import textwrap
+
+import pytest
+import torch
+import triton
+
+from sandbox.errors import RunError
+from sandbox.ir import compile_ir, nvidia_tool, parse_arch
+
+VECTOR_ADD = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        y = tl.load(y_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, x + y, mask=mask)
+    ''')
+LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
+
+ROW_SUM = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def row_sum_kernel(a_ptr, out_ptr, N, BLOCK_N: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        a = tl.load(a_ptr + row * N + cols, mask=cols < N, other=0.0)
+        tl.store(out_ptr + row, tl.sum(a, axis=0))
+    ''')
+SUM_LINE = 10
+
+
+def write(tmp_path, source, name="kernel.py"):
+    path = tmp_path / name
+    path.write_text(source)
+    return str(path)
+
+
+def vector_add_args(n=1000, block=1024):
+    x = torch.randn(n)
+    return {"x_ptr": x, "y_ptr": x, "out_ptr": torch.empty(n), "n": n, "BLOCK_SIZE": block}
+
+
+@pytest.fixture(scope="module")
+def vector_add_sm90(tmp_path_factory):
+    path = write(tmp_path_factory.mktemp("ir"), VECTOR_ADD)
+    return path, compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+
+
+def test_vector_add_gives_every_stage_for_sm90(vector_add_sm90):
+    _, ir = vector_add_sm90
+    assert ir["target"] == "sm90"
+    for stage in ("ttir", "ttgir", "llir", "ptx"):
+        assert "add_kernel" in ir[stage], stage
+    assert "tt.load" in ir["ttir"] and "#ttg.blocked" in ir["ttgir"]
+    assert ".target sm_90" in ir["ptx"]
+    assert ir["shared_bytes"] == 0  # a vector add needs no shared memory
+    assert ir["compile_ms"] > 0
+
+
+@pytest.mark.skipif(nvidia_tool("cuobjdump") is None, reason="no cuobjdump")
+def test_vector_add_sass_and_registers(vector_add_sm90):
+    _, ir = vector_add_sm90
+    assert "Function : add_kernel" in ir["sass"] and "LDG" in ir["sass"]
+    assert "/* 0x" not in ir["sass"]  # encodings dropped
+    assert 0 < ir["n_regs"] <= 255 and ir["n_spills"] == 0
+
+
+def test_line_map_points_ir_lines_at_the_source(vector_add_sm90):
+    path, ir = vector_add_sm90
+    line_map = ir["line_map"]
+    assert set(line_map) == {"ttir", "ttgir", "llir", "ptx"}
+    for stage, lines in line_map.items():
+        assert LOAD_X_LINE in lines.values(), stage
+        assert set(lines.values()) <= set(range(5, 13)), stage  # only lines of the kernel
+    ttir = ir["ttir"].split("\n")
+    first_load = next(i for i, text in enumerate(ttir) if "tt.load" in text)
+    assert line_map["ttir"][first_load] == LOAD_X_LINE
+
+
+def test_code_inlined_from_triton_maps_to_the_users_call(tmp_path):
+    ir = compile_ir(write(tmp_path, ROW_SUM), "row_sum_kernel",
+                    {"a_ptr": torch.randn(64), "out_ptr": torch.empty(4), "N": 16, "BLOCK_N": 16})
+    for stage, lines in ir["line_map"].items():
+        assert max(lines.values()) <= SUM_LINE, stage  # nothing from triton's own files
+        assert SUM_LINE in lines.values(), stage
+    ttir = ir["ttir"].split("\n")
+    reduce_line = next(i for i, text in enumerate(ttir) if '"tt.reduce"' in text)
+    assert ir["line_map"]["ttir"][reduce_line] == SUM_LINE
+
+
+def test_arch_sm80_changes_the_ptx_target(tmp_path):
+    ir = compile_ir(write(tmp_path, VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm80")
+    assert ir["target"] == "sm80"
+    assert ".target sm_80" in ir["ptx"] and ".target sm_90" not in ir["ptx"]
+
+
+def test_num_warps_reaches_the_layout(tmp_path):
+    ir = compile_ir(write(tmp_path, VECTOR_ADD), "add_kernel", vector_add_args(), num_warps=8, arch="sm90")
+    assert '"ttg.num-warps" = 8' in ir["ttgir"]
+
+
+def test_int_arguments_divisible_by_16_are_specialised_as_the_jit_does(tmp_path):
+    path = write(tmp_path, VECTOR_ADD)
+    aligned = compile_ir(path, "add_kernel", vector_add_args(n=1024), arch="sm90")["ttir"]
+    unaligned = compile_ir(path, "add_kernel", vector_add_args(n=1000), arch="sm90")["ttir"]
+    assert "%n: i32 {tt.divisibility = 16 : i32}" in aligned
+    assert "%n: i32 {tt.divisibility" not in unaligned
+    assert "%x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}" in unaligned
+
+
+def test_arange_of_3_is_refused_with_the_beginner_hint_and_line(tmp_path):
+    source = VECTOR_ADD.replace("tl.arange(0, BLOCK_SIZE)", "tl.arange(0, 3)")
+    with pytest.raises(RunError) as caught:
+        compile_ir(write(tmp_path, source), "add_kernel", vector_add_args(block=3), arch="sm90")
+    error = caught.value
+    assert error.phase == "compile"
+    assert error.line == 8  # offs = pid * BLOCK_SIZE + tl.arange(0, 3)
+    assert "power of 2" in error.message and "triton.next_power_of_2" in error.message
+
+
+def test_error_in_a_helper_reports_the_helpers_line(tmp_path):
+    source = VECTOR_ADD.replace("@triton.jit\ndef add_kernel", textwrap.dedent('''\
+        @triton.jit
+        def block_offsets(pid, BLOCK_SIZE: tl.constexpr):
+            return pid * BLOCK_SIZE + tl.arange(0, 3)
+
+
+        @triton.jit
+        def add_kernel''')).replace("pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)", "block_offsets(pid, BLOCK_SIZE)")
+    with pytest.raises(RunError) as caught:
+        compile_ir(write(tmp_path, source), "add_kernel", vector_add_args(), arch="sm90")
+    assert caught.value.line == 7 and "power of 2" in caught.value.message
+
+
+def test_compiles_a_real_kernel_while_the_interpreter_is_on(tmp_path):
+    before = triton.knobs.runtime.interpret
+    triton.knobs.runtime.interpret = True
+    try:
+        ir = compile_ir(write(tmp_path, VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm90")
+        assert triton.knobs.runtime.interpret is True
+    finally:
+        triton.knobs.runtime.interpret = before
+    assert "tt.load" in ir["ttir"]
+
+
+def test_autotuned_kernel_takes_missing_meta_parameters_from_its_first_config(tmp_path):
+    source = VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
+        @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
+                                  triton.Config({"BLOCK_SIZE": 512}, num_warps=4)], key=["n"])
+        @triton.jit'''))
+    args = vector_add_args()
+    del args["BLOCK_SIZE"]
+    ir = compile_ir(write(tmp_path, source), "add_kernel", args, arch="sm90")
+    assert "tensor<256xf32" in ir["ttir"] and '"ttg.num-warps" = 2' in ir["ttgir"]
+
+
+def test_heuristics_fill_their_meta_parameter(tmp_path):
+    source = VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
+        @triton.heuristics({"BLOCK_SIZE": lambda args: triton.next_power_of_2(args["n"]) // 4})
+        @triton.jit'''))
+    args = vector_add_args(n=1000)
+    del args["BLOCK_SIZE"]
+    ir = compile_ir(write(tmp_path, source), "add_kernel", args, arch="sm90")
+    assert "tensor<256xf32" in ir["ttir"]
+
+
+def test_unknown_kernel_name_is_a_compile_error(tmp_path):
+    with pytest.raises(RunError) as caught:
+        compile_ir(write(tmp_path, VECTOR_ADD), "no_such_kernel", {}, arch="sm90")
+    assert caught.value.phase == "compile" and "no_such_kernel" in caught.value.message
+
+
+def test_arch_spellings():
+    assert parse_arch("sm90") == parse_arch("sm_90a") == parse_arch("90") == 90
+    assert parse_arch("sm100") == 100
+    with pytest.raises(RunError):
+        parse_arch("hopper")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_default_arch_is_the_local_gpu_and_registers_match_a_launch(tmp_path):
+    path = write(tmp_path, VECTOR_ADD)
+    args = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in vector_add_args().items()}
+    ir = compile_ir(path, "add_kernel", args)
+    major, minor = torch.cuda.get_device_capability()
+    assert ir["target"] == f"sm{major}{minor}"
+
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("launched_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    compiled = module.add_kernel[(1,)](**args)
+    assert ir["n_regs"] == compiled.n_regs and ir["n_spills"] == compiled.n_spills
+
+
+def test_line_map_survives_triton_serving_the_ir_from_its_cache(tmp_path):
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    compile_ir(write(tmp_path / "first", VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm90")
+    # Same source elsewhere: triton's cache answers with IR that names the first file.
+    ir = compile_ir(write(tmp_path / "second", VECTOR_ADD, "job.py"), "add_kernel", vector_add_args(), arch="sm90")
+    for stage, lines in ir["line_map"].items():
+        assert LOAD_X_LINE in lines.values(), stage
