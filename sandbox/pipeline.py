@@ -248,34 +248,60 @@ def launch_error(exc, path, phase="launch"):
 
 
 @contextlib.contextmanager
-def library_jit_interpreted():
-    """Let the interpreter call triton.language's own @jit functions (tl.cdiv, tl.sum, ...).
+def interpreter_hygiene():
+    """Run the interpreter without leaving it patched into triton.language afterwards.
 
-    In a process that imported triton with the interpreter off (a GPU worker's trace pass), those
-    are compiled-mode JITFunctions, which refuse to be called outside a kernel.
+    Two fixes, both needed by a process that compiles for a GPU after an interpreted launch (a GPU
+    run's trace pass; the IR of a CPU run):
+    - triton.language's own @jit functions (tl.cdiv, tl.sum, ...) are compiled-mode JITFunctions in
+      a process that imported triton with the interpreter off, and refuse to be called in a kernel:
+      call them as interpreted functions instead;
+    - the interpreter patches triton.language for each device-function call and never restores
+      it (only the launch's own patches are undone): undo each call's patches when it returns.
     """
-    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
-    interpreted = {}
+    scopes, interpreted = [], {}
+    original_patch, original_device_call = interpreter._patch_lang, interpreter.InterpretedFunction.__call__
+    original_jit_call = JITFunction.__call__
 
-    def call(self, *args, **kwargs):
+    def patch_lang(fn):
+        scope = original_patch(fn)
+        scopes.append(scope)
+        return scope
+
+    def device_call(self, *args, **kwargs):
+        mark = len(scopes)
+        try:
+            return original_device_call(self, *args, **kwargs)
+        finally:
+            while len(scopes) > mark:
+                scopes.pop().restore()
+
+    def jit_call(self, *args, **kwargs):
         if self.fn not in interpreted:
-            interpreted[self.fn] = InterpretedFunction(self.fn)
+            interpreted[self.fn] = interpreter.InterpretedFunction(self.fn)
         return interpreted[self.fn](*args, **kwargs)
 
-    original = JITFunction.__call__
-    JITFunction.__call__ = call
+    interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = patch_lang, device_call
+    JITFunction.__call__ = jit_call
     try:
         yield
     finally:
-        JITFunction.__call__ = original
+        interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = original_patch, original_device_call
+        JITFunction.__call__ = original_jit_call
+        while scopes:
+            scopes.pop().restore()
+
+
+library_jit_interpreted = interpreter_hygiene  # old name, still used by tests/test_trace.py
 
 
 def traced_launch(kernel, grid, args, tensors, path, options, limits):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None)."""
     from sandbox.trace import Tracer
     tracer = Tracer(tensors, path, record=options["trace"], **limits)
-    with tracer, library_jit_interpreted():
+    with tracer, interpreter_hygiene():
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
 

@@ -11,8 +11,8 @@ works on host memory, and addresses are matched against the tensors' data pointe
 """
 import contextlib
 import math
-import os
 import operator
+import os
 import sys
 from collections import deque
 
@@ -178,7 +178,8 @@ class ProgramSample:
     def add(self, index, program, nbytes):
         item = (index, program, nbytes)
         if self.sampling:
-            return self._add_sampled(item)
+            self._add_sampled(item)
+            return
         self.everything.append(item)
         self.everything_bytes += nbytes
         if len(self.everything) > self.max_programs or self.everything_bytes > self.max_bytes:
@@ -452,7 +453,9 @@ class Tracer:
     # -- the result
 
     def result(self, grid):
-        """The trace of the launch (DESIGN.md `trace`), plus `sample` saying what a sampled one kept."""
+        """The trace of the launch (DESIGN.md `trace`), plus `sample` ({first, last, every}: what a
+        sampled trace kept, else None), per-tensor `coverage` of written tensors, and
+        `"truncated": true` on a program whose own accesses outgrew a third of `max_bytes`."""
         self.finish_program()
         grid = list(grid) + [1] * (3 - len(grid))
         programs = self.sample.programs() if self.sample else []
@@ -475,8 +478,8 @@ def unique_bytes(trace, tensors):
     total = 0
     for seen in (loaded, stored):
         for name, runs in seen.items():
-            elements = np.concatenate([np.arange(start, start + length) for start, length in runs])
-            total += np.unique(elements).size * tensors[name].element_size()
+            elements = [np.arange(start, start + length) for start, length in runs]
+            total += np.unique(np.concatenate(elements or [[]])).size * tensors[name].element_size()
     return int(total)
 
 

@@ -181,10 +181,11 @@ def cells_in_colour_of(page, tensor, cell):
 
 
 def hatched_cell_count(page, tensor):
+    """How many cells the tensor's plot outlines as masked-off lanes."""
     return page.evaluate("""(tensor) => {
         const plot = document.querySelector(`.diagram-tensor[data-tensor="${tensor}"] .diagram-plot`);
-        const hatch = plot.data.find((trace) => trace.fillpattern);
-        return hatch ? hatch.x.filter((x) => x === null).length : 0;
+        const outline = plot.data.find((trace) => trace.name === 'masked lanes');
+        return outline ? outline.x.filter((x) => x === null).length : 0;
     }""", tensor)
 
 
@@ -253,7 +254,7 @@ def test_unwritten_elements_are_counted_and_marked(page):
     assert "2 elements of out were never written (8..9)" in page.locator(".diagram-coverage").inner_text()
     crosses = page.evaluate("""() => {
         const plot = document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot');
-        return plot.data.filter((t) => t.type === 'scatter' && !t.fillpattern).map((t) => t.x.filter((x) => x === null).length);
+        return plot.data.filter((t) => t.type === 'scatter' && t.name !== 'masked lanes').map((t) => t.x.filter((x) => x === null).length);
     }""")
     assert crosses == [4]  # two strokes for each of the two elements
 

@@ -23,8 +23,9 @@ const LABEL_LIMIT = 600; // cells small and few enough to print their element of
 const MAX_CELL_PX = 44;
 const MAX_PLOT_PX = 560;
 const MIN_PLOT_PX = 240; // narrowest plot area: long thin tensors get wide cells instead
+const MIN_ROW_PX = 4; // shortest row: wide flat tensors get tall cells instead
 const MIN_FIGURE_PX = 230; // room for the axis titles
-const NARROW_CARD_PX = 320; // plot area of a tensor card that shares its row with others
+const CARD_CHROME_PX = 48; // the view's and a tensor card's padding and border
 const MIN_MARK_PX = 12; // the selected region's outline is never thinner than this
 const MARGIN = { l: 64, r: 12, t: 8, b: 40 };
 const PLAY_STEP_MS = 900;
@@ -393,7 +394,8 @@ class Diagram {
     const figure = el('figure', 'diagram-tensor');
     figure.dataset.tensor = tensor.name;
     const head = el('figcaption');
-    head.append(el('strong', 'diagram-tensor-name', tensor.name), text(' '), el('span', 'diagram-tensor-meta', tensorMeta(tensor)));
+    head.append(el('strong', 'diagram-tensor-name', tensor.name), text(' '), el('span', 'diagram-tensor-meta', tensorMeta(tensor)),
+      el('div', 'diagram-tensor-colouring', colouringText(tensor)));
     const plot = el('div', 'diagram-plot');
     const note = el('p', 'diagram-note');
     figure.append(head, plot, note);
@@ -402,7 +404,7 @@ class Diagram {
   }
 
   availableWidth() {
-    return this.container.clientWidth || 2 * NARROW_CARD_PX;
+    return (this.container.clientWidth || 800) - CARD_CHROME_PX;
   }
 
   figureOf(tensor) {
@@ -436,11 +438,10 @@ class Diagram {
     figure.dataset.highlightedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.touched));
     figure.dataset.maskedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.masked));
     figure.querySelector('.diagram-note').textContent = tensorNote(view);
-    figure.classList.toggle('diagram-tensor-wide', needsFullWidth(view.layout, this.availableWidth()));
     const rowLabel = tensor.oneD ? (row) => formatCount(row * view.layout.cols) : String;
-    const size = plotSize(view.layout, plot.clientWidth || figure.clientWidth || NARROW_CARD_PX, rowLabel);
+    const size = plotSize(view.layout, this.availableWidth(), rowLabel);
     const traces = [heatmapTrace(view.layout, classes, this.theme, size, labelsFor(view, classes, size))];
-    traces.push(...hatchTraces(view.layout, hatched, this.theme));
+    traces.push(...hatchTraces(view.layout, hatched, size, this.theme));
     traces.push(...coverageTraces(view.layout, view.coverage, this.theme));
     const layout = plotLayout(view.layout, size, this.theme, {
       x: tensor.oneD ? 'offset within the row' : 'column',
@@ -620,8 +621,11 @@ function ordinal(n) {
 
 function tensorMeta(tensor) {
   const role = { input: 'input', output: 'output', inout: 'input and output' }[tensor.role] ?? tensor.role;
-  const colouring = tensor.writes ? 'coloured by the program that stored each element' : 'coloured by the program that loaded each element';
-  return `${role} · ${tensor.dtype ?? ''} · shape (${tensor.shape.join(', ')}${tensor.shape.length === 1 ? ',' : ''}) · ${colouring}`;
+  return `${role} · ${tensor.dtype ?? ''} · shape (${tensor.shape.join(', ')}${tensor.shape.length === 1 ? ',' : ''})`;
+}
+
+function colouringText(tensor) {
+  return tensor.writes ? 'colour: the program that stored each element' : 'colour: the program that loaded each element';
 }
 
 function tensorNote(view) {
@@ -843,12 +847,14 @@ function heatmapTrace(layout, classes, theme, size, labels) {
   return trace;
 }
 
-// Square elements where they fit; the plot area is never taller than maxHeight.
+// Square elements where they fit in the width and in maxHeight; long thin shapes get stretched
+// cells rather than vanishing.
 function plotSize(layout, availableWidth, rowLabel, maxHeight = MAX_PLOT_PX) {
   const left = 30 + 7 * rowLabel(layout.rows - 1).length; // room for the row tick labels and the title
   const width = Math.max(120, availableWidth - left - MARGIN.r);
-  const pxY = Math.min(MAX_CELL_PX, maxHeight / layout.rows, width / layout.cols);
-  const pxX = Math.max(pxY, Math.min(MAX_CELL_PX, width / layout.cols, MIN_PLOT_PX / layout.cols));
+  const px = Math.min(MAX_CELL_PX, width / layout.cols, maxHeight / layout.rows);
+  const pxX = Math.max(px, Math.min(MAX_CELL_PX, width / layout.cols, MIN_PLOT_PX / layout.cols));
+  const pxY = Math.max(px, Math.min(MAX_CELL_PX, maxHeight / layout.rows, MIN_ROW_PX));
   const plotWidth = Math.round(pxX * layout.cols);
   const plotHeight = Math.round(Math.max(pxY * layout.rows, 24));
   const margin = { ...MARGIN, l: left, r: MARGIN.r + Math.max(0, MIN_FIGURE_PX - plotWidth - left - MARGIN.r) };
@@ -856,14 +862,6 @@ function plotSize(layout, availableWidth, rowLabel, maxHeight = MAX_PLOT_PX) {
     width: plotWidth + margin.l + margin.r, height: plotHeight + margin.t + margin.b, margin,
     plotWidth, plotHeight, pxY, cellPx: Math.min(pxX * layout.bx, pxY * layout.by),
   };
-}
-
-// A tensor takes a whole row when that makes its cells markedly bigger and still legible.
-function needsFullWidth(layout, containerWidth) {
-  const cellPx = (width) => Math.min(MAX_CELL_PX, MAX_PLOT_PX / layout.rows, width / layout.cols);
-  const narrow = cellPx(NARROW_CARD_PX);
-  const wide = cellPx(containerWidth - MARGIN.l - MARGIN.r - 40);
-  return narrow < 20 && wide >= 4 && wide > 1.5 * narrow;
 }
 
 function plotLayout(layout, size, theme, { x, y, rowLabel, shapes }) {
@@ -909,20 +907,26 @@ function cellOutline(layout, cell, colour) {
   return { type: 'rect', ...cellBox(layout, cell), line: { color: colour, width: 3 }, layer: 'above' };
 }
 
-// Masked-off lanes: one hatched polygon per cell, in data coordinates so they follow zoom.
-function hatchTraces(layout, cells, theme) {
-  if (!cells.length || cells.length > OVERLAY_LIMIT) return [];
-  const x = [];
-  const y = [];
+// Masked-off lanes: a dotted outline and diagonal hatching per cell, as two plain line traces
+// (cheap to draw), in data coordinates so they follow zoom. Too small to see: the tint alone.
+function hatchTraces(layout, cells, size, theme) {
+  if (!cells.length || cells.length > OVERLAY_LIMIT || size.cellPx < 6) return [];
+  const outline = { x: [], y: [] };
+  const hatch = { x: [], y: [] };
   for (const cell of cells) {
     const b = cellBox(layout, cell);
-    const inset = 0.08 * layout.bx;
-    x.push(b.x0 + inset, b.x1 - inset, b.x1 - inset, b.x0 + inset, b.x0 + inset, null);
-    y.push(b.y0 + inset, b.y0 + inset, b.y1 - inset, b.y1 - inset, b.y0 + inset, null);
+    const inset = 0.06 * layout.bx;
+    boxPath(b, 2 * inset, outline.x, outline.y);
+    const [x0, y0, w, h] = [b.x0 + inset, b.y0 + inset, b.x1 - b.x0 - 2 * inset, b.y1 - b.y0 - 2 * inset];
+    for (const k of [0.5, 1, 1.5]) { // lines u + v = k across the unit cell, v measured up from the bottom
+      const [u0, v0, u1, v1] = k <= 1 ? [k, 0, 0, k] : [1, k - 1, k - 1, 1];
+      hatch.x.push(x0 + u0 * w, x0 + u1 * w, null);
+      hatch.y.push(y0 + (1 - v0) * h, y0 + (1 - v1) * h, null);
+    }
   }
-  return [{ type: 'scatter', mode: 'lines', x, y, fill: 'toself', hoverinfo: 'skip', showlegend: false,
-    fillcolor: 'rgba(0,0,0,0)', fillpattern: { shape: '/', fgcolor: theme.hatch, size: 6, solidity: 0.15 },
-    line: { color: theme.hatch, width: 1, dash: 'dot' } }];
+  const lines = (points, dash) => ({ type: 'scatter', mode: 'lines', ...points, hoverinfo: 'skip', showlegend: false,
+    name: 'masked lanes', line: { color: theme.hatch, width: 1, dash } });
+  return [lines(outline, 'dot'), lines(hatch, 'solid')];
 }
 
 // Never written: a red X per cell; written more than once: an orange box. Tinted cells past the limit.
@@ -985,18 +989,19 @@ function endOfTensorShapes(view, theme) {
 // Where cells are too small to see, an outline around the selected program's cells shows them.
 function selectedRegionShapes(layout, touched, size, theme) {
   if (size.cellPx >= 8) return [];
-  const first = touched.indexOf(1);
-  if (first < 0) return [];
-  const last = touched.lastIndexOf(1);
-  const box = cellBox(layout, first);
-  const lastBox = cellBox(layout, last);
-  const spansRows = Math.floor(first / layout.cellCols) !== Math.floor(last / layout.cellCols);
-  const x0 = spansRows ? -0.5 : box.x0;
-  const x1 = spansRows ? layout.cols - 0.5 : lastBox.x1;
-  const middle = (box.y0 + lastBox.y1) / 2;
-  const half = Math.max(MIN_MARK_PX / 2, ((lastBox.y1 - box.y0) * size.pxY) / 2);
-  return [{ type: 'rect', x0, x1, ysizemode: 'pixel', yanchor: middle, y0: -half, y1: half,
-    line: { color: theme.text, width: 2 }, layer: 'above' }];
+  let [top, bottom, left, right] = [Infinity, -1, Infinity, -1];
+  touched.forEach((flag, cell) => {
+    if (!flag) return;
+    const row = Math.floor(cell / layout.cellCols);
+    const col = cell % layout.cellCols;
+    [top, bottom, left, right] = [Math.min(top, row), Math.max(bottom, row), Math.min(left, col), Math.max(right, col)];
+  });
+  if (bottom < 0) return [];
+  const first = cellBox(layout, top * layout.cellCols + left);
+  const last = cellBox(layout, bottom * layout.cellCols + right);
+  const half = Math.max(MIN_MARK_PX / 2, ((last.y1 - first.y0) * size.pxY) / 2);
+  return [{ type: 'rect', x0: first.x0, x1: last.x1, ysizemode: 'pixel', yanchor: (first.y0 + last.y1) / 2,
+    y0: -half, y1: half, line: { color: theme.text, width: 2 }, layer: 'above' }];
 }
 
 function labelsFor(view, classes, size) {

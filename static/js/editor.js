@@ -142,7 +142,7 @@ export function createEditor(parent, source) {
       doc: source,
       extensions: [
         runKey, basicSetup, keymap.of([indentWithTab]), python(), playgroundTheme, playgroundHighlight,
-        EditorState.tabSize.of(4), EditorView.lineWrapping, errorField, programLines.field, linkedLines.field, reportChanges(),
+        EditorState.tabSize.of(4), errorField, programLines.field, linkedLines.field, reportChanges(),
       ],
     }),
   });

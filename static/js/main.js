@@ -13,7 +13,7 @@ const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
 const ui = { pid: null, pane: null };
 let loadedSpec = null;      // the last spec loaded: keeps the fields no pane edits (seed, atol, ...)
-let lastTrace = null;
+let lastResult = null;
 let diagramDrawn = false;
 
 // ---- the spec ----
@@ -35,7 +35,7 @@ function getSpec() {
 function setSpec(spec, uiState = {}) {
   loadedSpec = structuredClone(spec);
   ui.pid = uiState.pid || null;
-  lastTrace = null;
+  lastResult = null;
   emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: uiState.pane || null } });
   showTab(uiState.pane || ui.pane || "results");
 }
@@ -45,7 +45,10 @@ function setSpec(spec, uiState = {}) {
 function showTab(name) {
   if (!document.querySelector(`[data-tab="${name}"]`)) name = "results";
   ui.pane = name;
-  for (const tab of document.querySelectorAll("[data-tab]")) tab.classList.toggle("active", tab.dataset.tab === name);
+  for (const tab of document.querySelectorAll("[data-tab]")) {
+    tab.classList.toggle("active", tab.dataset.tab === name);
+    tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
+  }
   for (const panel of document.querySelectorAll("[data-panel]")) panel.classList.toggle("active", panel.dataset.panel === name);
   emit("tab-shown", { tab: name });
   if (name === "diagram") drawDiagram();
@@ -59,14 +62,16 @@ function diagramMessage(text) {
 async function drawDiagram() {
   if (diagramDrawn) return;
   diagramDrawn = true;
-  if (!lastTrace) {
-    diagramMessage("Run the kernel with trace on to see which program reads and writes which element.");
+  if (!lastResult || !lastResult.trace) {
+    diagramMessage(!lastResult ? "Run the kernel to see which program reads and writes which element."
+      : lastResult.error ? "No diagram: the run stopped before the kernel's accesses were recorded."
+      : "No diagram for this run: tick trace in the Options row to record the kernel's accesses.");
     return;
   }
   try {
     const { renderDiagram } = await import("./diagram.js");
     $("#diagram").replaceChildren();
-    renderDiagram($("#diagram"), lastTrace, { selectedPid: ui.pid });
+    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid });
   } catch (error) {
     console.error(error);
     diagramMessage(`The diagram could not be drawn: ${error.message}`);
@@ -244,7 +249,7 @@ if ($("#open-full")) $("#open-full").href = location.pathname;
 on("run-result", ({ result }) => {
   showDevice(result.device);
   markResultsTab(result);
-  lastTrace = result.trace || null;
+  lastResult = result;
   redrawDiagram();
 });
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });

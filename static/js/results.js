@@ -47,8 +47,11 @@ class StatusLine {
     this.phase({ phase: "queued", message: "sending the run to the server" });
   }
 
-  phase({ phase, message }) {
+  phase({ phase, message, progress }) {
     if (!this.phases.includes(phase)) this.phases.push(phase);
+    // A phase that reports its progress (0..1) gets a real bar instead of the sweeping one.
+    if (typeof progress === "number") this.el.style.setProperty("--progress", `${Math.round(100 * progress)}%`);
+    else this.el.style.removeProperty("--progress");
     const current = this.phases[this.phases.length - 1];
     const steps = this.phases.flatMap((p, i) => [
       i ? h("span", { class: "sep" }, "›") : null,
@@ -94,10 +97,11 @@ function emptyState() {
 function summary(result) {
   const outputs = result.check ? Object.entries(result.check.outputs || {}) : [];
   if (result.status === "mismatch") {
-    const bad = outputs.filter(([, o]) => !o.ok).map(([name]) => name);
+    const bad = outputs.filter(([, o]) => !o.ok).map(([name, o]) => `${name}: ${formatCount(o.mismatched)}`
+      + (o.numel ? ` of ${formatCount(o.numel)}` : "") + " elements differ"
+      + (o.unwritten ? `, ${formatCount(o.unwritten)} never written` : ""));
     return h("div", { class: "summary" }, h("span", { class: "summary-icon bad" }, "✗"),
-      h("div", {}, "Output differs from the reference",
-        h("div", { class: "sub" }, `${bad.join(", ")} ${bad.length === 1 ? "has" : "have"} wrong or unwritten elements.`)));
+      h("div", {}, "Output differs from the reference", h("div", { class: "sub" }, bad.join(" · "))));
   }
   if (outputs.length) {
     return h("div", { class: "summary" }, h("span", { class: "summary-icon ok" }, "✓"),
@@ -137,25 +141,35 @@ function launchFacts(result) {
     traced);
 }
 
+const COLUMNS = [
+  ["output", "a tensor with a reference"],
+  ["max abs err", "largest |kernel - reference| over the written elements"],
+  ["max rel err", "largest |kernel - reference| / |reference|", "rel"],
+  ["mismatched", "elements outside atol + rtol * |reference|, unwritten ones included"],
+  ["unwritten", "elements no program stored to (still holding the poison value)"],
+  ["atol", "absolute tolerance", "tol"],
+  ["rtol", "relative tolerance", "tol"],
+];
+
 function outputsCard(check) {
   const entries = Object.entries(check.outputs || {});
   if (!entries.length) return null;
   const rows = entries.map(([name, o]) => h("tr", { dataset: { output: name } },
     h("td", { class: "name" }, name, h("span", { class: `badge ${o.ok ? "ok" : "bad"}` }, o.ok ? "ok" : "mismatch")),
     h("td", { class: o.max_abs_err > o.atol ? "bad" : "" }, formatError(o.max_abs_err)),
-    h("td", {}, formatError(o.max_rel_err)),
+    h("td", { class: "rel" }, formatError(o.max_rel_err)),
     h("td", { class: o.mismatched ? "bad" : "zero" }, formatCount(o.mismatched)),
     h("td", { class: o.unwritten ? "bad" : "zero" }, formatCount(o.unwritten)),
-    h("td", { class: "zero" }, formatError(o.atol)),
-    h("td", { class: "zero" }, formatError(o.rtol))));
+    h("td", { class: "zero tol" }, formatError(o.atol)),
+    h("td", { class: "zero tol" }, formatError(o.rtol))));
   const notes = entries.filter(([, o]) => o.unwritten).map(([name, o]) =>
     h("p", { class: "output-note" }, `${formatCount(o.unwritten)} element${o.unwritten === 1 ? "" : "s"} of ${name} were never written: `
       + "no program stored there. Check that the grid covers the whole tensor and that the mask does not cut off real elements."));
   return h("div", { class: "card" },
     h("div", { class: "card-head" }, "Check", h("span", { class: "muted" }, "kernel output vs. the PyTorch reference")),
-    h("table", { class: "outputs" },
-      h("thead", {}, h("tr", {}, ["output", "max abs err", "max rel err", "mismatched", "unwritten", "atol", "rtol"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, rows)),
+    h("div", { class: "table-scroll" }, h("table", { class: "outputs" },
+      h("thead", {}, h("tr", {}, COLUMNS.map(([label, title, cls]) => h("th", { title, class: cls }, label)))),
+      h("tbody", {}, rows))),
     notes);
 }
 
@@ -171,7 +185,10 @@ export function initResults(statusEl, resultsEl) {
   let liveStdout = "";
   replaceChildren(resultsEl, emptyState());
 
-  on("run-requested", () => status.start());
+  on("run-requested", () => {
+    status.start();
+    resultsEl.classList.add("stale");   // the last run's results stay readable until the new ones arrive
+  });
   on("run-status", (event) => { if (event.phase !== "done") status.phase(event); });
   on("run-stdout", ({ text }) => {
     liveStdout += text;
@@ -182,6 +199,7 @@ export function initResults(statusEl, resultsEl) {
   on("run-started", () => { liveStdout = ""; });
   on("run-result", ({ result }) => {
     status.finish(result);
+    resultsEl.classList.remove("stale");
     replaceChildren(resultsEl,
       result.error ? errorCard(result.error) : summary(result),
       launchFacts(result),
