@@ -17,6 +17,9 @@ def create_app(test_config=None):
     app.config["MAX_CONTENT_LENGTH"] = 4 * app.config["MAX_SNIPPET_BYTES"]
     if test_config:
         app.config.update(test_config)
+    # A spec's inputs are ordered (later ones may use earlier ones): never sort keys on the way out.
+    app.json.sort_keys = False
+    app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
     from app import api, db, editor, errors, events
     from app.dispatcher import Dispatcher

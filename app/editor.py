@@ -11,16 +11,16 @@ DEFAULT_EXAMPLE = "vector_add"
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 
 
-def render_editor(spec, ui=None, snippet_id=None):
+def render_editor(spec, ui=None, snippet_id=None, example=None):
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
-               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id}
+               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id, "example": example}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
 
 
 @bp.get("/")
 def index():
-    return render_editor(gallery.load_example(DEFAULT_EXAMPLE)["spec"])
+    return render_editor(gallery.load_example(DEFAULT_EXAMPLE)["spec"], example=DEFAULT_EXAMPLE)
 
 
 @bp.get("/examples/<name>")
@@ -28,7 +28,7 @@ def example(name):
     found = gallery.load_example(name)
     if found is None:
         abort(404, f"there is no example named '{name}'")
-    return render_editor(found["spec"])
+    return render_editor(found["spec"], example=name)
 
 
 @bp.get("/s/<snippet_id>")

@@ -13,15 +13,16 @@ class SnippetError(ValueError):
 
 
 def canonical(spec, ui):
+    """Sorted keys: the text that is hashed, so equal content gets one id whatever its key order."""
     return json.dumps({"spec": spec, "ui": ui or {}}, sort_keys=True, separators=(",", ":"))
 
 
 def save(spec, ui, max_bytes):
     """Store a snippet; the same content always gets the same id. Returns the id."""
-    body = canonical(spec, ui)
+    body = json.dumps({"spec": spec, "ui": ui or {}})  # stored as given: input order matters
     if len(body.encode()) > max_bytes:
         raise SnippetError(f"the snippet is {len(body.encode()) // 1024} KB; the limit is {max_bytes // 1024} KB")
-    digest = hashlib.sha256(body.encode()).hexdigest()
+    digest = hashlib.sha256(canonical(spec, ui).encode()).hexdigest()
     db = get_db()
     for _ in range(5):  # concurrent savers of different content can race for one prefix
         row = db.execute("SELECT id FROM snippet WHERE digest = ?", (digest,)).fetchone()

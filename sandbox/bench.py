@@ -1,5 +1,6 @@
 """Timing: GPU kernels with CUDA events as triton.testing.do_bench does, interpreter runs and CPU
-references by wall clock, and the device's copy bandwidth to compare a kernel's GB/s against."""
+references by wall clock, the device's copy bandwidth to compare a kernel's GB/s against, and the
+datasheet tensor-core peak to compare its TFLOP/s against."""
 import functools
 import statistics
 import time
@@ -9,6 +10,19 @@ import triton.testing
 
 MAX_CPU_REPS = 100  # enough samples for stable quantiles of a fast CPU function
 PEAK_COPY_BYTES = 1 << 28  # 256 MiB each way: far past L2, so the copy runs from DRAM
+
+# Dense tensor-core peaks in TFLOP/s by device name (torch.cuda.get_device_name()) and the kind of
+# math that inputs of each size get from tl.dot. Source: NVIDIA's H100 and H200 Tensor Core GPU
+# datasheets, which list peaks "with sparsity"; dense is half of those (H100 SXM and H200:
+# TF32 989, FP16/BF16 1,979, FP8 3,958; H100 PCIe: 756, 1,513, 3,026). Peaks at boost clock,
+# which real kernels do not reach.
+PEAK_TFLOPS = {
+    "NVIDIA H100 80GB HBM3": {"tf32": 494.5, "fp16/bf16": 989.5, "fp8": 1979.0},  # H100 SXM5
+    "NVIDIA H100 PCIe": {"tf32": 378.0, "fp16/bf16": 756.5, "fp8": 1513.0},
+    "NVIDIA H200": {"tf32": 494.5, "fp16/bf16": 989.5, "fp8": 1979.0},  # H200 SXM
+}
+# tl.dot on fp32 inputs uses tf32 by default; 2-byte floats are fp16 or bf16; 1-byte floats fp8.
+DOT_KIND_BY_ELEMENT_SIZE = {4: "tf32", 2: "fp16/bf16", 1: "fp8"}
 
 
 def time_gpu(fn, *, warmup_ms=25, rep_ms=100):
@@ -36,8 +50,27 @@ def peak_gbps():
         return None
     src = torch.empty(PEAK_COPY_BYTES, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    median_ms = time_gpu(lambda: dst.copy_(src))["median"]
+    # Each run process measures it again, so keep it short: ~200 copies of 0.13 ms give a stable median.
+    median_ms = time_gpu(lambda: dst.copy_(src), warmup_ms=5, rep_ms=25)["median"]
     return bandwidth(2 * PEAK_COPY_BYTES, median_ms)
+
+
+def peak_tflops(device_name, tensors):
+    """(dense tensor-core peak in TFLOP/s, its kind such as "fp16/bf16 tensor core, dense") for the
+    narrowest floating-point dtype among `tensors`; (None, None) for a device not in PEAK_TFLOPS."""
+    sizes = [t.element_size() for t in tensors if t.dtype.is_floating_point]
+    peaks = PEAK_TFLOPS.get(device_name)
+    kind = DOT_KIND_BY_ELEMENT_SIZE.get(min(sizes)) if sizes else None
+    if peaks is None or kind is None:
+        return None, None
+    return peaks[kind], f"{kind} tensor core, dense (datasheet)"
+
+
+def tflops(flops, median_ms):
+    """TFLOP/s (1e12 per second); None when either number is missing or the time is not positive."""
+    if flops is None or not median_ms or median_ms <= 0:
+        return None
+    return flops / (median_ms * 1e-3) / 1e12
 
 
 def bandwidth(bytes_moved, median_ms):

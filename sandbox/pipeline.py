@@ -18,6 +18,7 @@ import traceback
 import torch
 import triton
 import triton.language as tl
+from triton.runtime.autotuner import Autotuner, Heuristics
 
 from sandbox import check as checking
 from sandbox.errors import RunError, hint_for
@@ -108,6 +109,37 @@ def innermost_jit(obj):
     return obj
 
 
+def wrappers(kernel):
+    """The @triton.autotune / @triton.heuristics layers around the jit function, outermost first."""
+    layers = []
+    while isinstance(kernel, (Autotuner, Heuristics)):
+        layers.append(kernel)
+        kernel = kernel.fn
+    return layers
+
+
+def autotuner_of(kernel):
+    return next((layer for layer in wrappers(kernel) if isinstance(layer, Autotuner)), None)
+
+
+def autotuned_values(kernel):
+    """{meta-parameter: value} of the autotuner's first config; {} when the kernel is not autotuned."""
+    autotuner = autotuner_of(kernel)
+    return dict(autotuner.configs[0].kwargs) if autotuner else {}
+
+
+def heuristic_rules(kernel):
+    """{meta-parameter: rule(args) -> value} of the kernel's @triton.heuristics."""
+    return {name: rule for layer in wrappers(kernel) if isinstance(layer, Heuristics)
+            for name, rule in layer.values.items()}
+
+
+def is_interpreted(kernel):
+    from triton.runtime.interpreter import InterpretedFunction
+    layers = wrappers(kernel)
+    return isinstance(layers[-1].fn if layers else kernel, InterpretedFunction)
+
+
 def jit_functions(module):
     return [name for name, obj in vars(module).items()
             if hasattr(innermost_jit(obj), "arg_names") and hasattr(obj, "__getitem__")]
@@ -189,10 +221,18 @@ def build_args(spec, kernel, namespace):
     if unknown:
         raise RunError("build", f"{', '.join(repr(a) for a in unknown)} is not a parameter of {spec['kernel']} "
                                 f"(its parameters: {', '.join(names)})")
+    tuned, rules = autotuned_values(kernel), heuristic_rules(kernel)
     args, scope = {}, dict(namespace)
     for name, is_constexpr, has_default in params:
+        if name in tuned:
+            if name in spec["args"]:
+                raise RunError("build", f"argument '{name}' is chosen by @triton.autotune (its configs set it): "
+                                        f"remove it from the arguments")
+            # The first config stands in for the grid, the trace and the IR; launch() leaves the choice to the autotuner.
+            args[name] = scope[name] = tuned[name]
+            continue
         if name not in spec["args"]:
-            if has_default:
+            if has_default or name in rules:
                 continue
             raise RunError("build", f"argument '{name}' of {spec['kernel']} is not mapped: give it an input "
                                     f"name, an expression such as x.numel(), or a literal")
@@ -200,6 +240,13 @@ def build_args(spec, kernel, namespace):
         if isinstance(value, str):
             value = evaluate(value, scope, f"argument '{name}'")
         args[name] = scope[name] = value
+    for name, rule in rules.items():
+        if name not in spec["args"]:  # @triton.heuristics computes it at launch, as here, from the other arguments
+            try:
+                args[name] = scope[name] = rule(dict(args))
+            except Exception as e:
+                raise RunError("build", f"the @triton.heuristics rule for '{name}' failed: {type(e).__name__}: {e}",
+                               type=type(e).__name__) from None
     return args, scope
 
 
@@ -226,12 +273,27 @@ def build_grid(spec, args, scope):
 # ---------------------------------------------------------------- launch
 
 def is_autotuned(kernel):
-    return type(kernel).__name__ == "Autotuner"
+    return autotuner_of(kernel) is not None
 
 
 def launch(kernel, grid, args, options):
-    extra = {} if is_autotuned(kernel) else {"num_warps": options["num_warps"], "num_stages": options["num_stages"]}
-    kernel[grid](**args, **extra)
+    """kernel[grid](**args). An autotuned kernel gets its meta-parameters, num_warps and num_stages from
+    the config the autotuner picks (on a GPU `grid` must then be a callable of meta); in the
+    interpreter, which cannot time configs, that is the first config."""
+    autotuner = autotuner_of(kernel)
+    if autotuner is None:
+        kernel[grid](**args, num_warps=options["num_warps"], num_stages=options["num_stages"])
+        return
+    untuned = {name: value for name, value in args.items() if name not in autotuned_values(kernel)}
+    if not is_interpreted(autotuner):
+        kernel[grid](**untuned)
+        return
+    configs = autotuner.configs
+    autotuner.configs = configs[:1]  # one config: the autotuner runs it without benchmarking
+    try:
+        kernel[grid](**untuned)
+    finally:
+        autotuner.configs = configs
 
 
 def launch_error(exc, path, phase="launch"):
@@ -306,6 +368,17 @@ def traced_launch(kernel, grid, args, tensors, path, options, limits):
     return tracer.result(grid) if options["trace"] else None
 
 
+class GridPerConfig:
+    """The spec's grid as a callable of meta, for the autotuner to evaluate with each config it tries."""
+
+    def __init__(self, spec, scope):
+        self.spec, self.scope, self.last = spec, scope, None
+
+    def __call__(self, meta):
+        self.last = build_grid(self.spec, meta, {**self.scope, **meta})
+        return self.last
+
+
 # ---------------------------------------------------------------- the whole run
 
 class Run:
@@ -340,7 +413,7 @@ class Run:
 
     def run_interpreter(self):
         self.status("compiling", "loading the kernel into Triton's interpreter")
-        kernel, inputs, poisoned, args, grid, _ = self.prepare(True, "cpu")
+        kernel, inputs, poisoned, args, grid, scope = self.prepare(True, "cpu")
         before = {name: t.clone() for name, t in inputs.items()}
         self.status("running", f"running {math.prod(grid)} program(s) in the interpreter")
         start = time.perf_counter()
@@ -350,24 +423,26 @@ class Run:
             raise launch_error(e, self.path) from None
         launch_ms = (time.perf_counter() - start) * 1e3
         self.check(inputs, before, poisoned)
-        self.timings_interpreter(launch_ms, before)
+        self.timings_interpreter(kernel, launch_ms, before, scope)
         self.compile_ir(args)
 
     def run_gpu(self):
         self.status("compiling", "tracing on CPU copies, then compiling for the GPU")
-        kernel, inputs, poisoned, args, grid, _ = self.prepare(False, "cuda")
+        kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
         before = {name: t.clone() for name, t in inputs.items()}
         self.trace_on_cpu(inputs, grid)
         self.status("running", f"launching {math.prod(grid)} program(s) on the GPU")
+        grids = GridPerConfig(self.spec, scope) if is_autotuned(kernel) else None
         start = time.perf_counter()
         try:
-            launch(kernel, grid, args, self.options)
+            launch(kernel, grids or grid, args, self.options)
             torch.cuda.synchronize()
         except Exception as e:
             raise launch_error(e, self.path, "compile" if "CompilationError" in type(e).__name__ else "launch") from None
         first_launch_ms = (time.perf_counter() - start) * 1e3
         self.check(inputs, before, poisoned)
-        self.timings_gpu(kernel, grid, args, before, first_launch_ms)
+        # The autotuner's choice is settled now: time it with the grid of the launch it made.
+        self.timings_gpu(kernel, grids.last if grids else grid, args, before, first_launch_ms, scope)
         self.compile_ir(args)
 
     def trace_on_cpu(self, gpu_inputs, grid):
@@ -403,14 +478,23 @@ class Run:
             expected[name] = torch.as_tensor(value)
         return expected
 
-    def timings_interpreter(self, launch_ms, before):
+    def timings_interpreter(self, kernel, launch_ms, before, scope):
+        """The interpreter's wall clock, labelled as such: no bandwidth or TFLOP/s claims, only counts."""
         if not self.options["bench"]:
             return
         from sandbox import bench
-        self.result["timings"] = {"compile_ms": None, "kernel_ms": {"median": launch_ms, "p20": launch_ms, "p80": launch_ms, "n": 1},
-                                  "reference_ms": self.reference_time(bench.time_cpu, before),
-                                  "interpreter": True, "speedup": None, "bytes": None, "bytes_source": None,
-                                  "gbps": None, "peak_gbps": None}
+        moved, source = bytes_moved(self.result["trace"], before)
+        timings = {"compile_ms": None, "kernel_ms": bench.summarize([launch_ms]),
+                   "reference_ms": self.reference_time(bench.time_cpu, before),
+                   "interpreter": True, "speedup": None, "bytes": moved, "bytes_source": source,
+                   "gbps": None, "peak_gbps": None,
+                   "flops": self.flop_count(scope), "tflops": None, "peak_tflops": None, "peak_tflops_kind": None,
+                   "autotune": None, "notes": []}
+        if autotuner := autotuner_of(kernel):
+            timings["autotune"] = autotune_table(autotuner, {}, autotuner.configs[0])
+            timings["notes"].append("Triton's interpreter does not time autotune configs: "
+                                    "this run used the first config.")
+        self.result["timings"] = timings
 
     def reference_time(self, timer, before):
         if not self.spec["reference"]:
@@ -419,7 +503,9 @@ class Run:
         exprs = list(self.spec["reference"].values())
         return timer(lambda: [eval(e, namespace) for e in exprs])
 
-    def timings_gpu(self, kernel, grid, args, before, first_launch_ms):
+    def timings_gpu(self, kernel, grid, args, before, first_launch_ms, scope):
+        """Kernel and reference side by side (CUDA events, warmed up, L2 flushed), the first launch
+        (compile) apart, bandwidth against the measured copy peak, TFLOP/s when options.flops is given."""
         if not self.options["bench"]:
             return
         from sandbox import bench
@@ -427,13 +513,35 @@ class Run:
         kernel_ms = bench.time_gpu(lambda: launch(kernel, grid, args, self.options))
         reference_ms = self.reference_time(bench.time_gpu, before)
         moved, source = bytes_moved(self.result["trace"], before)
-        peak = bench.peak_gbps()
-        self.result["timings"] = {
+        flops = self.flop_count(scope)
+        peak_tflops, peak_kind = bench.peak_tflops(torch.cuda.get_device_name(), before.values())
+        timings = {
             "compile_ms": first_launch_ms, "kernel_ms": kernel_ms, "reference_ms": reference_ms,
             "interpreter": False,
             "speedup": reference_ms["median"] / kernel_ms["median"] if reference_ms else None,
             "bytes": moved, "bytes_source": source,
-            "gbps": bench.bandwidth(moved, kernel_ms["median"]), "peak_gbps": peak}
+            "gbps": bench.bandwidth(moved, kernel_ms["median"]), "peak_gbps": bench.peak_gbps(),
+            "flops": flops, "tflops": bench.tflops(flops, kernel_ms["median"]),
+            "peak_tflops": peak_tflops if flops else None, "peak_tflops_kind": peak_kind if flops else None,
+            "autotune": None, "notes": []}
+        if autotuner := autotuner_of(kernel):
+            timings["autotune"] = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}),
+                                                 autotuner.best_config)
+            timings["notes"].append(autotune_note(autotuner))
+        self.result["timings"] = timings
+
+    def flop_count(self, scope):
+        """options.flops: a number, or an expression over inputs and arguments such as "2 * M * N * K"."""
+        expr = self.options["flops"]
+        if expr is None or expr == "":
+            return None
+        value = evaluate(expr, dict(scope), "options.flops") if isinstance(expr, str) else expr
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise RunError("build", f"options.flops = {expr!r} gave {value!r}: it must be a positive number of "
+                                    f"floating-point operations, e.g. \"2 * M * N * K\" for a matmul")
+        return value
 
     def compile_ir(self, args):
         if not self.options["ir"]:
@@ -448,9 +556,31 @@ class Run:
             self.result["ir"] = {"error": e.to_dict()}
 
 
+def autotune_table(autotuner, timings, chosen):
+    """[{"config": {meta-parameters, num_warps, num_stages}, "ms", "chosen"}] for every config.
+    `timings` is the autotuner's configs_timings (do_bench's [median, p20, p80] per config); a config
+    it did not time, or one that failed to compile or run (inf), has ms None."""
+    table = []
+    for config in autotuner.configs:
+        ms = timings.get(config)
+        ms = ms[0] if isinstance(ms, (list, tuple)) else ms
+        table.append({"config": {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages},
+                      "ms": ms if ms is not None and math.isfinite(ms) else None,
+                      "chosen": config == chosen})
+    return table
+
+
+def autotune_note(autotuner):
+    if len(autotuner.configs) == 1:
+        return "One autotune config: the autotuner ran it without timing it."
+    return ("The autotuner timed each config (median ms) and launched the fastest; the first launch's time "
+            "includes compiling and timing them all. The trace comes from the interpreter, which runs the first config.")
+
+
 def bytes_moved(trace, tensors):
-    """Unique elements loaded plus stored, times their size, from the trace; else the tensors' sizes."""
-    if trace and not trace.get("sampled"):
+    """Unique elements loaded plus stored, times their size, from a complete trace (every program,
+    every access); else the sizes of all the tensors."""
+    if trace and not trace.get("sampled") and not any(p.get("truncated") for p in trace["programs"]):
         from sandbox.trace import unique_bytes
         return unique_bytes(trace, tensors), "trace"
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"

@@ -303,3 +303,16 @@ def test_a_million_element_trace_renders_quickly_and_is_binned(page):
     assert out["cell_elements"] == 16
     assert out["highlighted"] == [[256, 256]]  # program 5 is row 5: the second row of 4 x 4 cells
     assert "each cell = 16 elements" in page.locator('.diagram-tensor[data-tensor="out"] .diagram-note').inner_text()
+
+
+def test_zooming_into_a_binned_tensor_draws_single_elements_again(page):
+    render(page, vector_add_trace(1 << 20, 1024))
+    page.evaluate("window.selectProgram([5, 0, 0])")
+    page.evaluate("""() => Plotly.relayout(document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot'),
+                                           {'xaxis.range': [-0.5, 15.5], 'yaxis.range': [7.5, 3.5]})""")
+    page.wait_for_function("""document.querySelector('.diagram-tensor[data-tensor="out"]').dataset.cellElements === '1'""")
+    # Rows 4..7, columns 0..15: program 5 owns the second row of the window.
+    assert figure_state(page, "out") == {"highlighted": [[16, 16]], "masked": [], "cell_elements": 1}
+    first_label = page.evaluate("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].text[0][0]""")
+    assert first_label == "4096"
+    assert "zoomed in" in page.locator('.diagram-tensor[data-tensor="out"] .diagram-note').inner_text()

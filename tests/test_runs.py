@@ -169,3 +169,8 @@ def test_the_web_process_never_imports_torch_or_triton():
             "c = app.test_client(); c.get('/'); c.get('/api/examples'); "
             "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'imported'")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_inputs_keep_their_order_through_the_api(client):
+    spec = client.get("/api/examples/vector_add").get_json()["spec"]
+    assert list(spec["inputs"]) == ["x", "y", "out"]

@@ -67,3 +67,12 @@ def test_snippets_survive_a_server_restart(app):
     snippet_id = share(app.test_client(), vector_add_spec(n=77)).get_json()["id"]
     restarted = create_app({"START_WORKERS": False, "DATABASE": app.config["DATABASE"]})
     assert restarted.test_client().get(f"/api/snippets/{snippet_id}").status_code == 200
+
+
+def test_a_shared_spec_keeps_its_input_order(client):
+    spec = vector_add_spec()
+    spec["inputs"] = {"y": "torch.randn(8)", "x": "y * 2", "out": "torch.empty(8)"}
+    snippet_id = share(client, spec).get_json()["id"]
+    assert list(client.get(f"/api/snippets/{snippet_id}").get_json()["spec"]["inputs"]) == ["y", "x", "out"]
+    page = client.get(f"/s/{snippet_id}").get_data(as_text=True)
+    assert page.index('"y": "torch.randn(8)"') < page.index('"x": "y * 2"')

@@ -131,56 +131,74 @@ function mergeRuns(runs) {
 
 // ---- folding and binning -------------------------------------------------------------------
 
-// Linear index i sits at row floor(i / cols), column i % cols; a cell covers bx columns x by rows.
-function makeLayout(length, cols, budget) {
-  const rows = Math.max(1, Math.ceil(length / cols));
+// Linear index i sits at row floor(i / width), column i % width. The drawing shows a window of
+// rows x cols starting at (row0, col0) (the area; all of it unless zoomed); a cell covers bx columns x by rows.
+function makeLayout(length, width, budget, area = null) {
+  const allRows = Math.max(1, Math.ceil(length / width));
+  const { row0 = 0, rows = allRows, col0 = 0, cols = width } = area ?? {};
   let bx = 1;
   let by = 1;
   while (Math.ceil(rows / by) * Math.ceil(cols / bx) > budget) {
     if (Math.ceil(cols / bx) >= Math.ceil(rows / by)) bx *= 2;
     else by *= 2;
   }
-  return { length, cols, rows, bx, by, cellRows: Math.ceil(rows / by), cellCols: Math.ceil(cols / bx) };
+  return { length, width, allRows, row0, col0, rows, cols, bx, by, cellRows: Math.ceil(rows / by), cellCols: Math.ceil(cols / bx) };
 }
 
 function cellCount(layout) {
   return layout.cellRows * layout.cellCols;
 }
 
-// Visits every cell that holds an element of [start, start + length), some of them more than once.
+// Visits every cell of the window that holds an element of [start, start + length), some of them
+// more than once. Whole rows go a cell row at a time, so long runs cost cells, not elements.
 function forEachCell(layout, start, length, visit) {
-  const { cols, bx, by, cellCols } = layout;
+  const { width, row0, col0, rows, cols, bx, by, cellCols } = layout;
+  const begin = Math.max(0, start);
   const end = Math.min(start + length, layout.length);
-  let i = Math.max(0, start);
-  while (i < end) {
-    const row = Math.floor(i / cols);
-    const fullRows = i === row * cols ? Math.floor((end - i) / cols) : 0;
-    if (fullRows > 0) { // whole rows at once: long runs cost cells, not elements
-      const lastCellRow = Math.floor((row + fullRows - 1) / by);
-      for (let r = Math.floor(row / by); r <= lastCellRow; r++) {
+  if (begin >= end) return;
+  const lastRow = Math.min(Math.floor((end - 1) / width), row0 + rows - 1);
+  let row = Math.max(Math.floor(begin / width), row0);
+  while (row <= lastRow) {
+    const from = Math.max(begin - row * width, 0);
+    const to = Math.min(end - row * width, width);
+    if (from === 0 && to === width) {
+      const lastFullRow = Math.min(lastRow, Math.floor(end / width) - 1);
+      for (let r = Math.floor((row - row0) / by); r <= Math.floor((lastFullRow - row0) / by); r++) {
         for (let c = 0; c < cellCols; c++) visit(r * cellCols + c);
       }
-      i += fullRows * cols;
+      row = lastFullRow + 1;
       continue;
     }
-    const rowEnd = Math.min(end, (row + 1) * cols);
-    const base = Math.floor(row / by) * cellCols;
-    const last = Math.floor((rowEnd - 1 - row * cols) / bx);
-    for (let c = Math.floor((i - row * cols) / bx); c <= last; c++) visit(base + c);
-    i = rowEnd;
+    const low = Math.max(from, col0);
+    const high = Math.min(to, col0 + cols);
+    const base = Math.floor((row - row0) / by) * cellCols;
+    for (let c = Math.floor((low - col0) / bx); low < high && c <= Math.floor((high - 1 - col0) / bx); c++) visit(base + c);
+    row += 1;
   }
 }
 
 function firstIndexOfCell(layout, cell) {
-  const cellRow = Math.floor(cell / layout.cellCols);
-  return cellRow * layout.by * layout.cols + (cell % layout.cellCols) * layout.bx;
+  const row = layout.row0 + Math.floor(cell / layout.cellCols) * layout.by;
+  return row * layout.width + layout.col0 + (cell % layout.cellCols) * layout.bx;
+}
+
+// The zoomed window of a plotly axis range change, snapped to whole elements; null for everything.
+function windowOf(full, xRange, yRange) {
+  const clamp = (v, low, high) => Math.min(high, Math.max(low, v));
+  const col0 = clamp(Math.floor(Math.min(...xRange) + 0.5), 0, full.width - 1);
+  const colEnd = clamp(Math.ceil(Math.max(...xRange) + 0.5), col0 + 1, full.width);
+  const row0 = clamp(Math.floor(Math.min(...yRange) + 0.5), 0, full.allRows - 1);
+  const rowEnd = clamp(Math.ceil(Math.max(...yRange) + 0.5), row0 + 1, full.allRows);
+  if (col0 === 0 && row0 === 0 && colEnd === full.width && rowEnd === full.allRows) return null;
+  return { row0, rows: rowEnd - row0, col0, cols: colEnd - col0 };
 }
 
 // ---- one tensor's cells --------------------------------------------------------------------
 
-function buildTensorView(tensor, width) {
+function buildTensorView(tensor, width, area = null) {
   const cols = tensor.oneD ? Math.min(width, Math.max(1, tensor.extent)) : tensor.shape[tensor.shape.length - 1] || 1;
-  const layout = makeLayout(Math.max(1, tensor.extent), cols, TENSOR_CELL_BUDGET);
+  const full = makeLayout(Math.max(1, tensor.extent), cols, TENSOR_CELL_BUDGET);
+  const layout = area ? makeLayout(full.length, full.width, TENSOR_CELL_BUDGET, area) : full;
   const cells = cellCount(layout);
   const owner = new Int32Array(cells).fill(-1); // first program (trace order) that drew the cell
   const ghostOwner = new Int32Array(cells).fill(-1); // first program with a masked lane there
@@ -192,7 +210,7 @@ function buildTensorView(tensor, width) {
   const coverage = new Uint8Array(cells); // 1: never written, 2: written more than once
   for (const [s, n] of tensor.coverage?.unwritten_runs ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 1; });
   for (const [s, n] of tensor.coverage?.multi_runs ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 2; });
-  return { tensor, layout, owner, ghostOwner, coverage };
+  return { tensor, full, layout, owner, ghostOwner, coverage };
 }
 
 function selectionMarks(view, program) {
@@ -438,15 +456,17 @@ class Diagram {
     figure.dataset.highlightedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.touched));
     figure.dataset.maskedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.masked));
     figure.querySelector('.diagram-note').textContent = tensorNote(view);
-    const rowLabel = tensor.oneD ? (row) => formatCount(row * view.layout.cols) : String;
-    const size = plotSize(view.layout, this.availableWidth(), rowLabel);
-    const traces = [heatmapTrace(view.layout, classes, this.theme, size, labelsFor(view, classes, size))];
-    traces.push(...hatchTraces(view.layout, hatched, size, this.theme));
+    const rowLabel = tensor.oneD ? (row) => formatCount(row * view.layout.width) : String;
+    const size = plotSize(view.full, this.availableWidth(), rowLabel);
+    const cellPx = cellPxOf(size, view.layout);
+    const traces = [heatmapTrace(view.layout, classes, this.theme, cellPx, labelsFor(view, classes, cellPx))];
+    traces.push(...hatchTraces(view.layout, hatched, cellPx, this.theme));
     traces.push(...coverageTraces(view.layout, view.coverage, this.theme));
     const layout = plotLayout(view.layout, size, this.theme, {
       x: tensor.oneD ? 'offset within the row' : 'column',
       y: tensor.oneD ? 'row starts at offset' : 'row',
       rowLabel,
+      zoomable: cellPxOf(size, view.full) < 8,
       shapes: [...endOfTensorShapes(view, this.theme), ...selectedRegionShapes(view.layout, marks.touched, size, this.theme)],
     });
     return Plotly.react(plot, traces, layout, plotConfig(view.layout)).then(() => this.wireTensorPlot(plot, tensor));
@@ -479,7 +499,8 @@ class Diagram {
     const folded = cols !== gx;
     const rowLabel = folded ? (row) => formatCount(row * cols) : String;
     const size = plotSize(layout, Math.min(this.availableWidth() * 0.45, 520), rowLabel, 240);
-    const labels = size.cellPx >= 26 && layout.bx * layout.by === 1 && classes.length <= 256
+    const cellPx = cellPxOf(size, layout);
+    const labels = cellPx >= 26 && layout.bx * layout.by === 1 && classes.length <= 256
       ? gridLabels(layout, classes, gy > 1) : null;
     const shapes = [];
     if (selectedLinear >= 0 && selectedLinear >= sliceStart && selectedLinear < sliceStart + gx * gy) {
@@ -489,9 +510,10 @@ class Diagram {
       x: folded ? `program_id(0) mod ${cols}` : 'program_id(axis=0)',
       y: folded ? 'row starts at program' : gy > 1 ? 'program_id(axis=1)' : null,
       rowLabel,
+      zoomable: false,
       shapes,
     });
-    const trace = heatmapTrace(layout, classes, this.theme, size, labels);
+    const trace = heatmapTrace(layout, classes, this.theme, cellPx, labels);
     this.gridLayout = layout;
     return Plotly.react(this.gridPlot, [trace], plotLayoutObj, plotConfig(layout)).then(() => this.wireGridPlot());
   }
@@ -509,6 +531,21 @@ class Diagram {
       const program = view.owner[cell] >= 0 ? view.owner[cell] : view.ghostOwner[cell];
       if (program >= 0) this.select(program);
     });
+    plot.on('plotly_relayout', (change) => this.zoom(tensor, change));
+  }
+
+  // Zooming draws the window again from the trace, binned afresh: single elements come back.
+  zoom(tensor, change) {
+    const view = this.viewOf(tensor);
+    const x = change['xaxis.range'] ?? (change['xaxis.range[0]'] !== undefined ? [change['xaxis.range[0]'], change['xaxis.range[1]']] : null);
+    const y = change['yaxis.range'] ?? (change['yaxis.range[0]'] !== undefined ? [change['yaxis.range[0]'], change['yaxis.range[1]']] : null);
+    const reset = change['xaxis.autorange'] || change['yaxis.autorange'];
+    if (!x && !y && !reset) return;
+    const { layout } = view;
+    const area = reset ? null : windowOf(view.full, x ?? [layout.col0 - 0.5, layout.col0 + layout.cols - 0.5],
+      y ?? [layout.row0 - 0.5, layout.row0 + layout.rows - 0.5]);
+    this.views.set(tensor.name, buildTensorView(tensor, this.width, area));
+    this.drawTensor(tensor);
   }
 
   wireGridPlot() {
@@ -631,13 +668,14 @@ function colouringText(tensor) {
 function tensorNote(view) {
   const { tensor, layout } = view;
   const notes = [];
-  if (tensor.oneD && layout.rows > 1) notes.push(`1-D, drawn in rows of ${layout.cols} elements`);
-  if (!tensor.oneD && tensor.shape.length > 2) notes.push(`leading dimensions flattened into rows of ${layout.cols}`);
+  if (tensor.oneD && layout.allRows > 1) notes.push(`1-D, drawn in rows of ${formatCount(layout.width)} elements`);
+  if (!tensor.oneD && tensor.shape.length > 2) notes.push(`leading dimensions flattened into rows of ${formatCount(layout.width)}`);
   const perCell = layout.bx * layout.by;
   if (perCell > 1) {
     const block = layout.by > 1 ? ` (${layout.by} rows × ${layout.bx} columns)` : '';
-    notes.push(`each cell = ${formatCount(perCell)} elements${block}, coloured by the first program among them`);
+    notes.push(`each cell = ${formatCount(perCell)} elements${block}, coloured by the first program among them; drag a box to zoom in`);
   }
+  if (view.layout !== view.full) notes.push('zoomed in: double-click to see all of it');
   if (tensor.extent > tensor.numel) notes.push(`drawn past its end (${formatCount(tensor.numel)} elements) where masked-off lanes point`);
   if (tensor.lanesBeforeStart) notes.push(`${formatCount(tensor.lanesBeforeStart)} masked-off lanes point before its start (not drawn)`);
   if (!tensor.accesses.length) notes.push('no program accessed it');
@@ -832,15 +870,23 @@ function readTheme(container) {
   };
 }
 
-function heatmapTrace(layout, classes, theme, size, labels) {
+// Where a heatmap's cells sit, in element columns and rows.
+function cellPlacement(layout) {
+  return { x0: layout.col0 + (layout.bx - 1) / 2, dx: layout.bx, y0: layout.row0 + (layout.by - 1) / 2, dy: layout.by };
+}
+
+function matrixRows(layout, values) {
   const rows = [];
-  for (let r = 0; r < layout.cellRows; r++) rows.push(classes.subarray(r * layout.cellCols, (r + 1) * layout.cellCols));
+  for (let r = 0; r < layout.cellRows; r++) rows.push(values.subarray(r * layout.cellCols, (r + 1) * layout.cellCols));
+  return rows;
+}
+
+function heatmapTrace(layout, classes, theme, cellPx, labels) {
   const n = CLASS_COUNT;
   const trace = {
-    type: 'heatmap', z: rows,
-    x0: (layout.bx - 1) / 2, dx: layout.bx, y0: (layout.by - 1) / 2, dy: layout.by,
+    type: 'heatmap', z: matrixRows(layout, classes), ...cellPlacement(layout),
     zmin: -0.5, zmax: n - 0.5, zsmooth: false, showscale: false, hoverinfo: 'none',
-    xgap: size.cellPx >= 8 ? 1 : 0, ygap: size.cellPx >= 8 ? 1 : 0,
+    xgap: cellPx >= 8 ? 1 : 0, ygap: cellPx >= 8 ? 1 : 0,
     colorscale: theme.colours.flatMap((colour, i) => [[i / n, colour], [(i + 1) / n, colour]]),
   };
   if (labels) Object.assign(trace, { text: labels, texttemplate: '%{text}', textfont: { size: 11 } });
@@ -858,25 +904,27 @@ function plotSize(layout, availableWidth, rowLabel, maxHeight = MAX_PLOT_PX) {
   const plotWidth = Math.round(pxX * layout.cols);
   const plotHeight = Math.round(Math.max(pxY * layout.rows, 24));
   const margin = { ...MARGIN, l: left, r: MARGIN.r + Math.max(0, MIN_FIGURE_PX - plotWidth - left - MARGIN.r) };
-  return {
-    width: plotWidth + margin.l + margin.r, height: plotHeight + margin.t + margin.b, margin,
-    plotWidth, plotHeight, pxY, cellPx: Math.min(pxX * layout.bx, pxY * layout.by),
-  };
+  return { width: plotWidth + margin.l + margin.r, height: plotHeight + margin.t + margin.b, margin, plotWidth, plotHeight };
 }
 
-function plotLayout(layout, size, theme, { x, y, rowLabel, shapes }) {
-  const axis = { showgrid: false, zeroline: false, ticks: 'outside', ticklen: 3, color: theme.axis, fixedrange: size.cellPx >= 8 };
-  const colTicks = integerTicks(layout.cols, size.plotWidth / 44);
-  const rowTicks = integerTicks(layout.rows, size.plotHeight / 18);
+// On-screen size of one cell of `layout` (the whole drawing or a zoomed window) in a plot of `size`.
+function cellPxOf(size, layout) {
+  return Math.min((size.plotWidth / layout.cols) * layout.bx, (size.plotHeight / layout.rows) * layout.by);
+}
+
+function plotLayout(layout, size, theme, { x, y, rowLabel, zoomable, shapes }) {
+  const axis = { showgrid: false, zeroline: false, ticks: 'outside', ticklen: 3, color: theme.axis, fixedrange: !zoomable };
+  const colTicks = integerTicks(layout.col0, layout.cols, size.plotWidth / 44);
+  const rowTicks = integerTicks(layout.row0, layout.rows, size.plotHeight / 18);
   return {
     width: size.width, height: size.height, margin: size.margin,
     paper_bgcolor: 'rgba(0,0,0,0)', plot_bgcolor: 'rgba(0,0,0,0)',
     font: { family: theme.font, size: 11, color: theme.text },
-    xaxis: { ...axis, title: { text: x, standoff: 4 }, range: [-0.5, layout.cols - 0.5], side: 'bottom',
+    xaxis: { ...axis, title: { text: x, standoff: 4 }, range: [layout.col0 - 0.5, layout.col0 + layout.cols - 0.5], side: 'bottom',
       tickmode: 'array', tickvals: colTicks, ticktext: colTicks.map(String) },
-    yaxis: { ...axis, title: { text: y ?? '', standoff: 4 }, range: [layout.rows - 0.5, -0.5],
+    yaxis: { ...axis, title: { text: y ?? '', standoff: 4 }, range: [layout.row0 + layout.rows - 0.5, layout.row0 - 0.5],
       tickmode: 'array', tickvals: rowTicks, ticktext: rowTicks.map(rowLabel), visible: y !== null },
-    shapes, dragmode: size.cellPx >= 8 ? false : 'zoom', hovermode: 'closest',
+    shapes, dragmode: zoomable ? 'zoom' : false, hovermode: 'closest',
   };
 }
 
@@ -886,21 +934,22 @@ function plotConfig(layout) {
     modeBarButtonsToRemove: ['select2d', 'lasso2d', 'toImage', 'autoScale2d'] };
 }
 
-// At most `room` ticks (at least one) on whole numbers in steps of 1, 2 or 5 times a power of ten.
-function integerTicks(count, room) {
+// At most `room` ticks (at least one) over [start, start + count), on multiples of 1, 2 or 5 times
+// a power of ten.
+function integerTicks(start, count, room) {
   const raw = Math.max(1, count / Math.max(1, Math.floor(room)));
   const base = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * base).find((s) => s >= raw);
   const ticks = [];
-  for (let v = 0; v < count; v += step) ticks.push(v);
+  for (let v = Math.ceil(start / step) * step; v < start + count; v += step) ticks.push(v);
   return ticks;
 }
 
 function cellBox(layout, cell) {
   const row = Math.floor(cell / layout.cellCols);
   const col = cell % layout.cellCols;
-  return { x0: col * layout.bx - 0.5, x1: Math.min((col + 1) * layout.bx, layout.cols) - 0.5,
-    y0: row * layout.by - 0.5, y1: Math.min((row + 1) * layout.by, layout.rows) - 0.5 };
+  return { x0: layout.col0 + col * layout.bx - 0.5, x1: layout.col0 + Math.min((col + 1) * layout.bx, layout.cols) - 0.5,
+    y0: layout.row0 + row * layout.by - 0.5, y1: layout.row0 + Math.min((row + 1) * layout.by, layout.rows) - 0.5 };
 }
 
 function cellOutline(layout, cell, colour) {
@@ -909,8 +958,8 @@ function cellOutline(layout, cell, colour) {
 
 // Masked-off lanes: a dotted outline and diagonal hatching per cell, as two plain line traces
 // (cheap to draw), in data coordinates so they follow zoom. Too small to see: the tint alone.
-function hatchTraces(layout, cells, size, theme) {
-  if (!cells.length || cells.length > OVERLAY_LIMIT || size.cellPx < 6) return [];
+function hatchTraces(layout, cells, cellPx, theme) {
+  if (!cells.length || cells.length > OVERLAY_LIMIT || cellPx < 6) return [];
   const outline = { x: [], y: [] };
   const hatch = { x: [], y: [] };
   for (const cell of cells) {
@@ -947,9 +996,7 @@ function markTrace(layout, cells, colour, path) {
   if (cells.length > OVERLAY_LIMIT) {
     const z = new Float32Array(cellCount(layout)).fill(NaN);
     for (const cell of cells) z[cell] = 1;
-    const rows = [];
-    for (let r = 0; r < layout.cellRows; r++) rows.push(z.subarray(r * layout.cellCols, (r + 1) * layout.cellCols));
-    return { type: 'heatmap', z: rows, x0: (layout.bx - 1) / 2, dx: layout.bx, y0: (layout.by - 1) / 2, dy: layout.by,
+    return { type: 'heatmap', z: matrixRows(layout, z), ...cellPlacement(layout),
       colorscale: [[0, colour], [1, colour]], showscale: false, opacity: 0.6, hoverinfo: 'skip', zsmooth: false };
   }
   const x = [];
@@ -973,22 +1020,22 @@ function boxPath(b, inset, x, y) {
 function endOfTensorShapes(view, theme) {
   const { tensor, layout } = view;
   if (tensor.extent <= tensor.numel) return [];
-  const row = Math.floor(tensor.numel / layout.cols);
-  const col = tensor.numel % layout.cols;
-  const [left, right, top, bottom] = [-0.5, layout.cols - 0.5, row - 0.5, row + 0.5];
+  const row = Math.floor(tensor.numel / layout.width);
+  const col = tensor.numel % layout.width;
+  const [left, right, top, bottom] = [-0.5, layout.width - 0.5, row - 0.5, row + 0.5];
   const segments = [];
   if (col === 0) segments.push(`M ${left} ${top} L ${right} ${top}`);
   else {
     segments.push(`M ${col - 0.5} ${top} L ${col - 0.5} ${bottom}`);
     if (row > 0) segments.push(`M ${col - 0.5} ${top} L ${right} ${top}`);
-    if (row + 1 < layout.rows) segments.push(`M ${left} ${bottom} L ${col - 0.5} ${bottom}`);
+    if (row + 1 < layout.allRows) segments.push(`M ${left} ${bottom} L ${col - 0.5} ${bottom}`);
   }
   return [{ type: 'path', path: segments.join(' '), line: { color: theme.text, width: 2, dash: 'dash' }, layer: 'above' }];
 }
 
 // Where cells are too small to see, an outline around the selected program's cells shows them.
 function selectedRegionShapes(layout, touched, size, theme) {
-  if (size.cellPx >= 8) return [];
+  if (cellPxOf(size, layout) >= 8) return [];
   let [top, bottom, left, right] = [Infinity, -1, Infinity, -1];
   touched.forEach((flag, cell) => {
     if (!flag) return;
@@ -999,20 +1046,20 @@ function selectedRegionShapes(layout, touched, size, theme) {
   if (bottom < 0) return [];
   const first = cellBox(layout, top * layout.cellCols + left);
   const last = cellBox(layout, bottom * layout.cellCols + right);
-  const half = Math.max(MIN_MARK_PX / 2, ((last.y1 - first.y0) * size.pxY) / 2);
+  const half = Math.max(MIN_MARK_PX / 2, ((last.y1 - first.y0) * size.plotHeight) / layout.rows / 2);
   return [{ type: 'rect', x0: first.x0, x1: last.x1, ysizemode: 'pixel', yanchor: (first.y0 + last.y1) / 2,
     y0: -half, y1: half, line: { color: theme.text, width: 2 }, layer: 'above' }];
 }
 
-function labelsFor(view, classes, size) {
+function labelsFor(view, classes, cellPx) {
   const { layout } = view;
-  if (layout.bx * layout.by !== 1 || classes.length > LABEL_LIMIT || size.cellPx < 20) return null;
+  if (layout.bx * layout.by !== 1 || classes.length > LABEL_LIMIT || cellPx < 20) return null;
   const rows = [];
   for (let r = 0; r < layout.cellRows; r++) {
     const row = [];
     for (let c = 0; c < layout.cellCols; c++) {
       const cell = r * layout.cellCols + c;
-      row.push(Number.isNaN(classes[cell]) ? '' : String(cell));
+      row.push(Number.isNaN(classes[cell]) ? '' : String(firstIndexOfCell(layout, cell)));
     }
     rows.push(row);
   }

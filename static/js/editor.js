@@ -63,6 +63,7 @@ class ErrorMessage extends WidgetType {
     const span = document.createElement("span");
     span.className = "cm-error-inline";
     span.textContent = this.text;
+    span.title = this.text;
     return span;
   }
 }

@@ -180,7 +180,11 @@ function renderRow(row) {
     spellcheck: false, value: row[field], ...attrs,
     oninput: (event) => {
       row[field] = event.target.value;
-      if (field === "name") { validateNames(); refreshSuggestions(); }
+      if (field === "name") {
+        row.el.dataset.input = row.name;
+        validateNames();
+        refreshSuggestions();
+      }
       if (field === "shape") event.target.classList.toggle("invalid", !parseShape(row.shape));
     },
   });

@@ -168,8 +168,7 @@ function toast(text) {
 function initExamples() {
   const select = $("#example-select");
   if (!select) return;
-  const current = /^\/examples\/([^/]+)/.exec(location.pathname);
-  select.value = current ? decodeURIComponent(current[1]) : "";
+  select.value = initial.example || "";
   select.addEventListener("change", async () => {
     const name = select.value;
     if (!name) return;
