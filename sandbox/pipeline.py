@@ -309,6 +309,14 @@ def launch_error(exc, path, phase="launch"):
     return RunError(phase, message, type=kind, line=user_line(exc, path), pid=pid)
 
 
+def traced_tensors(inputs, args):
+    """The inputs, plus tensors made inside an argument expression (named by their parameter)."""
+    storages = {t.untyped_storage().data_ptr() for t in inputs.values()}
+    extra = {name: value for name, value in args.items()
+             if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in storages}
+    return {**inputs, **extra}
+
+
 @contextlib.contextmanager
 def interpreter_hygiene():
     """Run the interpreter without leaving it patched into triton.language afterwards.
@@ -356,13 +364,10 @@ def interpreter_hygiene():
             scopes.pop().restore()
 
 
-library_jit_interpreted = interpreter_hygiene  # old name, still used by tests/test_trace.py
-
-
 def traced_launch(kernel, grid, args, tensors, path, options, limits):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None)."""
     from sandbox.trace import Tracer
-    tracer = Tracer(tensors, path, record=options["trace"], **limits)
+    tracer = Tracer(traced_tensors(tensors, args), path, record=options["trace"], **limits)
     with tracer, interpreter_hygiene():
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
@@ -447,14 +452,15 @@ class Run:
 
     def trace_on_cpu(self, gpu_inputs, grid):
         """The bounds check and the trace, from the interpreter over CPU copies of the same inputs."""
-        module = load_module(self.spec["source"], os.path.join(self.scratch, "kernel_trace.py"), True)
+        path = os.path.join(self.scratch, "kernel_trace.py")
+        module = load_module(self.spec["source"], path, True)
         kernel = find_kernel(module, self.spec["kernel"])
         inputs = {name: t.detach().cpu().clone() for name, t in gpu_inputs.items()}
         args, _ = build_args(self.spec, kernel, {**expression_namespace(module), **inputs})
         try:
-            self.result["trace"] = traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits)
+            self.result["trace"] = traced_launch(kernel, grid, args, inputs, path, self.options, self.limits)
         except Exception as e:
-            raise launch_error(e, self.path) from None
+            raise launch_error(e, path) from None
 
     def check(self, inputs, before, poisoned):
         if not (self.options["check"] and self.spec["reference"]):
@@ -582,7 +588,7 @@ def bytes_moved(trace, tensors):
     every access); else the sizes of all the tensors."""
     if trace and not trace.get("sampled") and not any(p.get("truncated") for p in trace["programs"]):
         from sandbox.trace import unique_bytes
-        return unique_bytes(trace, tensors), "trace"
+        return unique_bytes(trace), "trace"
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"
 
 

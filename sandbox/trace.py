@@ -123,11 +123,11 @@ class Coverage:
         self.writers = np.zeros(tensor_range.span, dtype=np.uint8)  # 0, 1 or 2 (= more than one)
 
     def store(self, elements, runs, program):
-        if len(runs) == 1:  # one contiguous run: slices are much faster than index arrays
-            where = slice(runs[0][0], runs[0][0] + runs[0][1])
-            fresh = self.last_writer[where] != program
-            if not fresh.all():
-                where = elements[fresh]
+        if len(runs) == 1:  # one contiguous run: a slice is much faster than an index array
+            start, length = runs[0]
+            where = slice(start, start + length)
+            if (self.last_writer[where] == program).any():  # this program wrote some of them already
+                where = elements[self.last_writer[elements] != program]
         else:
             where = elements[self.last_writer[elements] != program]
         self.writers[where] = np.minimum(self.writers[where], 1) + 1
@@ -352,8 +352,10 @@ class Tracer:
         index, program, nbytes, recording = self.program
         if not recording and op == "load":
             return
-        accesses = [(tensor, tensor.offsets(addresses)) for tensor, addresses in groups]
-        accesses = [(tensor, elements, runs_of(elements)) for tensor, elements in accesses]
+        accesses = []
+        for tensor, addresses in groups:
+            elements = tensor.offsets(addresses)
+            accesses.append((tensor, elements, runs_of(elements)))
         if op != "load":
             self.cover(op, accesses, index)
         if not recording:
@@ -368,7 +370,7 @@ class Tracer:
         line = self.user_line()
         for i, (tensor, _, runs) in enumerate(accesses):
             record = {"op": op, "tensor": tensor.name, "line": line, "offsets": runs,
-                      "masked": runs_of(tensor.offsets(masked)) if i == 0 else []}
+                      "masked": runs_of(tensor.offsets(masked)) if i == 0 and masked.size else []}
             if atomic:
                 record["atomic"] = atomic
             program["accesses"].append(record)
@@ -467,7 +469,7 @@ class Tracer:
                 "coverage": {r.name: r.coverage.result() for r in self.ranges if r.coverage is not None}}
 
 
-def unique_bytes(trace, tensors):
+def unique_bytes(trace):
     """Bytes a launch moves at least: each element loaded once plus each element stored once."""
     loaded, stored = {}, {}
     for program in trace["programs"]:
@@ -479,7 +481,8 @@ def unique_bytes(trace, tensors):
     for seen in (loaded, stored):
         for name, runs in seen.items():
             elements = [np.arange(start, start + length) for start, length in runs]
-            total += np.unique(np.concatenate(elements or [[]])).size * tensors[name].element_size()
+            itemsize = getattr(torch, trace["tensors"][name]["dtype"]).itemsize
+            total += np.unique(np.concatenate(elements or [[]])).size * itemsize
     return int(total)
 
 

@@ -81,3 +81,15 @@ def vector_add_spec(n=98432, block=1024, source=VECTOR_ADD, **options):
 @pytest.fixture
 def spec():
     return vector_add_spec(n=4096)
+
+
+@pytest.fixture(scope="session")
+def live_server(app):
+    """The session app served over real HTTP and Socket.IO in a background thread; yields its base URL."""
+    import threading
+    from werkzeug.serving import make_server
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()

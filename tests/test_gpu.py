@@ -1,7 +1,10 @@
 """The GPU path, through the real server and workers. Run on a GPU host: `pytest -m gpu`."""
 import pytest
 
+from app.gallery import load_example
+from sandbox.bench import PEAK_TFLOPS
 from tests.conftest import VECTOR_ADD, vector_add_spec
+from tests.test_timings import AUTOTUNED_ADD, without_block_size
 
 pytestmark = pytest.mark.gpu
 
@@ -61,3 +64,40 @@ def chunked_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     result = run(client, spec)
     assert result["status"] == "ok", result["error"]
     assert len(result["trace"]["programs"][0]["accesses"]) == 8 + 1
+
+
+def test_kernel_and_reference_are_timed_side_by_side(client):
+    timings = run(client, vector_add_spec(n=1 << 20))["timings"]
+    assert timings["interpreter"] is False
+    for stats in (timings["kernel_ms"], timings["reference_ms"]):
+        assert 0 < stats["p20"] <= stats["median"] <= stats["p80"] and stats["n"] >= 10
+    assert timings["speedup"] == pytest.approx(timings["reference_ms"]["median"] / timings["kernel_ms"]["median"])
+    # The first launch (compiling, or loading from Triton's cache) is kept out of the samples.
+    assert timings["compile_ms"] > 10 * timings["kernel_ms"]["p80"]
+
+
+def test_an_autotuned_kernel_shows_every_configs_time_and_the_choice(client):
+    result = run(client, without_block_size(vector_add_spec(n=1 << 16, source=AUTOTUNED_ADD)))
+    assert result["status"] == "ok", result["error"]
+    table = result["timings"]["autotune"]
+    assert [row["config"]["BLOCK_SIZE"] for row in table] == [128, 256]
+    assert all(row["ms"] > 0 for row in table)
+    chosen = [row for row in table if row["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["ms"] == min(row["ms"] for row in table)
+
+
+def test_a_matmul_reports_tflops_against_the_tensor_core_peak(client):
+    spec = load_example("matmul")["spec"]
+    spec["inputs"] = {"a": "torch.randn(256, 256, dtype=torch.float16)", "b": "torch.randn(256, 256, dtype=torch.float16)",
+                      "c": "torch.empty(256, 256, dtype=torch.float16)"}
+    spec["args"].update(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    spec["options"]["ir"] = False
+    result = run(client, spec)
+    assert result["status"] == "ok", result["error"]
+    timings = result["timings"]
+    assert timings["flops"] == 2 * 256 ** 3
+    assert timings["tflops"] == pytest.approx(timings["flops"] / timings["kernel_ms"]["median"] / 1e9)
+    peaks = PEAK_TFLOPS.get(result["device"]["name"])
+    assert timings["peak_tflops"] == (peaks["fp16/bf16"] if peaks else None)
+    if peaks:
+        assert timings["tflops"] < timings["peak_tflops"] and timings["peak_tflops_kind"].startswith("fp16/bf16")

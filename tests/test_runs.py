@@ -174,3 +174,12 @@ def test_the_web_process_never_imports_torch_or_triton():
 def test_inputs_keep_their_order_through_the_api(client):
     spec = client.get("/api/examples/vector_add").get_json()["spec"]
     assert list(spec["inputs"]) == ["x", "y", "out"]
+
+
+def test_a_tensor_made_in_an_argument_expression_is_traced_by_its_parameter(client):
+    spec = vector_add_spec(n=8, block=4)
+    spec["args"]["y_ptr"] = "torch.ones(8)"
+    spec["reference"] = {"out": "x + 1"}
+    result = run(client, spec)
+    assert result["status"] == "ok", result["error"]
+    assert "y_ptr" in result["trace"]["tensors"]

@@ -2,13 +2,14 @@
 import importlib.util
 import json
 
+import numpy as np
 import pytest
 import torch
 import triton
 from triton.runtime import interpreter
 
 from sandbox.errors import RunError
-from sandbox.pipeline import library_jit_interpreted
+from sandbox.pipeline import interpreter_hygiene
 from sandbox.trace import Tracer, patch_interpreter_compat, runs_of, unique_bytes
 
 KERNELS = '''import triton
@@ -117,7 +118,7 @@ def line_of(text):
 
 
 def traced(kernels, tensors, kernel, grid, *args, **kwargs):
-    with Tracer(tensors, kernels.path, **kwargs.pop("tracer", {})) as tracer, library_jit_interpreted():
+    with Tracer(tensors, kernels.path, **kwargs.pop("tracer", {})) as tracer, interpreter_hygiene():
         kernel[grid](*args, **kwargs)
     return tracer.result(grid)
 
@@ -190,7 +191,7 @@ def test_range_over_cdiv_runs_after_the_compat_patch(kernels):
     patch_interpreter_compat()
     patch_interpreter_compat()  # twice is harmless
     x, out = torch.arange(10, dtype=torch.float32), torch.empty(4)
-    with library_jit_interpreted():
+    with interpreter_hygiene():
         kernels.loop_sum_kernel[(1,)](x, out, 10, BK=4)
     assert out.tolist() == [12.0, 15.0, 8.0, 10.0]
 
@@ -324,7 +325,6 @@ def test_payload_stays_under_max_bytes(kernels):
 
 
 def test_runs_merge_consecutive_steps_in_lane_order():
-    import numpy as np
     assert runs_of(np.array([3, 4, 5, 9, 8, 10, 11])) == [[3, 3], [9, 1], [8, 1], [10, 2]]
     assert runs_of(np.array([], dtype=np.int64)) == []
     assert runs_of(np.arange(0, 20, 2), limit=3) == [[0, 1], [2, 1], [4, 1]]

@@ -24,6 +24,8 @@ const MAX_CELL_PX = 44;
 const MAX_PLOT_PX = 560;
 const MIN_PLOT_PX = 240; // narrowest plot area: long thin tensors get wide cells instead
 const MIN_ROW_PX = 4; // shortest row: wide flat tensors get tall cells instead
+const MIN_PLOT_HEIGHT_PX = 130; // a plot of several rows is at least this tall, if rows allow
+const SMALL_CELL_PX = 10; // smaller cells get outlines around regions instead of marks in each cell
 const MIN_FIGURE_PX = 230; // room for the axis titles
 const CARD_CHROME_PX = 48; // the view's and a tensor card's padding and border
 const MIN_MARK_PX = 12; // the selected region's outline is never thinner than this
@@ -84,7 +86,7 @@ function makeTensor(name, info, coverage) {
     writes: info.role !== 'input',
     accesses: [],
     extent: 0,
-    lanesBeforeStart: 0,
+    lanesNotDrawn: 0, // masked-off lanes that point before the start or far past the end
   };
 }
 
@@ -93,13 +95,15 @@ function isDrawnOp(tensor, op) {
   return tensor.writes ? op !== 'load' : op === 'load';
 }
 
-// The drawing reaches past the tensor's end when masked-off lanes point there.
+// The drawing reaches past the tensor's end where masked-off lanes point, up to as far again as
+// the tensor is long (at least 4096 elements): a masked lane may hold any address at all.
 function measureExtent(tensor) {
+  const reach = tensor.numel + Math.max(tensor.numel, 4096);
   let extent = tensor.numel;
   for (const access of tensor.accesses) {
     for (const [start, length] of [...access.offsets, ...access.masked]) {
-      extent = Math.max(extent, start + length);
-      if (start < 0) tensor.lanesBeforeStart += Math.min(length, -start);
+      extent = Math.max(extent, Math.min(start + length, reach));
+      tensor.lanesNotDrawn += Math.max(0, Math.min(length, -start)) + Math.max(0, Math.min(length, start + length - reach));
     }
   }
   tensor.extent = extent;
@@ -385,14 +389,15 @@ class Diagram {
       strip.append(...PALETTE.map((colour) => swatch(colour)), text(' program colours (repeat every 10 programs)'));
       legend.append(strip);
     }
-    const hatched = swatchItem('masked-off lane (address computed, not read or written)', null);
-    hatched.querySelector('.diagram-swatch').classList.add('diagram-swatch-masked');
-    const untouched = swatchItem('not touched', this.theme.untouched);
-    const unwritten = swatchItem('never written', null);
-    unwritten.querySelector('.diagram-swatch').classList.add('diagram-swatch-unwritten');
-    const multi = swatchItem('written by more than one program', null);
-    multi.querySelector('.diagram-swatch').classList.add('diagram-swatch-multi');
-    legend.append(hatched, untouched, unwritten, multi);
+    const { tensors } = this.model;
+    if (tensors.some((t) => t.accesses.some((a) => a.masked.length))) {
+      legend.append(swatchItem('masked-off lane (address computed, not read or written)', null, 'diagram-swatch-masked'));
+    }
+    legend.append(swatchItem('not touched', this.theme.untouched));
+    if (tensors.some((t) => t.coverage?.unwritten)) legend.append(swatchItem('never written', null, 'diagram-swatch-unwritten'));
+    if (tensors.some((t) => t.coverage?.multiply_written)) {
+      legend.append(swatchItem('stored by more than one program', null, 'diagram-swatch-multi'));
+    }
     return legend;
   }
 
@@ -417,7 +422,6 @@ class Diagram {
     const plot = el('div', 'diagram-plot');
     const note = el('p', 'diagram-note');
     figure.append(head, plot, note);
-    this.views.delete(tensor.name);
     return figure;
   }
 
@@ -464,10 +468,10 @@ class Diagram {
     traces.push(...coverageTraces(view.layout, view.coverage, this.theme));
     const layout = plotLayout(view.layout, size, this.theme, {
       x: tensor.oneD ? 'offset within the row' : 'column',
-      y: tensor.oneD ? 'row starts at offset' : 'row',
+      y: view.full.allRows === 1 ? null : tensor.oneD ? 'row starts at offset' : 'row',
       rowLabel,
       zoomable: cellPxOf(size, view.full) < 8,
-      shapes: [...endOfTensorShapes(view, this.theme), ...selectedRegionShapes(view.layout, marks.touched, size, this.theme)],
+      shapes: [...endOfTensorShapes(view, this.theme), ...selectionOutlines(view.layout, marks, size, this.theme)],
     });
     return Plotly.react(plot, traces, layout, plotConfig(view.layout)).then(() => this.wireTensorPlot(plot, tensor));
   }
@@ -475,7 +479,7 @@ class Diagram {
   drawGrid() {
     const { grid, programs } = this.model;
     const [gx, gy] = grid;
-    const cols = gy === 1 && gx > 32 ? foldWidth(gx) : gx;
+    const cols = gy === 1 && gx > 16 ? foldWidth(gx) : gx;
     const layout = makeLayout(gx * gy, cols, GRID_CELL_BUDGET);
     const classes = new Float32Array(cellCount(layout)).fill(UNTOUCHED);
     const sliceStart = this.slice * gx * gy;
@@ -545,6 +549,7 @@ class Diagram {
     const area = reset ? null : windowOf(view.full, x ?? [layout.col0 - 0.5, layout.col0 + layout.cols - 0.5],
       y ?? [layout.row0 - 0.5, layout.row0 + layout.rows - 0.5]);
     this.views.set(tensor.name, buildTensorView(tensor, this.width, area));
+    this.tooltip.hidden = true;
     this.drawTensor(tensor);
   }
 
@@ -677,7 +682,7 @@ function tensorNote(view) {
   }
   if (view.layout !== view.full) notes.push('zoomed in: double-click to see all of it');
   if (tensor.extent > tensor.numel) notes.push(`drawn past its end (${formatCount(tensor.numel)} elements) where masked-off lanes point`);
-  if (tensor.lanesBeforeStart) notes.push(`${formatCount(tensor.lanesBeforeStart)} masked-off lanes point before its start (not drawn)`);
+  if (tensor.lanesNotDrawn) notes.push(`${formatCount(tensor.lanesNotDrawn)} masked-off lanes point far outside it (not drawn)`);
   if (!tensor.accesses.length) notes.push('no program accessed it');
   return notes.join('; ');
 }
@@ -724,25 +729,32 @@ function programCaption(program, tensors) {
     if (parts.length) clauses.push(`${before} ${parts.join(', ')}${after ? ` ${after}` : ''}`);
   }
   let words = `program ${pidText(program.pid)} ${clauses.join(', ') || 'touches no element'}`;
-  words += `; ${maskedText(maskedBy)}`;
+  words += `; ${maskedText(maskedBy, byTensor)}`;
   if (program.truncated) words += ' (only its first accesses were recorded)';
   const lines = sourceLines(program);
   if (lines.length) words += ` · source line${lines.length === 1 ? '' : 's'} ${lines.join(', ')}`;
   return words;
 }
 
-// "2 lanes masked off (offsets 10..11)" when every access masks the same offsets, else per tensor.
-function maskedText(maskedBy) {
+// "2 lanes masked off (offsets 10..11)" when the accesses of 1-D tensors mask the same offsets,
+// else per tensor, with rows and columns for a matrix: "x: 56 lanes masked off (x[18, 0..55])".
+function maskedText(maskedBy, byTensor) {
   if (!maskedBy.size) return 'no lanes masked off';
-  const sets = [...maskedBy.values()].map(mergeRuns);
-  const same = sets.every((runs) => JSON.stringify(runs) === JSON.stringify(sets[0]));
-  const describe = (runs) => {
+  const entries = [...maskedBy].map(([name, runs]) => [name, mergeRuns(runs)]);
+  const lanes = (runs) => {
     const count = runsLength(runs);
-    const where = runs.length <= 3 ? ` (offset${count === 1 ? '' : 's'} ${runs.map(runText).join(', ')})` : '';
-    return `${formatCount(count)} lane${count === 1 ? '' : 's'} masked off${where}`;
+    return `${formatCount(count)} lane${count === 1 ? '' : 's'} masked off`;
   };
-  if (same) return describe(sets[0]);
-  return [...maskedBy].map(([name, runs]) => `${name}: ${describe(mergeRuns(runs))}`).join(', ');
+  const offsets = (runs) => (runs.length <= 3 ? ` (offset${runsLength(runs) === 1 ? '' : 's'} ${runs.map(runText).join(', ')})` : '');
+  const [, firstRuns] = entries[0];
+  const same = entries.every(([name, runs]) => byTensor.get(name)?.oneD && JSON.stringify(runs) === JSON.stringify(firstRuns));
+  if (same) return lanes(firstRuns) + offsets(firstRuns);
+  return entries.map(([name, runs]) => {
+    const tensor = byTensor.get(name);
+    const rect = tensor && tensor.shape.length === 2 ? asRectangle(runs, tensor.shape[1]) : null;
+    const where = rect ? ` (${name}[${rangeText(rect.rows)}, ${rangeText(rect.cols)}])` : offsets(runs);
+    return `${name}: ${lanes(runs)}${where}`;
+  }).join(', ');
 }
 
 function regionText(tensor, name, runs) {
@@ -900,10 +912,12 @@ function plotSize(layout, availableWidth, rowLabel, maxHeight = MAX_PLOT_PX) {
   const width = Math.max(120, availableWidth - left - MARGIN.r);
   const px = Math.min(MAX_CELL_PX, width / layout.cols, maxHeight / layout.rows);
   const pxX = Math.max(px, Math.min(MAX_CELL_PX, width / layout.cols, MIN_PLOT_PX / layout.cols));
-  const pxY = Math.max(px, Math.min(MAX_CELL_PX, maxHeight / layout.rows, MIN_ROW_PX));
+  const shortest = layout.rows > 1 ? Math.max(MIN_ROW_PX, MIN_PLOT_HEIGHT_PX / layout.rows) : 0;
+  const pxY = Math.max(px, Math.min(MAX_CELL_PX, maxHeight / layout.rows, shortest));
   const plotWidth = Math.round(pxX * layout.cols);
   const plotHeight = Math.round(Math.max(pxY * layout.rows, 24));
-  const margin = { ...MARGIN, l: left, r: MARGIN.r + Math.max(0, MIN_FIGURE_PX - plotWidth - left - MARGIN.r) };
+  const spare = Math.max(0, MIN_FIGURE_PX - plotWidth - left - MARGIN.r); // centre a narrow plot under its axis title
+  const margin = { ...MARGIN, l: left + Math.floor(spare / 2), r: MARGIN.r + Math.ceil(spare / 2) };
   return { width: plotWidth + margin.l + margin.r, height: plotHeight + margin.t + margin.b, margin, plotWidth, plotHeight };
 }
 
@@ -959,7 +973,7 @@ function cellOutline(layout, cell, colour) {
 // Masked-off lanes: a dotted outline and diagonal hatching per cell, as two plain line traces
 // (cheap to draw), in data coordinates so they follow zoom. Too small to see: the tint alone.
 function hatchTraces(layout, cells, cellPx, theme) {
-  if (!cells.length || cells.length > OVERLAY_LIMIT || cellPx < 6) return [];
+  if (!cells.length || cells.length > OVERLAY_LIMIT || cellPx < SMALL_CELL_PX) return [];
   const outline = { x: [], y: [] };
   const hatch = { x: [], y: [] };
   for (const cell of cells) {
@@ -1033,22 +1047,28 @@ function endOfTensorShapes(view, theme) {
   return [{ type: 'path', path: segments.join(' '), line: { color: theme.text, width: 2, dash: 'dash' }, layer: 'above' }];
 }
 
-// Where cells are too small to see, an outline around the selected program's cells shows them.
-function selectedRegionShapes(layout, touched, size, theme) {
-  if (cellPxOf(size, layout) >= 8) return [];
+// Where cells are too small to tell apart, an outline around the selected program's cells (and a
+// dotted one around its masked-off lanes) shows where they are.
+function selectionOutlines(layout, marks, size, theme) {
+  if (cellPxOf(size, layout) >= SMALL_CELL_PX) return [];
+  return [outlineOf(layout, marks.touched, size, { color: theme.text, width: 2 }),
+    outlineOf(layout, marks.masked, size, { color: theme.hatch, width: 2, dash: 'dot' })].filter(Boolean);
+}
+
+function outlineOf(layout, flags, size, line) {
   let [top, bottom, left, right] = [Infinity, -1, Infinity, -1];
-  touched.forEach((flag, cell) => {
+  flags.forEach((flag, cell) => {
     if (!flag) return;
     const row = Math.floor(cell / layout.cellCols);
     const col = cell % layout.cellCols;
     [top, bottom, left, right] = [Math.min(top, row), Math.max(bottom, row), Math.min(left, col), Math.max(right, col)];
   });
-  if (bottom < 0) return [];
+  if (bottom < 0) return null;
   const first = cellBox(layout, top * layout.cellCols + left);
   const last = cellBox(layout, bottom * layout.cellCols + right);
   const half = Math.max(MIN_MARK_PX / 2, ((last.y1 - first.y0) * size.plotHeight) / layout.rows / 2);
-  return [{ type: 'rect', x0: first.x0, x1: last.x1, ysizemode: 'pixel', yanchor: (first.y0 + last.y1) / 2,
-    y0: -half, y1: half, line: { color: theme.text, width: 2 }, layer: 'above' }];
+  return { type: 'rect', x0: first.x0, x1: last.x1, ysizemode: 'pixel', yanchor: (first.y0 + last.y1) / 2,
+    y0: -half, y1: half, line, layer: 'above' };
 }
 
 function labelsFor(view, classes, cellPx) {
@@ -1097,15 +1117,15 @@ function text(content) {
   return document.createTextNode(content);
 }
 
-function swatch(colour) {
-  const box = el('span', 'diagram-swatch');
+function swatch(colour, className = null) {
+  const box = el('span', className ? `diagram-swatch ${className}` : 'diagram-swatch');
   if (colour) box.style.background = colour;
   return box;
 }
 
-function swatchItem(label, colour) {
+function swatchItem(label, colour, className = null) {
   const item = el('span', 'diagram-legend-item');
-  item.append(swatch(colour), text(label));
+  item.append(swatch(colour, className), text(label));
   return item;
 }
 

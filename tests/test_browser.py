@@ -1,0 +1,222 @@
+"""The whole playground in a real browser: the page served by the app, kernels run by real workers.
+
+Each test does what a person would do (click Run, break the kernel, pick a program, share a link)
+and checks what the page then shows.
+"""
+import json
+import os
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+RUN_TIMEOUT_MS = 60_000
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def new_page(browser):
+    """A page in its own context (no shared storage), recording script errors and console errors."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+    return page
+
+
+@pytest.fixture
+def page(browser):
+    page = new_page(browser)
+    yield page
+    errors = page.errors
+    page.context.close()
+    assert not errors, errors
+
+
+# ---- what a person does ----------------------------------------------------------------------
+
+def open_playground(page, url):
+    page.goto(url)
+    page.wait_for_function("window.playground !== undefined")
+
+
+def run_and_wait(page, start=lambda page: page.click("#run-button")):
+    start(page)
+    page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
+                           timeout=RUN_TIMEOUT_MS)
+    return page.get_attribute("#status-line", "data-state")
+
+
+def badge_of(page, output):
+    return page.inner_text(f'#results [data-output="{output}"] .badge')
+
+
+def open_diagram(page):
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+
+
+def click_program(page, index, count):
+    """Clicks the index-th of `count` programs in a one-row program grid."""
+    area = page.locator(".diagram-grid-plot .nsewdrag").bounding_box()
+    page.mouse.click(area["x"] + area["width"] * (index + 0.5) / count, area["y"] + area["height"] / 2)
+
+
+def selected_pid(page):
+    return page.get_attribute("#diagram", "data-selected-pid")
+
+
+def tensor_cells(page, tensor):
+    """The [start, length] runs of cells the tensor's figure draws as the selected program's, and as masked lanes."""
+    figure = page.locator(f'.diagram-tensor[data-tensor="{tensor}"]')
+    return json.loads(figure.get_attribute("data-highlighted-cells")), json.loads(figure.get_attribute("data-masked-cells"))
+
+
+def share(page):
+    page.click("#share-button")
+    page.wait_for_function("document.querySelector('#share-url').value !== ''")
+    return page.input_value("#share-url")
+
+
+# ---- tests -----------------------------------------------------------------------------------
+
+def test_run_on_the_default_page_shows_the_output_matches(page, live_server):
+    open_playground(page, live_server + "/")
+    assert "Press Run" in page.inner_text("#status-line")
+
+    assert run_and_wait(page) == "ok"
+    assert "outputs match" in page.inner_text("#status-line")
+    assert badge_of(page, "out") == "ok"
+    assert page.inner_text("#run-button .run-label") == "Run"
+
+
+def test_ctrl_enter_in_the_editor_runs_the_kernel(page, live_server):
+    open_playground(page, live_server + "/")
+    source = page.evaluate("window.playground.getSpec().source")
+    page.click(".cm-content")
+
+    assert run_and_wait(page, lambda page: page.keyboard.press("Control+Enter")) == "ok"
+    assert badge_of(page, "out") == "ok"
+    assert page.evaluate("window.playground.getSpec().source") == source  # the key ran; it typed no newline
+
+
+def test_a_syntax_error_is_shown_in_the_error_card_and_on_its_line(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    page.click(".cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.type("x = 1 +")
+    line = page.evaluate("(() => { const s = window.playground.editorView.state; return s.doc.lineAt(s.selection.main.head).number; })()")
+
+    assert run_and_wait(page) == "error"
+    assert page.text_content("#error-card .phase") == "parse error"
+    assert page.text_content("#error-card .type") == "SyntaxError"
+    assert page.text_content("#error-card .where") == f"line {line}"
+    assert page.inner_text(".cm-error-gutter") == str(line)
+    assert "x = 1 +" in page.inner_text(".cm-error-line")
+
+    page.click("#error-card .link-button")  # "line N" puts the cursor on the broken line
+    assert page.evaluate("(() => { const s = window.playground.editorView.state; return s.doc.lineAt(s.selection.main.head).number; })()") == line
+
+
+def test_the_diagram_shows_the_last_programs_stored_and_masked_elements(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    open_diagram(page)
+
+    click_program(page, 2, 3)
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === '2,0,0'")
+    assert tensor_cells(page, "out") == ([[8, 2]], [[10, 2]])
+    assert tensor_cells(page, "x") == ([[8, 2]], [[10, 2]])
+    caption = page.inner_text(".diagram-caption")
+    assert caption.startswith("program (2, 0, 0) loads x[8..9], y[8..9], stores out[8..9]")
+    assert "2 lanes masked off (offsets 10..11)" in caption
+
+    page.get_by_role("button", name="Prev").click()
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === '1,0,0'")
+    assert tensor_cells(page, "out") == ([[4, 4]], [])
+
+
+def test_a_shared_link_restores_an_edited_spec_without_a_run(browser, page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    page.fill("#grid-input", "(3,)")
+    page.fill("input[data-param=BLOCK_SIZE]", "8")
+    page.evaluate("""() => { const v = window.playground.editorView;
+        v.dispatch({changes: {from: 0, insert: '# my notes\\n'}}); }""")
+    page.wait_for_timeout(400)  # the launch form follows the source after a short pause
+    spec = page.evaluate("window.playground.getSpec()")
+
+    url = share(page)
+    assert "/s/" in url
+    assert page.evaluate("location.pathname") == url[url.index("/s/"):]
+
+    other = new_page(browser)
+    try:
+        open_playground(other, url)
+        assert other.evaluate("window.playground.getSpec()") == spec
+        assert other.input_value("#grid-input") == "(3,)"
+        assert other.input_value("input[data-param=BLOCK_SIZE]") == "8"
+        assert list(spec["inputs"]) == ["x", "y", "out"]
+        assert other.evaluate("window.playground.getSpec().inputs") == spec["inputs"]
+        assert not other.errors, other.errors
+    finally:
+        other.context.close()
+
+
+def test_a_shared_link_restores_the_selected_program(browser, page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    open_diagram(page)
+    click_program(page, 2, 3)
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === '2,0,0'")
+    url = share(page)
+
+    other = new_page(browser)
+    try:
+        open_playground(other, url)
+        assert other.get_attribute("[data-tab].active", "data-tab") == "diagram"
+        assert run_and_wait(other) == "ok"
+        other.wait_for_selector(".diagram-grid-plot .nsewdrag")
+        assert selected_pid(other) == "2,0,0"
+        assert tensor_cells(other, "out") == ([[8, 2]], [[10, 2]])
+        assert not other.errors, other.errors
+    finally:
+        other.context.close()
+
+
+def test_embed_mode_has_only_the_run_button_and_runs(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    snippet_url = share(page)
+
+    open_playground(page, snippet_url + "?embed=1")
+    for chrome in ("#example-select", "#share-button", "#export-button", "[data-tab=timings]", "[data-tab=ir]"):
+        assert page.locator(chrome).count() == 0, chrome
+    assert page.locator("#open-full").get_attribute("href") == snippet_url[snippet_url.index("/s/"):]
+    assert page.locator("#run-button").is_visible()
+
+    assert run_and_wait(page) == "ok"
+    assert badge_of(page, "out") == "ok"
+
+
+def test_an_unknown_snippet_gets_a_not_found_page_with_a_way_home(page, live_server):
+    response = page.goto(live_server + "/s/doesnotexist")
+    assert response.status == 404
+    page.errors.clear()  # the browser logs the 404 itself as a console error
+    assert page.inner_text("h1") == "Not found"
+    assert "doesnotexist" in page.inner_text(".error-message")
+    assert page.title() == "Not found · Triton Playground"
+
+    page.get_by_role("link", name="Open the playground").click()
+    page.wait_for_function("window.playground !== undefined")
+    assert page.evaluate("location.pathname") == "/"
