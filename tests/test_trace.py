@@ -333,4 +333,4 @@ def test_runs_merge_consecutive_steps_in_lane_order():
 def test_unique_bytes_counts_each_element_once_per_direction(kernels):
     x, out = torch.arange(10, dtype=torch.float32), torch.empty(4)
     trace = traced(kernels, {"x": x, "out": out}, kernels.loop_sum_kernel, (1,), x, out, 10, BK=4)
-    assert unique_bytes(trace, {"x": x, "out": out}) == (10 + 4) * 4
+    assert unique_bytes(trace) == (10 + 4) * 4
