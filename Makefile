@@ -23,3 +23,4 @@ test: install
 
 bench: install
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.trace

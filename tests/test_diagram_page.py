@@ -316,3 +316,14 @@ def test_zooming_into_a_binned_tensor_draws_single_elements_again(page):
     first_label = page.evaluate("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].text[0][0]""")
     assert first_label == "4096"
     assert "zoomed in" in page.locator('.diagram-tensor[data-tensor="out"] .diagram-note').inner_text()
+
+
+def test_the_row_width_control_refolds_1d_tensors(page):
+    render(page, vector_add_trace(10, 4))
+    page.evaluate("window.selectProgram([2, 0, 0])")
+    page.locator(".diagram-width").fill("5")
+    page.locator(".diagram-width").dispatch_event("change")
+    page.wait_for_function("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].z[0].length === 5""")
+    rows = page.evaluate("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].z.length""")
+    assert rows == 3  # offsets 0..11 (the masked lanes too) in rows of 5
+    assert figure_state(page, "out") == {"highlighted": [[8, 2]], "masked": [[10, 2]], "cell_elements": 1}

@@ -68,12 +68,12 @@ function buildModel(trace) {
     for (const access of program.accesses) byName.get(access.tensor)?.accesses.push({ ...access, program: index });
   });
   tensors.forEach(measureExtent);
+  tensors.forEach((tensor) => { tensor.rowWidth = defaultRowWidth(tensor); });
   return {
     grid: [gx, gy, gz], programs, tensors,
     programsTotal: trace.programs_total ?? programs.length,
     sampled: Boolean(trace.sampled),
     sample: trace.sample ?? null,
-    blockWidth: inferBlockWidth(tensors),
   };
 }
 
@@ -86,6 +86,7 @@ function makeTensor(name, info, coverage) {
     writes: info.role !== 'input',
     accesses: [],
     extent: 0,
+    rowWidth: 1, // elements per drawn row of a 1-D tensor, unless the user picks another
     lanesNotDrawn: 0, // masked-off lanes that point before the start or far past the end
   };
 }
@@ -109,13 +110,13 @@ function measureExtent(tensor) {
   tensor.extent = extent;
 }
 
-// 1-D tensors are folded into rows one block wide: the largest access on them, lanes masked or not.
-function inferBlockWidth(tensors) {
+// A 1-D tensor is folded into rows one block wide: its largest access, lanes masked or not.
+// Accesses of a few lanes (one element per program) fold into a single row or a square instead.
+function defaultRowWidth(tensor) {
   let lanes = 1;
-  for (const tensor of tensors.filter((t) => t.oneD)) {
-    for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked));
-  }
-  return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
+  for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked));
+  if (lanes >= 8) return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
+  return tensor.extent <= 64 ? Math.max(1, tensor.extent) : 2 ** Math.ceil(Math.log2(Math.sqrt(tensor.extent)));
 }
 
 function runsLength(runs) {
@@ -278,7 +279,7 @@ class Diagram {
     this.container = container;
     this.model = model;
     this.selected = null; // index into model.programs
-    this.width = model.blockWidth;
+    this.rowWidth = null; // the user's row width for 1-D tensors; null: each tensor's block size
     this.slice = 0; // the z of the program grid shown
     this.theme = readTheme(container);
     this.playTimer = null;
@@ -360,13 +361,12 @@ class Diagram {
 
   buildWidthControl() {
     const label = el('label', 'diagram-field', 'row width ');
-    label.title = 'Elements per row for 1-D tensors (starts at the block size)';
+    label.title = 'Elements per row for 1-D tensors; empty: the block size';
     const input = el('input', 'diagram-width');
-    Object.assign(input, { type: 'number', min: 1, max: 65536, value: this.width });
+    Object.assign(input, { type: 'number', min: 1, max: 65536, placeholder: 'block' });
     input.addEventListener('change', () => {
       const width = Math.round(Number(input.value));
-      if (!(width >= 1)) return;
-      this.width = width;
+      this.rowWidth = input.value !== '' && width >= 1 ? width : null;
       this.views.clear();
       this.drawTensors();
     });
@@ -434,7 +434,7 @@ class Diagram {
   }
 
   viewOf(tensor) {
-    if (!this.views.has(tensor.name)) this.views.set(tensor.name, buildTensorView(tensor, this.width));
+    if (!this.views.has(tensor.name)) this.views.set(tensor.name, buildTensorView(tensor, this.rowWidth ?? tensor.rowWidth));
     return this.views.get(tensor.name);
   }
 
@@ -548,7 +548,7 @@ class Diagram {
     const { layout } = view;
     const area = reset ? null : windowOf(view.full, x ?? [layout.col0 - 0.5, layout.col0 + layout.cols - 0.5],
       y ?? [layout.row0 - 0.5, layout.row0 + layout.rows - 0.5]);
-    this.views.set(tensor.name, buildTensorView(tensor, this.width, area));
+    this.views.set(tensor.name, buildTensorView(tensor, this.rowWidth ?? tensor.rowWidth, area));
     this.tooltip.hidden = true;
     this.drawTensor(tensor);
   }

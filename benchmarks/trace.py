@@ -1,0 +1,125 @@
+"""What seeing the grid costs: tracing overhead, trace size, and the diagram's render time.
+
+    python -m benchmarks.trace [--rounds 5] [--n 1048576]
+
+Vector add (BLOCK 1024) in Triton's interpreter, interleaved rounds in one process: a plain launch,
+a launch with only the bounds sanitizer, and a fully traced launch. Then the traced result is drawn
+by the page's diagram module in headless Chromium (skipped without /usr/bin/chromium).
+"""
+import argparse
+import functools
+import http.server
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+
+import torch
+import triton
+
+from sandbox.pipeline import interpreter_hygiene, load_module
+from sandbox.trace import Tracer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = "/usr/bin/chromium"
+SOURCE = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+'''
+
+
+def launcher(n, block):
+    path = os.path.join(tempfile.mkdtemp(), "kernel.py")
+    kernel = load_module(SOURCE, path, True).add_kernel
+    tensors = {"x": torch.randn(n), "y": torch.randn(n), "out": torch.empty(n)}
+    grid = (triton.cdiv(n, block), 1, 1)
+
+    def launch(mode):
+        args = dict(x_ptr=tensors["x"], y_ptr=tensors["y"], out_ptr=tensors["out"], n=n, BLOCK_SIZE=block)
+        start = time.perf_counter()
+        if mode == "plain":
+            with interpreter_hygiene():
+                kernel[grid](**args)
+            trace = None
+        else:
+            tracer = Tracer(tensors, path, record=(mode == "traced"))
+            with tracer, interpreter_hygiene():
+                kernel[grid](**args)
+            trace = tracer.result(grid) if mode == "traced" else None
+        return (time.perf_counter() - start) * 1e3, trace
+
+    return launch
+
+
+def render_in_chromium(trace):
+    from playwright.sync_api import sync_playwright
+    import plotly
+
+    plotly_js = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def translate_path(self, path):
+            return plotly_js if path.startswith("/plotly.min.js") else super().translate_path(path)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=ROOT))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(f"http://127.0.0.1:{server.server_port}/tests/diagram_harness.html")
+            page.wait_for_function("window.harnessReady === true")
+            times = [page.evaluate("(t) => window.renderTrace(t)", trace) for _ in range(3)]
+            browser.close()
+        return times
+    finally:
+        server.shutdown()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--n", type=int, default=1 << 20)
+    parser.add_argument("--block", type=int, default=1024)
+    args = parser.parse_args()
+    launch = launcher(args.n, args.block)
+    launch("traced")  # warm-up: the interpreter rewrites the kernel once
+    times = {"plain": [], "sanitizer": [], "traced": []}
+    trace = None
+    for _ in range(args.rounds):
+        for mode in times:
+            ms, result = launch(mode)
+            times[mode].append(ms)
+            trace = result or trace
+    plain = statistics.median(times["plain"])
+    print(f"vector add, n={args.n}, BLOCK={args.block}: {args.n // args.block} programs, "
+          f"{args.rounds} interleaved rounds, Triton interpreter ({triton.__version__})")
+    print(f"{'':34}{'median ms':>10}{'min ms':>10}{'overhead':>10}")
+    for mode, label in (("plain", "plain interpreter launch"), ("sanitizer", "bounds sanitizer only"),
+                        ("traced", "full trace (sanitizer + record)")):
+        median = statistics.median(times[mode])
+        print(f"{label:34}{median:10.0f}{min(times[mode]):10.0f}{(median / plain - 1) * 100:9.0f}%")
+    print(f"{'trace JSON size':34}{len(json.dumps(trace)) / 1e3:10.0f} KB")
+    if os.path.exists(CHROMIUM):
+        renders = render_in_chromium(trace)
+        print(f"{'diagram render in Chromium':34}{statistics.median(renders):10.0f}{min(renders):10.0f}")
+
+
+if __name__ == "__main__":
+    main()
