@@ -139,23 +139,26 @@ def harness_url():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def harness(harness_url):
+    """One browser page with the harness loaded (plotly takes seconds to load); tests render into it."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(harness_url)
+        page.wait_for_function("window.harnessReady === true")
+        yield page, errors
         browser.close()
 
 
 @pytest.fixture
-def page(browser, harness_url):
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(harness_url)
-    page.wait_for_function("window.harnessReady === true")
+def page(harness):
+    page, errors = harness
+    errors.clear()
+    page.evaluate("window.selectedEvents = []")
     yield page
-    page.close()
     assert not errors, errors
 
 

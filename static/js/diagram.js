@@ -111,11 +111,11 @@ function measureExtent(tensor) {
 }
 
 // A 1-D tensor is folded into rows one block wide: its largest access, lanes masked or not.
-// Accesses of a few lanes (one element per program) fold into a single row or a square instead.
+// Accesses of one lane (one element per program) fold into a single row or a square instead.
 function defaultRowWidth(tensor) {
   let lanes = 1;
   for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked));
-  if (lanes >= 8) return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
+  if (lanes > 1) return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
   return tensor.extent <= 64 ? Math.max(1, tensor.extent) : 2 ** Math.ceil(Math.log2(Math.sqrt(tensor.extent)));
 }
 
@@ -208,8 +208,9 @@ function buildTensorView(tensor, width, area = null) {
   const owner = new Int32Array(cells).fill(-1); // first program (trace order) that drew the cell
   const ghostOwner = new Int32Array(cells).fill(-1); // first program with a masked lane there
   for (const access of tensor.accesses) {
-    const target = isDrawnOp(tensor, access.op) ? owner : null;
-    if (target) for (const [s, n] of access.offsets) forEachCell(layout, s, n, (c) => { if (target[c] < 0) target[c] = access.program; });
+    if (isDrawnOp(tensor, access.op)) {
+      for (const [s, n] of access.offsets) forEachCell(layout, s, n, (c) => { if (owner[c] < 0) owner[c] = access.program; });
+    }
     for (const [s, n] of access.masked) forEachCell(layout, s, n, (c) => { if (ghostOwner[c] < 0) ghostOwner[c] = access.program; });
   }
   const coverage = new Uint8Array(cells); // 1: never written, 2: written more than once
@@ -472,6 +473,7 @@ class Diagram {
       rowLabel,
       zoomable: cellPxOf(size, view.full) < 8,
       shapes: [...endOfTensorShapes(view, this.theme), ...selectionOutlines(view.layout, marks, size, this.theme)],
+      annotations: selectionLabel(view.layout, marks, size, this.selected === null ? null : this.model.programs[this.selected], this.theme),
     });
     return Plotly.react(plot, traces, layout, plotConfig(view.layout)).then(() => this.wireTensorPlot(plot, tensor));
   }
@@ -511,8 +513,8 @@ class Diagram {
       forEachCell(layout, selectedLinear - sliceStart, 1, (c) => shapes.push(cellOutline(layout, c, this.theme.text)));
     }
     const plotLayoutObj = plotLayout(layout, size, this.theme, {
-      x: folded ? `program_id(0) mod ${cols}` : 'program_id(axis=0)',
-      y: folded ? 'row starts at program' : gy > 1 ? 'program_id(axis=1)' : null,
+      x: folded ? `program_id(0) mod ${cols}` : 'program_id(0)',
+      y: folded ? 'row start' : gy > 1 ? 'program_id(1)' : null,
       rowLabel,
       zoomable: false,
       shapes,
@@ -705,28 +707,28 @@ function coverageText(tensor) {
   return { ok: false, text: `${parts.join('; ')}.${drawn}` };
 }
 
-// "loads", "stores", "updates ... with tl.atomic_add": the verb of one access in a caption.
-function verbOf(access) {
-  if (access.op !== 'atomic') return `${access.op}s`;
-  return access.atomic ? `updates|with tl.atomic_${access.atomic}` : 'atomically updates';
+// How a caption words one access: "loads x[..]", "stores out[..]", "updates out[..] with tl.atomic_add".
+function phraseOf(access) {
+  if (access.op !== 'atomic') return { key: access.op, verb: `${access.op}s`, tail: '' };
+  if (!access.atomic) return { key: 'atomic', verb: 'atomically updates', tail: '' };
+  return { key: `atomic_${access.atomic}`, verb: 'updates', tail: ` with tl.atomic_${access.atomic}` };
 }
 
 function programCaption(program, tensors) {
   const byTensor = new Map(tensors.map((t) => [t.name, t]));
-  const regions = new Map(); // verb -> tensor name -> runs, in the order the kernel does them
+  const phrases = new Map(); // phrase key -> {verb, tail, runs: tensor name -> runs}, in the kernel's order
   const maskedBy = new Map(); // tensor name -> runs
   for (const access of program.accesses) {
-    const verb = verbOf(access);
-    if (!regions.has(verb)) regions.set(verb, new Map());
-    const runs = regions.get(verb);
+    const phrase = phraseOf(access);
+    if (!phrases.has(phrase.key)) phrases.set(phrase.key, { ...phrase, runs: new Map() });
+    const { runs } = phrases.get(phrase.key);
     runs.set(access.tensor, [...(runs.get(access.tensor) ?? []), ...access.offsets]);
     if (access.masked.length) maskedBy.set(access.tensor, [...(maskedBy.get(access.tensor) ?? []), ...access.masked]);
   }
   const clauses = [];
-  for (const [verb, runs] of regions) {
+  for (const { verb, tail, runs } of phrases.values()) {
     const parts = [...runs].filter(([, r]) => r.length).map(([name, r]) => regionText(byTensor.get(name), name, r));
-    const [before, after] = verb.split('|');
-    if (parts.length) clauses.push(`${before} ${parts.join(', ')}${after ? ` ${after}` : ''}`);
+    if (parts.length) clauses.push(`${verb} ${parts.join(', ')}${tail}`);
   }
   let words = `program ${pidText(program.pid)} ${clauses.join(', ') || 'touches no element'}`;
   words += `; ${maskedText(maskedBy, byTensor)}`;
@@ -859,18 +861,19 @@ function gridHoverText(diagram, point, index) {
 
 // ---- plotly figures ------------------------------------------------------------------------
 
+// Colours that suit the page: a light text colour means a dark page.
 function readTheme(container) {
   const style = getComputedStyle(container);
   const textColour = style.color || '#1f2328';
   const dark = luminance(textColour) > 0.5;
   const paper = dark ? '#15181e' : '#ffffff';
+  const untouched = dark ? '#2b303a' : '#e9ecf0';
   return {
-    dark, paper, text: textColour,
+    paper, untouched, text: textColour,
     font: style.fontFamily || 'system-ui, sans-serif',
-    untouched: dark ? '#2b303a' : '#e9ecf0',
     axis: dark ? '#8b93a1' : '#59606b',
-    colours: [
-      dark ? '#2b303a' : '#e9ecf0',
+    colours: [ // by colour class: untouched, vivid, dim, ghost, dim ghost
+      untouched,
       ...PALETTE,
       ...PALETTE.map((c) => mix(c, paper, 0.78)),
       ...PALETTE.map((c) => mix(c, paper, 0.5)),
@@ -926,7 +929,7 @@ function cellPxOf(size, layout) {
   return Math.min((size.plotWidth / layout.cols) * layout.bx, (size.plotHeight / layout.rows) * layout.by);
 }
 
-function plotLayout(layout, size, theme, { x, y, rowLabel, zoomable, shapes }) {
+function plotLayout(layout, size, theme, { x, y, rowLabel, zoomable, shapes, annotations = [] }) {
   const axis = { showgrid: false, zeroline: false, ticks: 'outside', ticklen: 3, color: theme.axis, fixedrange: !zoomable };
   const colTicks = integerTicks(layout.col0, layout.cols, size.plotWidth / 44);
   const rowTicks = integerTicks(layout.row0, layout.rows, size.plotHeight / 18);
@@ -938,7 +941,7 @@ function plotLayout(layout, size, theme, { x, y, rowLabel, zoomable, shapes }) {
       tickmode: 'array', tickvals: colTicks, ticktext: colTicks.map(String) },
     yaxis: { ...axis, title: { text: y ?? '', standoff: 4 }, range: [layout.row0 + layout.rows - 0.5, layout.row0 - 0.5],
       tickmode: 'array', tickvals: rowTicks, ticktext: rowTicks.map(rowLabel), visible: y !== null },
-    shapes, dragmode: zoomable ? 'zoom' : false, hovermode: 'closest',
+    shapes, annotations, dragmode: zoomable ? 'zoom' : false, hovermode: 'closest',
   };
 }
 
@@ -1055,7 +1058,19 @@ function selectionOutlines(layout, marks, size, theme) {
     outlineOf(layout, marks.masked, size, { color: theme.hatch, width: 2, dash: 'dot' })].filter(Boolean);
 }
 
-function outlineOf(layout, flags, size, line) {
+// Names the selected program next to its outline when its region is too thin to catch the eye.
+function selectionLabel(layout, marks, size, program, theme) {
+  const box = program && cellPxOf(size, layout) < SMALL_CELL_PX ? boundsOf(layout, marks.touched) : null;
+  const thin = (box) => Math.min(((box.x1 - box.x0) * size.plotWidth) / layout.cols, ((box.y1 - box.y0) * size.plotHeight) / layout.rows) < 24;
+  if (!box || !thin(box)) return [];
+  const below = (box.y0 + box.y1) / 2 < layout.row0 + layout.rows / 2;
+  return [{ x: (box.x0 + box.x1) / 2, y: below ? box.y1 : box.y0, text: `program ${pidText(program.pid)}`,
+    showarrow: true, arrowcolor: theme.text, ax: 0, ay: below ? 26 : -26, bgcolor: theme.paper,
+    bordercolor: theme.text, borderpad: 3, font: { color: theme.text, size: 11 } }];
+}
+
+// The data-coordinate box around the flagged cells, or null.
+function boundsOf(layout, flags) {
   let [top, bottom, left, right] = [Infinity, -1, Infinity, -1];
   flags.forEach((flag, cell) => {
     if (!flag) return;
@@ -1066,8 +1081,14 @@ function outlineOf(layout, flags, size, line) {
   if (bottom < 0) return null;
   const first = cellBox(layout, top * layout.cellCols + left);
   const last = cellBox(layout, bottom * layout.cellCols + right);
-  const half = Math.max(MIN_MARK_PX / 2, ((last.y1 - first.y0) * size.plotHeight) / layout.rows / 2);
-  return { type: 'rect', x0: first.x0, x1: last.x1, ysizemode: 'pixel', yanchor: (first.y0 + last.y1) / 2,
+  return { x0: first.x0, x1: last.x1, y0: first.y0, y1: last.y1 };
+}
+
+function outlineOf(layout, flags, size, line) {
+  const box = boundsOf(layout, flags);
+  if (!box) return null;
+  const half = Math.max(MIN_MARK_PX / 2, ((box.y1 - box.y0) * size.plotHeight) / layout.rows / 2);
+  return { type: 'rect', x0: box.x0, x1: box.x1, ysizemode: 'pixel', yanchor: (box.y0 + box.y1) / 2,
     y0: -half, y1: half, line, layer: 'above' };
 }
 
