@@ -15,6 +15,7 @@ import threading
 import time
 
 from sandbox import protocol
+from sandbox.errors import RunError
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,12 +37,6 @@ class Job:
         if type == "result":
             content["result"]["run_id"] = self.run_id
         self.listener(self.run_id, type, content)
-
-
-def error_result(phase, message):
-    return {"status": "error", "device": None, "stdout": "", "check": None, "timings": None,
-            "trace": None, "ir": None,
-            "error": {"phase": phase, "type": "RunError", "message": message, "line": None, "pid": None}}
 
 
 class WorkerProcess:
@@ -132,7 +127,7 @@ class Slot:
             msg = self.worker.next(deadline - time.monotonic())
             if msg == "timeout":
                 self._replace_worker()
-                job.notify("result", {"result": error_result("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced")})
+                job.notify("result", {"result": RunError("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced").result()})
                 return
             if msg is None or msg["run_id"] != job.run_id:
                 continue  # not this job's message: a stale or forged line is dropped
@@ -140,7 +135,7 @@ class Slot:
             if msg["type"] == "result":
                 return
         self._replace_worker()
-        job.notify("result", {"result": error_result("sandbox", "the worker process died during the run; it was replaced and the queue goes on")})
+        job.notify("result", {"result": RunError("sandbox", "the worker process died during the run; it was replaced and the queue goes on").result()})
 
     def _replace_worker(self):
         self.restarts += 1
@@ -168,7 +163,8 @@ class Dispatcher:
         return env
 
     def trace_limits(self):
-        return {"max_programs": self.config["TRACE_MAX_PROGRAMS"], "max_bytes": self.config["TRACE_MAX_BYTES"]}
+        return {"max_programs": self.config["TRACE_MAX_PROGRAMS"], "max_bytes": self.config["TRACE_MAX_BYTES"],
+                "trace_budget_s": self.config["TRACE_BUDGET_S"]}
 
     def submit(self, spec, listener):
         """Queue a run; returns its run_id. listener(run_id, type, content) gets status, stdout and result."""

@@ -11,16 +11,15 @@ already hold the kernel) and the throughput the playground reports.
 
 A GPU run first runs every program in Triton's interpreter over CPU copies of the inputs (the
 bounds check and the trace). At these sizes that pass alone would take minutes (65,536 programs
-of vector add; 4096^3 multiply-adds through numpy), so this benchmark skips it. The timings come
-later in the run and do not depend on it; only `bytes` then counts the tensors' sizes (for these
-two kernels the same number as the trace gives).
+of vector add; 4096^3 multiply-adds through numpy; the server stops it after TRACE_BUDGET_S), so
+these specs turn it off (options trace and sanitize). The timings do not depend on it; only
+`bytes` then counts the tensors' sizes (for these two kernels the same number as the trace gives).
 """
 import argparse
 import importlib.util
 import os
 import statistics
 import tempfile
-from unittest import mock
 
 import torch
 import triton
@@ -78,6 +77,7 @@ N_ADD = 1 << 26
 SIZE = 4096
 MATMUL_META = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
 MATMUL_OPTIONS = {"num_warps": 8, "num_stages": 3}
+UNTRACED = {"trace": False, "sanitize": False, "ir": False}
 
 
 def vector_add_spec():
@@ -86,7 +86,7 @@ def vector_add_spec():
             "args": {"x_ptr": "x", "y_ptr": "y", "out_ptr": "out", "n": "x.numel()", "BLOCK_SIZE": 1024},
             "grid": "(triton.cdiv(n, meta['BLOCK_SIZE']),)",
             "reference": {"out": "x + y"},
-            "options": {"device": "gpu", "num_warps": 4, "num_stages": 3, "ir": False}}
+            "options": {"device": "gpu", "num_warps": 4, "num_stages": 3, **UNTRACED}}
 
 
 def vector_add_launch(module):
@@ -104,7 +104,7 @@ def matmul_spec():
                      "stride_bn": "b.stride(1)", "stride_cm": "c.stride(0)", "stride_cn": "c.stride(1)", **MATMUL_META},
             "grid": "(triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv(N, meta['BLOCK_N']),)",
             "reference": {"c": "a @ b"},
-            "options": {"device": "gpu", **MATMUL_OPTIONS, "ir": False, "atol": 0.25, "rtol": 0.02,
+            "options": {"device": "gpu", **MATMUL_OPTIONS, **UNTRACED, "atol": 0.25, "rtol": 0.02,
                         "flops": "2 * M * N * K"}}
 
 
@@ -121,9 +121,7 @@ CASES = [("vector add 2^26 fp32", vector_add_spec, vector_add_launch),
 
 
 def playground_run(spec):
-    """run_spec's result on the GPU, without the interpreter pass (see the module's docstring)."""
-    with mock.patch.object(pipeline.Run, "trace_on_cpu", lambda self, inputs, grid: None):
-        result = pipeline.run_spec(spec)
+    result = pipeline.run_spec(spec)
     if result["status"] == "error":
         raise SystemExit(f"the playground run failed: {result['error']}")
     return result

@@ -3,7 +3,9 @@
     make bench            # or: python -m benchmarks.latency [--runs 20]
 
 Starts the real server (gunicorn, as `make run` does) on a free port, runs vector add
-(n=98432, check only) N times over a websocket, and prints a table in milliseconds.
+(n=98432, check only) N times over a websocket, and prints a table in milliseconds. On a GPU a
+check-only run still bounds-checks the launch in the interpreter first; the second variant turns
+that off (options.sanitize) to show what the pass costs.
 """
 import argparse
 import json
@@ -21,7 +23,8 @@ import socketio
 from sandbox import protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPEC_OPTIONS = {"check": True, "bench": False, "trace": False, "ir": False}
+CHECK_ONLY = {"check": True, "bench": False, "trace": False, "ir": False}
+VARIANTS = {"check only": CHECK_ONLY, "check only, no bounds check": {**CHECK_ONLY, "sanitize": False}}
 
 
 def free_port():
@@ -49,7 +52,7 @@ def cold_start():
 
 def start_server(port):
     env = {**os.environ, "PORT": str(port), "WORKERS": "1"}
-    server = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "gunicorn"), "-w", "1",
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "1",
                                "--threads", "8", "-b", f"127.0.0.1:{port}", "app:create_app()"],
                               cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
@@ -64,10 +67,10 @@ def start_server(port):
     raise SystemExit("server did not become healthy")
 
 
-def measure(port, runs):
+def measure(port, runs, options, pause_s):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/examples/vector_add") as r:
         spec = json.load(r)["spec"]
-    spec["options"].update(SPEC_OPTIONS)
+    spec["options"].update(options)
     client = socketio.Client()
     done, box = threading.Event(), {}
     client.on("run_result", lambda data: (box.__setitem__("result", data["result"]), done.set()))
@@ -82,6 +85,7 @@ def measure(port, runs):
         assert box["result"]["status"] == "ok", box["result"]["error"]
         if i >= 2:
             rows.append((end_to_end, box["result"]["run_ms"]))
+        time.sleep(pause_s)
     client.disconnect()
     return rows
 
@@ -89,24 +93,29 @@ def measure(port, runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--pause", type=float, default=0.5,
+                        help="seconds between runs, as a person reading a result before the next (default 0.5)")
     args = parser.parse_args()
     cold_ms = cold_start()
     port = free_port()
     server = start_server(port)
     try:
-        rows = measure(port, args.runs)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
+            device = json.load(r)["device"]
+        rows = {name: measure(port, args.runs, options, args.pause) for name, options in VARIANTS.items()}
     finally:
         server.terminate()
         server.wait()
-    e2e = [r[0] for r in rows]
-    inside = [r[1] for r in rows]
-    overhead = [a - b for a, b in rows]
-    print(f"vector add n=98432, check only, {args.runs} warm runs over Socket.IO (ms)")
-    print(f"{'':28}{'median':>10}{'p95':>10}")
-    for name, values in (("end to end (Socket.IO)", e2e), ("inside the run process", inside),
-                         ("server + transport + fork", overhead)):
-        print(f"{name:28}{statistics.median(values):10.1f}{percentile(values, 0.95):10.1f}")
-    print(f"{'worker cold start':28}{cold_ms:10.0f}")
+    print(f"vector add n=98432 on {device['name']} (triton {device['triton']}), {args.runs} warm runs "
+          f"over Socket.IO, {args.pause:g} s apart, ms")
+    print(f"{'':30}{'end to end':>22}{'in run process':>16}{'server + transport':>22}")
+    print(f"{'':30}{'median':>11}{'p95':>11}{'median':>16}{'median':>11}{'p95':>11}")
+    for name, pairs in rows.items():
+        e2e, inside = [r[0] for r in pairs], [r[1] for r in pairs]
+        overhead = [a - b for a, b in pairs]
+        print(f"{name:30}{statistics.median(e2e):11.1f}{percentile(e2e, 0.95):11.1f}"
+              f"{statistics.median(inside):16.1f}{statistics.median(overhead):11.1f}{percentile(overhead, 0.95):11.1f}")
+    print(f"worker cold start (python -m sandbox.worker to its first warm run process): {cold_ms:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ class RunError(Exception):
         return {"phase": self.phase, "type": self.type or "RunError", "message": self.message,
                 "line": self.line, "pid": self.pid}
 
+    def result(self):
+        """The result (DESIGN.md) of a run that ended with this error and nothing else to show."""
+        return {"status": "error", "device": None, "error": self.to_dict(), "stdout": "", "check": None,
+                "timings": None, "trace": None, "ir": None, "notes": []}
+
 
 # (pattern in Triton's message, what a beginner should read). Checked in order; first match wins.
 HINTS = [

@@ -23,6 +23,7 @@ from triton.runtime.autotuner import Autotuner, Heuristics
 from sandbox import check as checking
 from sandbox.errors import RunError, hint_for
 from sandbox.spec import SpecError, normalize
+from sandbox.trace import TraceBudgetExceeded
 
 _module_ids = itertools.count()
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
@@ -364,10 +365,11 @@ def interpreter_hygiene():
             scopes.pop().restore()
 
 
-def traced_launch(kernel, grid, args, tensors, path, options, limits):
-    """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None)."""
+def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
+    """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
+    With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
     from sandbox.trace import Tracer
-    tracer = Tracer(traced_tensors(tensors, args), path, record=options["trace"], **limits)
+    tracer = Tracer(traced_tensors(tensors, args), path, record=options["trace"], budget_s=budget_s, **limits)
     with tracer, interpreter_hygiene():
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
@@ -390,11 +392,13 @@ class Run:
     """One run of one spec; `emit(type, content)` streams status to the worker."""
 
     def __init__(self, spec, emit, scratch, limits):
-        self.spec, self.emit, self.scratch, self.limits = spec, emit, scratch, limits
+        self.spec, self.emit, self.scratch = spec, emit, scratch
+        self.limits = {k: v for k, v in limits.items() if k in ("max_programs", "max_bytes")}
+        self.trace_budget_s = limits.get("trace_budget_s")
         self.options = spec["options"]
         self.path = os.path.join(scratch, "kernel.py")
         self.result = {"status": "ok", "device": None, "error": None, "stdout": "",
-                       "check": None, "timings": None, "trace": None, "ir": None}
+                       "check": None, "timings": None, "trace": None, "ir": None, "notes": []}
 
     def status(self, phase, message):
         self.emit("status", {"phase": phase, "message": message})
@@ -435,7 +439,11 @@ class Run:
         self.status("compiling", "tracing on CPU copies, then compiling for the GPU")
         kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
         before = {name: t.clone() for name, t in inputs.items()}
-        self.trace_on_cpu(inputs, grid)
+        if self.options["trace"] or self.options["sanitize"]:
+            self.trace_on_cpu(inputs, grid)
+        else:
+            self.result["notes"].append("No trace and no bounds check (options.trace and options.sanitize are "
+                                        "off): an out-of-bounds access faults on the GPU instead of being explained.")
         self.status("running", f"launching {math.prod(grid)} program(s) on the GPU")
         grids = GridPerConfig(self.spec, scope) if is_autotuned(kernel) else None
         start = time.perf_counter()
@@ -458,7 +466,10 @@ class Run:
         inputs = {name: t.detach().cpu().clone() for name, t in gpu_inputs.items()}
         args, _ = build_args(self.spec, kernel, {**expression_namespace(module), **inputs})
         try:
-            self.result["trace"] = traced_launch(kernel, grid, args, inputs, path, self.options, self.limits)
+            self.result["trace"] = traced_launch(kernel, grid, args, inputs, path, self.options, self.limits,
+                                                 self.trace_budget_s)
+        except TraceBudgetExceeded as e:
+            self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
         except Exception as e:
             raise launch_error(e, path) from None
 
@@ -598,8 +609,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None):
     try:
         spec = normalize(raw_spec)
     except SpecError as e:
-        return {"status": "error", "device": None, "error": RunError("parse", str(e), type="SpecError").to_dict(),
-                "stdout": "", "check": None, "timings": None, "trace": None, "ir": None}
+        return RunError("parse", str(e), type="SpecError").result()
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))

@@ -14,6 +14,7 @@ import math
 import operator
 import os
 import sys
+import time
 from collections import deque
 
 import numpy as np
@@ -222,6 +223,17 @@ class ProgramSample:
 
 # ---------------------------------------------------------------- the tracer
 
+class TraceBudgetExceeded(RunError):
+    """The interpreter pass ran out of its time budget (a GPU run's trace pass on CPU copies)."""
+
+    def __init__(self, done, total, budget_s):
+        super().__init__("trace", f"the trace and bounds check stopped after {budget_s:g} s, at program {done} "
+                                  f"of {total}: Triton's interpreter (about 1 ms per program and more for big "
+                                  f"blocks) is too slow for a launch this size. The GPU launch went ahead "
+                                  f"without a bounds check. Shrink the problem to see its trace.")
+        self.done, self.total = done, total
+
+
 class Tracer:
     """Context manager: hooks the interpreter's builder for one kernel launch.
 
@@ -231,12 +243,14 @@ class Tracer:
     of the `with` block (unwrapped from the interpreter's InterpreterError).
     """
 
-    def __init__(self, tensors, source_path, *, record=True, max_programs=4096, max_bytes=2_000_000):
+    def __init__(self, tensors, source_path, *, record=True, max_programs=4096, max_bytes=2_000_000, budget_s=None):
         self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
         self.searchable = [r for r in self.ranges if r.span]
         self.source_paths = {source_path, os.path.realpath(source_path)}
         self.record = record
         self.max_programs, self.max_bytes = max_programs, max_bytes
+        self.budget_s = budget_s
+        self.deadline = None
         self.sample = None
         self.executed = 0
         self.program = None  # (index, record, bytes, recording) of the running program
@@ -277,6 +291,8 @@ class Tracer:
         def set_grid_dim(self, nx, ny, nz):
             tracer.saved["set_grid_dim"](self, nx, ny, nz)
             tracer.start_launch(nx * ny * nz)
+            if tracer.budget_s is not None:
+                tracer.deadline = time.monotonic() + tracer.budget_s
 
         def set_grid_idx(self, x, y, z):
             tracer.saved["set_grid_idx"](self, x, y, z)
@@ -284,7 +300,7 @@ class Tracer:
 
         hooks = [create_masked_load, create_masked_store, create_atomic_rmw, create_atomic_cas,
                  create_tensor_pointer_load, create_tensor_pointer_store]
-        if self.record:
+        if self.record or self.budget_s is not None:
             hooks += [set_grid_dim, set_grid_idx]
         for hook in hooks:
             self.saved[hook.__name__] = builder.__dict__[hook.__name__]
@@ -318,6 +334,8 @@ class Tracer:
 
     def start_program(self, pid):
         self.finish_program()
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TraceBudgetExceeded(self.executed, self.sample.total, self.budget_s)
         index = self.executed
         self.executed += 1
         recording = self.sample.wants(index)

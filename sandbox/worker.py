@@ -42,6 +42,22 @@ if not HAS_GPU:
     triton.knobs.runtime.interpret = True
 
 
+def warm_compiler():
+    """Do once, before any fork, the work every run process would otherwise repeat on its first
+    compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas its
+    version, importing the Gluon frontend the launcher loads lazily (~0.2 s). None of it touches CUDA."""
+    from triton.runtime.cache import triton_key
+    triton_key()
+    with contextlib.suppress(Exception):  # no NVIDIA backend or no ptxas: nothing to warm
+        from triton.backends.nvidia.compiler import get_ptxas_version
+        get_ptxas_version(90)
+    with contextlib.suppress(ImportError):
+        import triton.experimental.gluon  # noqa: F401
+
+
+warm_compiler()
+
+
 # ---------------------------------------------------------------- the run process (child)
 
 def child_main(job_r, msg_w, scratch):
@@ -74,6 +90,8 @@ def child_main(job_r, msg_w, scratch):
 class Child:
     """A forked run process, warm and waiting for its job."""
 
+    parent_fds = set()  # this process's ends of every live child's pipes: no other child may hold them
+
     def __init__(self):
         self.scratch = tempfile.mkdtemp(prefix="run-", dir=RUN_ROOT)
         job_r, self.job_w = os.pipe()
@@ -83,7 +101,8 @@ class Child:
         if self.pid == 0:
             code = 0
             try:
-                for fd in (self.job_w, self.msg_r, self.out_r, 0):
+                # Another run's pipes must not leak into this one: its output and result are private.
+                for fd in (self.job_w, self.msg_r, self.out_r, 0, *Child.parent_fds):
                     os.close(fd)
                 os.dup2(out_w, 1)
                 os.dup2(out_w, 2)
@@ -97,6 +116,7 @@ class Child:
                 os._exit(code)
         for fd in (job_r, msg_w, out_w):
             os.close(fd)
+        Child.parent_fds.update((self.job_w, self.msg_r, self.out_r))
         self.lines = b""
         self.ready = None
 
@@ -143,6 +163,7 @@ class Child:
     def send_job(self, job):
         os.write(self.job_w, protocol.encode(job))
         os.close(self.job_w)
+        Child.parent_fds.discard(self.job_w)
 
     def finish(self):
         """Kill if still running, reap, and remove the scratch directory. Returns the wait status."""
@@ -153,6 +174,7 @@ class Child:
         _, status = os.waitpid(self.pid, 0)
         for fd in (self.msg_r, self.out_r):
             os.close(fd)
+            Child.parent_fds.discard(fd)
         shutil.rmtree(self.scratch, ignore_errors=True)
         return status
 
@@ -169,22 +191,32 @@ def describe_exit(status):
 class Worker:
     def __init__(self, channel):
         self.channel = channel
-        self.child = None
+        self.next_child = None
 
     def send(self, msg):
         self.channel.write(protocol.encode(protocol.jsonable(msg)))
         self.channel.flush()
 
-    def prepare_child(self):
-        self.child = Child()
-        return self.child.wait_ready(120)
+    def start(self):
+        """Fork the first run process and wait until it is warm; returns its ready message."""
+        self.next_child = Child()
+        return self.next_child.wait_ready(120)
+
+    def start_job(self, job):
+        """Hand the job to the warm run process, then fork its successor, so that the successor's
+        warm-up (CUDA init ~0.25 s) overlaps this run instead of delaying the next one."""
+        child = self.next_child
+        if child.ready is None:
+            child.wait_ready(120)
+        child.send_job(job)
+        self.next_child = Child()
+        return child
 
     def run(self, job):
         run_id, content = job["run_id"], job["content"]
         timeout_s = float(content.get("timeout_s") or 30)
         output_limit = int(content.get("output_limit") or 1 << 20)
-        child, self.child = self.child, None
-        child.send_job(job)
+        child = self.start_job(job)
         deadline = time.monotonic() + timeout_s
         output = bytearray()
         result = error = None
@@ -213,15 +245,15 @@ class Worker:
                                             f"or a huge grid).")
             else:
                 died = True
-        status = child.finish()
         if died:
-            error = RunError("sandbox", f"the run's process {describe_exit(status)}. The server is fine; "
-                                        f"only this run was lost.")
+            error = RunError("sandbox", f"the run's process {describe_exit(child.finish())}. The server is "
+                                        f"fine; only this run was lost.")
         if error is not None:
-            result = {"status": "error", "device": None, "error": error.to_dict(), "check": None,
-                      "timings": None, "trace": None, "ir": None}
+            result = error.result()
         result["stdout"] = output.decode(errors="replace")
         self.send(protocol.message("result", run_id, result=result))
+        if not died:
+            child.finish()  # after the reply: reaping and removing the scratch directory are off the critical path
 
 
 def main():
@@ -229,16 +261,13 @@ def main():
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     worker = Worker(channel)
-    ready = worker.prepare_child()
+    ready = worker.start()
     worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
     for line in sys.stdin.buffer:
         job = protocol.decode(line, protocol.SERVER_TYPES)
         if job is None:
             continue
-        if worker.child is None:
-            worker.prepare_child()
         worker.run(job)
-        worker.prepare_child()  # the next run's process warms up while we wait
 
 
 if __name__ == "__main__":

@@ -42,6 +42,22 @@ def test_an_out_of_bounds_store_is_stopped_before_the_gpu_launch(client):
     assert run(client, vector_add_spec(n=10, block=4))["status"] == "ok"
 
 
+def test_a_launch_too_big_to_trace_in_time_still_runs_with_a_note():
+    from sandbox.pipeline import run_spec
+    result = run_spec(vector_add_spec(n=1 << 16, block=256), limits={"trace_budget_s": 0.0})
+    assert result["status"] == "ok", result["error"]
+    assert result["trace"] is None and "too slow for a launch this size" in result["notes"][0]
+    assert result["timings"]["bytes_source"] == "tensors"
+
+
+def test_check_only_without_sanitizer_skips_the_cpu_pass(client):
+    spec = vector_add_spec(n=10, block=4)
+    spec["options"].update({"trace": False, "sanitize": False, "bench": False, "ir": False})
+    result = run(client, spec)
+    assert result["status"] == "ok" and result["trace"] is None
+    assert "no bounds check" in result["notes"][0].lower()
+
+
 def test_a_loop_over_tl_cdiv_works(client):
     # triton 3.6's interpreter with numpy 2.5 failed on range(0, tl.cdiv(...)): the trace pass must not.
     source = '''import triton

@@ -91,6 +91,31 @@ def test_a_run_that_kills_its_process_costs_only_that_run(client, spec, source, 
     assert run(client, spec)["status"] == "ok"
 
 
+READABLE_PIPES = """
+import os
+def readable_pipes():
+    fds = []
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            target = os.readlink(f'/proc/self/fd/{fd}')
+            flags = int(open(f'/proc/self/fdinfo/{fd}').read().split('flags:')[1].split()[0], 8)
+        except OSError:
+            continue
+        if target.startswith('pipe:') and flags & 3 == 0:
+            fds.append(int(fd))
+    return fds
+print('readable pipes:', readable_pipes())
+"""
+
+
+def test_a_run_holds_no_pipe_it_could_read_another_runs_messages_from(client, spec):
+    # The next run's process is forked while this one runs: it must not inherit this run's pipes.
+    for _ in range(2):
+        result = run(client, {**spec, "source": spec["source"] + READABLE_PIPES})
+        assert result["status"] == "ok", result["error"]
+        assert "readable pipes: []" in result["stdout"]
+
+
 def test_healthz_reports_warm_workers(client):
     health = client.get("/healthz").get_json()
     assert health["ok"]

@@ -10,7 +10,7 @@ from triton.runtime import interpreter
 
 from sandbox.errors import RunError
 from sandbox.pipeline import interpreter_hygiene
-from sandbox.trace import Tracer, patch_interpreter_compat, runs_of, unique_bytes
+from sandbox.trace import TraceBudgetExceeded, Tracer, patch_interpreter_compat, runs_of, unique_bytes
 
 KERNELS = '''import triton
 import triton.language as tl
@@ -294,6 +294,15 @@ def test_pointer_outside_every_named_tensor_is_named_as_such(kernels):
         traced(kernels, {"out": out}, kernels.add_one_unmasked_kernel, (1,), elsewhere, out, BLOCK=4)
     assert "not inside any tensor passed to the kernel (tensors: `out`)" in caught.value.message
     assert caught.value.line == line_of("x = tl.load(x_ptr + offs)")
+
+
+def test_a_trace_over_its_time_budget_stops_and_says_where(kernels):
+    x, y, out = torch.randn(40), torch.randn(40), torch.empty(40)
+    with pytest.raises(TraceBudgetExceeded) as caught:
+        traced(kernels, {"x": x, "y": y, "out": out}, kernels.add_kernel, (10,), x, y, out, 40, BLOCK=4,
+               tracer={"budget_s": 0.0, "record": False})
+    assert caught.value.phase == "trace" and caught.value.total == 10 and caught.value.done < 10
+    assert "too slow for a launch this size" in caught.value.message
 
 
 def test_sampling_beyond_max_programs_keeps_first_last_and_a_spread(kernels):
