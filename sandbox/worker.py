@@ -53,6 +53,8 @@ def warm_compiler():
         get_ptxas_version(90)
     with contextlib.suppress(ImportError):
         import triton.experimental.gluon  # noqa: F401
+    if HAS_GPU:  # load the launcher's C utilities (dlopen, no CUDA call): ~20 ms per process otherwise
+        triton.runtime.driver.active.utils  # noqa: B018
 
 
 warm_compiler()
@@ -60,13 +62,22 @@ warm_compiler()
 
 # ---------------------------------------------------------------- the run process (child)
 
+def warm_cuda():
+    """CUDA init, and the first use of the torch kernels every run needs (random inputs, the poison
+    fill, arithmetic, copies back to the host): CUDA loads each kernel's module lazily, ~5 ms apiece."""
+    x = torch.randn(1024, device="cuda")
+    torch.rand(1024, device="cuda").fill_(float("nan"))
+    (x + x * x - x).clone().cpu()
+    torch.cuda.synchronize()
+
+
 def child_main(job_r, msg_w, scratch):
     def send(msg):
         os.write(msg_w, protocol.encode(protocol.jsonable(msg)))
 
     applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB)
     if HAS_GPU:
-        torch.empty(1, device="cuda")  # CUDA init, before the job arrives
+        warm_cuda()
     kind = "gpu" if HAS_GPU else "interpreter"
     send(protocol.message("ready", device=pipeline.device_info(kind), isolation=applied))
     with os.fdopen(job_r, "rb") as jobs:
@@ -203,13 +214,11 @@ class Worker:
         return self.next_child.wait_ready(120)
 
     def start_job(self, job):
-        """Hand the job to the warm run process, then fork its successor, so that the successor's
-        warm-up (CUDA init ~0.25 s) overlaps this run instead of delaying the next one."""
+        """Hand the job to the warm run process (waiting for its warm-up only if runs come back to back)."""
         child = self.next_child
         if child.ready is None:
             child.wait_ready(120)
         child.send_job(job)
-        self.next_child = Child()
         return child
 
     def run(self, job):
@@ -252,8 +261,13 @@ class Worker:
             result = error.result()
         result["stdout"] = output.decode(errors="replace")
         self.send(protocol.message("result", run_id, result=result))
+        # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
+        # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init
+        # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown
+        # takes a while).
+        self.next_child = Child()
         if not died:
-            child.finish()  # after the reply: reaping and removing the scratch directory are off the critical path
+            child.finish()
 
 
 def main():
