@@ -62,8 +62,9 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
 
     notes = []
     sass, usage = inspect_cubin(compiled.asm["cubin"], notes)
+    user_files = [module_path, kernel_file(compiled.asm["llir"], compiled.metadata.name)]
     return {"target": f"sm{capability}",
-            **{stage: compiled.asm[stage] for stage in IR_STAGES},
+            **{stage: shorten_paths(compiled.asm[stage], user_files) for stage in IR_STAGES},
             "sass": sass,
             "n_regs": usage.get("REG"),
             # Local memory per thread in 4-byte words: what triton's launcher reports as n_spills.
@@ -275,6 +276,17 @@ def resource_usage(text):
 
 
 # ---------------------------------------------------------------- source lines
+
+def shorten_paths(text, paths):
+    """The IR with the user's file named by its base name (kernel.py), not by the run's scratch
+    directory, which means nothing to the reader. Only the text changes: no line moves, so
+    line_map (computed from the full paths) still holds."""
+    for path in paths:
+        directory = os.path.dirname(path or "")
+        if directory:
+            text = text.replace(directory + os.sep, "").replace(f'"{directory}"', '"."')
+    return text
+
 
 def line_map(asm, module_path, kernel_name):
     """{stage: {IR line index: source line}} for lines that came from the user's file."""

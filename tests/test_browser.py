@@ -84,6 +84,41 @@ def tensor_cells(page, tensor):
     return json.loads(figure.get_attribute("data-highlighted-cells")), json.loads(figure.get_attribute("data-masked-cells"))
 
 
+def inject_result(page, result):
+    """Shows `result` as if the server had sent it (results a CPU-only server cannot produce: GPU runs)."""
+    page.evaluate("async (result) => { const { emit } = await import('/static/js/hub.js'); emit('run-result', { run_id: null, result }); }",
+                  result)
+
+
+def editor_lines(page, selector):
+    return page.eval_on_selector_all(f".cm-editor {selector}", "lines => lines.map(l => l.textContent)")
+
+
+def visible_in(page, inner, outer):
+    """Whether element `inner` lies inside the visible box of `outer` (both selectors)."""
+    a, b = page.locator(inner).bounding_box(), page.locator(outer).bounding_box()
+    return b["y"] <= a["y"] and a["y"] + a["height"] <= b["y"] + b["height"]
+
+
+def overlap(a, b):
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+GPU_RESULT = {  # a matmul on an H100, as the GPU pipeline reports it; its trace pass ran out of time
+    "status": "ok", "device": {"kind": "gpu", "name": "NVIDIA H100 80GB HBM3", "triton": "3.6.0", "torch": "2.11.0"},
+    "error": None, "stdout": "", "trace": None, "ir": None, "check": None,
+    "notes": ["the trace and bounds check stopped after 10 s, at program 2048 of 65536"],
+    "timings": {"compile_ms": 2400.0, "kernel_ms": {"median": 0.231, "p20": 0.229, "p80": 0.236, "n": 400},
+                "reference_ms": {"median": 0.262, "p20": 0.26, "p80": 0.27, "n": 380}, "speedup": 1.134,
+                "interpreter": False, "bytes": 100663296, "bytes_source": "tensors", "gbps": 435.8, "peak_gbps": 2950.0,
+                "flops": 2 * 4096 ** 3, "tflops": 595.0, "peak_tflops": 989.5,
+                "peak_tflops_kind": "fp16/bf16 tensor core, dense (datasheet)",
+                "autotune": [{"config": {"BLOCK_M": 128, "num_warps": 8, "num_stages": 3}, "ms": 0.231, "chosen": True},
+                             {"config": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4}, "ms": 0.298, "chosen": False},
+                             {"config": {"BLOCK_M": 256, "num_warps": 8, "num_stages": 4}, "ms": None, "chosen": False}],
+                "notes": ["The autotuner timed each config and launched the fastest."]}}
+
+
 def share(page):
     page.click("#share-button")
     page.wait_for_function("document.querySelector('#share-url').value !== ''")
@@ -221,3 +256,96 @@ def test_an_unknown_snippet_gets_a_not_found_page_with_a_way_home(page, live_ser
     page.get_by_role("link", name="Open the playground").click()
     page.wait_for_function("window.playground !== undefined")
     assert page.evaluate("location.pathname") == "/"
+
+
+def test_the_page_opens_on_the_kernel_not_the_prose_above_it(page, live_server):
+    open_playground(page, live_server + "/")
+    page.wait_for_timeout(200)
+    decorator = page.locator(".cm-line", has_text="@triton.jit")
+    assert decorator.count() == 1 and visible_in(page, ".cm-line:has-text('@triton.jit')", ".cm-scroller")
+
+
+def test_a_programs_source_lines_are_unmarked_by_an_edit_and_by_a_new_run(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    open_diagram(page)
+    click_program(page, 2, 3)
+    page.wait_for_function("document.querySelectorAll('.cm-program-line').length > 0")
+    assert any("tl.store" in line for line in editor_lines(page, ".cm-program-line"))
+
+    page.evaluate("window.playground.editorView.dispatch({changes: {from: 0, insert: '# edited\\n'}})")
+    assert editor_lines(page, ".cm-program-line") == []  # the marks would sit one line off now
+
+    click_program(page, 1, 3)
+    page.wait_for_function("document.querySelectorAll('.cm-program-line').length > 0")
+    page.click("[data-tab=results]")
+    assert run_and_wait(page) == "ok"
+    assert editor_lines(page, ".cm-program-line") == []
+
+
+def test_the_error_card_says_phase_line_program_and_message_once_with_the_hint(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    page.fill("input[data-param=BLOCK_SIZE]", "3")
+    assert run_and_wait(page) == "error"
+    assert page.text_content("#error-card .phase") == "launch error"
+    assert page.text_content("#error-card .type") == "ValueError"
+    assert page.eval_on_selector_all("#error-card .where button", "buttons => buttons.map(b => b.textContent)") == [
+        "line 35", "program (0, 0, 0)"]
+    assert page.text_content("#error-card pre") == "arange's range must be a power of 2"  # no "ValueError: " again
+    assert "triton.next_power_of_2" in page.text_content("#error-card .hint")
+
+    page.fill("input[data-param=BLOCK_SIZE]", "4")
+    page.evaluate("""() => { const v = window.playground.editorView, text = v.state.doc.toString();
+        const load = 'tl.load(x_ptr + offsets, mask=mask)', at = text.indexOf(load);
+        v.dispatch({changes: {from: at, to: at + load.length, insert: 'tl.load(x_ptr + offsets)'}}); }""")
+    assert run_and_wait(page) == "error"
+    assert page.text_content("#error-card .type") == "OutOfBounds"
+    assert page.text_content("#error-card pre").startswith("program (2, 0, 0) loads `x` at offsets 10..11")  # no "line 37: "
+
+
+def test_a_share_link_opens_beside_the_button_and_leaves_the_verdict_visible(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    share(page)
+    assert page.locator("#share-popover").is_visible()
+    assert not overlap(page.locator("#share-popover").bounding_box(), page.locator("#status-line .verdict").bounding_box())
+
+
+def test_interpreter_timings_give_bytes_and_wall_clock_but_no_bandwidth(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=timings]")
+    text = page.inner_text("#timings")
+    assert "Interpreter wall-clock" in text and "120 B" in text and "from the trace" in text
+    assert "GB/s" not in text
+
+
+def test_the_ir_tab_says_it_was_compiled_without_a_gpu_and_names_kernel_py(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=ir]")
+    assert "No GPU on this server" in page.inner_text(".ir-notes") and "sm90" in page.inner_text(".ir-notes")
+    ir = page.inner_text(".ir-view .cm-content")
+    assert 'loc("kernel.py":' in ir and "/tmp/" not in ir
+
+
+def test_gpu_timings_show_the_autotune_table_ceilings_and_notes(page, live_server):
+    open_playground(page, live_server + "/examples/matmul")
+    inject_result(page, GPU_RESULT)
+    page.click("[data-tab=timings]")
+    rows = page.locator("table.autotune tbody tr")
+    assert rows.count() == 3
+    assert page.eval_on_selector_all("table.autotune tbody tr", "rows => rows.map(r => r.classList.contains('chosen'))") == [True, False, False]
+    assert rows.nth(0).inner_text().split() == ["128", "8", "3", "231", "µs", "chosen"]
+    text = page.inner_text("#timings")
+    assert "15% of the measured copy bandwidth" in text and "measured copy bandwidth 2,950\u00a0GB/s" in text
+    assert "60% of the peak" in text and "fp16/bf16 tensor core" in text
+    assert "The autotuner timed each config" in page.inner_text("#timings .notes")
+
+
+def test_a_run_without_a_trace_says_why_in_the_results_and_the_diagram(page, live_server):
+    open_playground(page, live_server + "/examples/matmul")
+    inject_result(page, GPU_RESULT)
+    assert "The trace and bounds check stopped" in page.inner_text("#results .notes")
+    page.click("[data-tab=diagram]")
+    assert page.inner_text("#diagram") == "No diagram for this run: the trace and bounds check stopped after 10 s, at program 2048 of 65536"

@@ -212,3 +212,22 @@ def test_line_map_survives_triton_serving_the_ir_from_its_cache(tmp_path):
     ir = compile_ir(write(tmp_path / "second", VECTOR_ADD, "job.py"), "add_kernel", vector_add_args(), arch="sm90")
     for stage, lines in ir["line_map"].items():
         assert LOAD_X_LINE in lines.values(), stage
+
+
+def test_ir_names_the_users_file_without_its_scratch_directory(tmp_path):
+    path = write(tmp_path, VECTOR_ADD)
+    ir = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+    for stage in ("ttir", "ttgir", "llir", "ptx"):
+        assert "/kernel.py" not in ir[stage] and str(tmp_path) not in ir[stage], stage
+    assert 'loc("kernel.py":' in ir["ttir"] and '.file\t1 "kernel.py"' in ir["ptx"]
+    assert 'DIFile(filename: "kernel.py", directory: ".")' in ir["llir"]
+    assert LOAD_X_LINE in ir["line_map"]["ptx"].values()  # the map still reads the full paths
+
+
+def test_ir_served_from_the_cache_hides_the_first_runs_directory_too(tmp_path):
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    compile_ir(write(tmp_path / "first", VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm90")
+    ir = compile_ir(write(tmp_path / "second", VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm90")
+    for stage in ("ttir", "ttgir", "llir", "ptx"):  # the cached IR names an earlier run's file
+        assert "/kernel.py" not in ir[stage], stage

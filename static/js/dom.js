@@ -15,6 +15,11 @@ export function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+// What a run wants the reader to know (result.notes, timings.notes): a list, or nothing.
+export function notesList(notes) {
+  return notes && notes.length ? h("ul", { class: "notes" }, notes.map((note) => h("li", {}, note))) : null;
+}
+
 export function replaceChildren(node, ...children) {
   node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
 }

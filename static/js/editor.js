@@ -93,13 +93,14 @@ const errorField = StateField.define({
   ],
 });
 
-// A set of whole lines drawn with one class, replaced as a whole by its effect.
+// A set of whole lines drawn with one class, replaced as a whole by its effect. An edit clears it:
+// the lines came from a run of the source as it was (a program's accesses, an IR line's origin).
 function lineHighlight(className) {
   const set = StateEffect.define();
   const field = StateField.define({
     create: () => Decoration.none,
     update(deco, tr) {
-      deco = deco.map(tr.changes);
+      if (tr.docChanged) deco = Decoration.none;
       for (const effect of tr.effects) {
         if (!effect.is(set)) continue;
         const lines = [...new Set(effect.value)].filter((n) => n >= 1 && n <= tr.state.doc.lines).sort((a, b) => a - b);
@@ -155,13 +156,20 @@ export function getSource(view) {
   return view.state.doc.toString();
 }
 
+// A new source opens on its first @triton decorator: the kernel, not the example's prose above it.
 function setSource(view, source) {
   view.dispatch({
     changes: { from: 0, to: view.state.doc.length, insert: source },
     selection: { anchor: 0 },
-    effects: [setError.of(null), programLines.set.of([]), linkedLines.set.of([])],
+    effects: setError.of(null),
   });
-  view.scrollDOM.scrollTop = 0;
+  const kernel = /^@triton/m.exec(source);
+  // In a transaction of its own: in the one that replaces the text, the scroll target is lost.
+  view.dispatch({ effects: EditorView.scrollIntoView(kernel ? kernel.index : 0, { y: "start" }) });
+}
+
+function clearRunHighlights(view) {
+  view.dispatch({ effects: [programLines.set.of([]), linkedLines.set.of([])] });
 }
 
 export function jumpToLine(view, lineNumber) {
@@ -183,14 +191,9 @@ function inlineText(error) {
   return error.type && !text.startsWith(error.type) ? `${error.type}: ${text}` : text;
 }
 
-// Puts the first Triton decorator at the top (embedded pages skip the example's prose).
-export function scrollToKernel(view) {
-  const match = /^@triton/m.exec(view.state.doc.toString());
-  if (match) view.dispatch({ effects: EditorView.scrollIntoView(match.index, { y: "start" }) });
-}
-
 function wireEditor(view) {
   on("spec-loaded", ({ spec }) => setSource(view, spec.source || ""));
+  on("run-requested", () => clearRunHighlights(view));
   on("run-started", () => view.dispatch({ effects: setError.of(null) }));
   on("run-result", ({ result }) => {
     const error = result.error;

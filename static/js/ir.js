@@ -7,6 +7,7 @@ import {
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { playgroundTheme } from "./editor.js";
+import { errorCard } from "./results.js";
 
 const STAGES = [["ttir", "TTIR"], ["ttgir", "TTGIR"], ["llir", "LLIR"], ["ptx", "PTX"], ["sass", "SASS"]];
 
@@ -65,6 +66,17 @@ const linkedField = StateField.define({
 
 // ---- the tab ----
 
+// What a reader should know about this IR: on a server without a GPU it was compiled for a GPU
+// that is not there, and tools the server lacks leave stages out.
+function irNotes(ir, device) {
+  const notes = [];
+  if (device && device.kind === "interpreter") {
+    notes.push(`No GPU on this server: Triton compiled this IR for ${ir.target || "a GPU"} on the CPU, as that GPU would run it. `
+      + "The kernel itself ran in Triton's interpreter.");
+  }
+  return notes.concat(ir.notes || []);
+}
+
 class IrPane {
   constructor(container) {
     this.container = container;
@@ -94,17 +106,15 @@ class IrPane {
     }
     if (ir.error) {
       this.ir = null;
-      replaceChildren(this.container, h("div", { class: "results" }, h("div", { class: "card error-card" },
-        h("div", { class: "card-head" }, h("span", { class: "phase" }, "IR could not be compiled"), ir.error.type ? h("span", { class: "type" }, ir.error.type) : null),
-        h("pre", {}, ir.error.message || ""))));
+      replaceChildren(this.container, h("div", { class: "results" }, errorCard(ir.error, "IR could not be compiled")));
       return;
     }
     this.ir = ir;
     if (!ir[this.stage]) this.stage = (STAGES.find(([key]) => ir[key]) || STAGES[0])[0];
-    this.build();
+    this.build(irNotes(ir, result.device));
   }
 
-  build() {
+  build(notes) {
     const ir = this.ir;
     const pill = (label, value, bad = false) => (value === null || value === undefined ? null
       : h("span", { class: `pill ${bad ? "bad" : ""}` }, label, " ", h("b", {}, String(value))));
@@ -120,6 +130,7 @@ class IrPane {
         pill("regs", ir.n_regs),
         pill("spills", ir.n_spills, ir.n_spills > 0),
         ir.shared_bytes !== null && ir.shared_bytes !== undefined ? pill("shared", `${ir.shared_bytes.toLocaleString("en-US")} B`) : null)),
+      notes.length ? h("div", { class: "ir-notes" }, notes.map((note) => h("p", {}, note))) : null,
       host,
       h("div", { class: "ir-help" }, "Move the cursor in the editor to light up the IR of that line; click an IR line to find its source line."));
     this.view = new EditorView({ parent: host, state: this.state() });

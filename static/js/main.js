@@ -2,7 +2,7 @@
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
 import { on, emit } from "./hub.js";
 import { h } from "./dom.js";
-import { createEditor, getSource, scrollToKernel } from "./editor.js";
+import { createEditor, getSource } from "./editor.js";
 import { initLaunch, readLaunch } from "./form.js";
 import { initResults } from "./results.js";
 import { initTimings } from "./timings.js";
@@ -58,14 +58,22 @@ function diagramMessage(text) {
   $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text));
 }
 
+// Why a run has no picture, in the run's own words where it gave them (result.notes).
+function noDiagramReason(result) {
+  if (!result) return "Run the kernel to see which program reads and writes which element.";
+  if (result.error) return "No diagram: the run stopped before the kernel's accesses were recorded.";
+  const notes = (result.notes || []).filter((note) => /trace/i.test(note));
+  if (notes.length) return `No diagram for this run: ${notes.join(" ")}`;
+  if (getSpec().options.trace === false) return "No diagram for this run: tick trace in the Options row to record the kernel's accesses.";
+  return "No diagram for this run: the server recorded no trace.";
+}
+
 // diagram.js is optional: without it the tab says so and the rest of the page works.
 async function drawDiagram() {
   if (diagramDrawn) return;
   diagramDrawn = true;
   if (!lastResult || !lastResult.trace) {
-    diagramMessage(!lastResult ? "Run the kernel to see which program reads and writes which element."
-      : lastResult.error ? "No diagram: the run stopped before the kernel's accesses were recorded."
-      : "No diagram for this run: tick trace in the Options row to record the kernel's accesses.");
+    diagramMessage(noDiagramReason(lastResult));
     return;
   }
   try {
@@ -265,5 +273,4 @@ window.addEventListener("popstate", () => location.reload());
 
 connect();
 setSpec(initial.spec, initial.ui || {});
-if (initial.embed) scrollToKernel(editorView);
 window.playground = { getSpec, setSpec, editorView };

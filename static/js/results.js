@@ -1,7 +1,7 @@
 // The status line (the phases of the current run as they stream in) and the Results tab:
-// the verdict, the error card, the launch, each checked output, and the kernel's stdout.
+// the verdict, the error card, the launch, the run's notes, each checked output, and the kernel's stdout.
 import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
+import { h, replaceChildren, notesList } from "./dom.js";
 
 const PHASE_LABELS = {
   queued: "queued", compiling: "compiling", tracing: "tracing", running: "running",
@@ -113,7 +113,19 @@ function summary(result) {
       h("div", { class: "sub" }, "Nothing was checked: give an output a reference in the Inputs table to compare it with PyTorch.")));
 }
 
-function errorCard(error) {
+// The message without what the card's head already says: its type ("ValueError: ...") and its
+// line ("line 37: ...", "... (line 41)"). Triton's error comes first; a plain-words hint, if any,
+// follows a blank line.
+function errorText(error) {
+  let text = error.message || "(no message)";
+  if (error.type) text = text.replace(`${error.type}: `, "");
+  if (error.line) text = text.replace(`line ${error.line}: `, "").replace(` (line ${error.line})`, "");
+  const [message, ...hint] = text.split("\n\n");
+  return { message, hint: hint.join("\n\n") };
+}
+
+// The card for a failed run (or a failed IR compile, under its own title).
+export function errorCard(error, title = `${error.phase || "run"} error`) {
   const where = h("span", { class: "where" },
     error.line ? h("button", { type: "button", class: "link-button", title: "Show this line in the editor",
                                 onclick: () => emit("jump-to-line", { line: error.line }) }, `line ${error.line}`) : null,
@@ -121,12 +133,14 @@ function errorCard(error) {
       ? h("button", { type: "button", class: "link-button", title: "Show this program in the diagram",
                       onclick: () => emit("show-program", { pid: error.pid }) }, `program ${formatPid(error.pid)}`)
       : null);
-  return h("div", { class: "card error-card", id: "error-card" },
+  const { message, hint } = errorText(error);
+  return h("div", { class: "card error-card" },
     h("div", { class: "card-head" },
-      h("span", { class: "phase" }, `${error.phase || "run"} error`),
-      error.type ? h("span", { class: "type" }, error.type) : null,
+      h("span", { class: "phase" }, title),
+      error.type && error.type !== "RunError" ? h("span", { class: "type" }, error.type) : null,  // RunError names no cause
       where),
-    h("pre", {}, error.message || "(no message)"));
+    h("pre", {}, message),
+    hint ? h("p", { class: "hint" }, hint) : null);
 }
 
 function launchFacts(result) {
@@ -201,8 +215,9 @@ export function initResults(statusEl, resultsEl) {
     status.finish(result);
     resultsEl.classList.remove("stale");
     replaceChildren(resultsEl,
-      result.error ? errorCard(result.error) : summary(result),
+      result.error ? Object.assign(errorCard(result.error), { id: "error-card" }) : summary(result),
       launchFacts(result),
+      notesList(result.notes),
       result.check ? outputsCard(result.check) : null,
       result.stdout ? stdoutCard(result.stdout, false) : null);
   });

@@ -23,6 +23,7 @@ export function initShare({ button, popover, urlInput, note, getSpec, getUi }) {
   if (!button) return;
   const show = (text, bad = false) => {
     popover.hidden = false;
+    urlInput.hidden = !urlInput.value;   // a failed share has no link to show
     note.textContent = text;
     note.classList.toggle("bad", bad);
   };

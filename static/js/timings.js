@@ -1,7 +1,8 @@
-// The Timings tab: kernel vs. the PyTorch reference, compile time, and memory bandwidth against
-// the GPU's peak. Interpreter runs get their times with a warning and no bandwidth claims.
+// The Timings tab: kernel vs. the PyTorch reference, compile time, memory bandwidth against the
+// measured copy bandwidth, TFLOP/s against the datasheet peak, the autotuner's configs and notes.
+// Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
 import { on } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
+import { h, replaceChildren, notesList } from "./dom.js";
 
 export function formatMs(ms) {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return "–";
@@ -10,11 +11,15 @@ export function formatMs(ms) {
   return `${(ms / 1000).toFixed(2)} s`;
 }
 
+// 1.18 MB, 137 GFLOP: decimal units, three digits.
+function formatScaled(value, unit, prefixes = ["", "K", "M", "G", "T"]) {
+  let scaled = value, step = 0;
+  while (scaled >= 1000 && step < prefixes.length - 1) { scaled /= 1000; step += 1; }
+  return `${step ? scaled.toPrecision(3) : scaled} ${prefixes[step]}${unit}`;
+}
+
 function formatBytes(bytes) {
-  const units = ["B", "KB", "MB", "GB"];
-  let value = bytes, unit = 0;
-  while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
-  return `${unit ? value.toPrecision(3) : value} ${units[unit]}`;
+  return formatScaled(bytes, "B");
 }
 
 function metric(label, value, detail, cls = "") {
@@ -22,8 +27,12 @@ function metric(label, value, detail, cls = "") {
     h("div", { class: "value" }, value), detail ? h("div", { class: "detail" }, detail) : null);
 }
 
+// "p20 14.9 µs · p80 15.4 µs · 100 runs": each part kept on one line, so a narrow card breaks
+// between the parts, never inside one.
 function spread(stats) {
-  return stats && stats.n > 1 ? `p20 ${formatMs(stats.p20)} · p80 ${formatMs(stats.p80)} · n = ${stats.n}` : stats ? "one run" : null;
+  if (!stats) return null;
+  const parts = stats.n > 1 ? [`p20 ${formatMs(stats.p20)}`, `p80 ${formatMs(stats.p80)}`, `${stats.n.toLocaleString("en-US")} runs`] : ["one run"];
+  return parts.flatMap((part, i) => [i ? " · " : null, h("span", { class: "part" }, part)]);
 }
 
 // Kernel and reference medians as bars on one scale, the p20–p80 range shaded on each.
@@ -40,23 +49,58 @@ function comparisonBars(kernel, reference) {
       h("span", { class: "bar-value" }, formatMs(s.median))))));
 }
 
-function bandwidthCard(t) {
-  if (!t.gbps) return null;
-  const share = t.peak_gbps ? t.gbps / t.peak_gbps : null;
-  const source = t.bytes_source === "trace"
-    ? "unique elements loaded and stored, counted from the trace"
-    : "the sizes of all input tensors (no trace)";
-  return h("div", { class: "card bandwidth" },
-    h("div", { class: "card-head" }, "Memory bandwidth",
-      h("span", { class: "muted" }, share !== null ? `${(100 * share).toFixed(0)}% of the GPU's peak` : "")),
+const BYTES_SOURCE = {
+  trace: "unique elements loaded and stored, from the trace",
+  tensors: "sizes of all tensors (no complete trace)",
+};
+
+// An achieved rate as a bar against its ceiling (or alone when the ceiling is unknown).
+function ceilingCard({ title, achieved, peak, unit, peakName, peakNote, caption }) {
+  const share = peak ? achieved / peak : null;
+  const value = (x) => `${x >= 100 ? Math.round(x).toLocaleString("en-US") : x.toPrecision(3)}\u00a0${unit}`;  // no break before the unit
+  return h("div", { class: "card ceiling" },
+    h("div", { class: "card-head" }, title,
+      h("span", { class: "muted" }, share !== null ? `${(100 * share).toFixed(0)}% of the ${peakName}` : "")),
     h("div", { class: "card-body" },
       h("div", { class: "bar-row" },
         h("span", { class: "bar-label" }, "achieved"),
-        h("div", { class: "bar-track", title: share !== null ? `${t.gbps.toFixed(0)} of ${t.peak_gbps.toFixed(0)} GB/s` : "" },
+        h("div", { class: "bar-track", title: share !== null ? `${value(achieved)} of ${value(peak)}` : "" },
           h("div", { class: "bar-fill", style: `width: ${Math.min(100, 100 * (share ?? 1))}%` })),
-        h("span", { class: "bar-value" }, `${t.gbps.toFixed(0)} GB/s`)),
-      h("p", { class: "caption" }, `${formatBytes(t.bytes)} moved (${source}) in ${formatMs(t.kernel_ms.median)}`,
-        t.peak_gbps ? ` · peak ${t.peak_gbps.toFixed(0)} GB/s` : "")));
+        h("span", { class: "bar-value" }, value(achieved))),
+      h("p", { class: "caption" }, caption, peak ? ` · ${peakName} ${value(peak)}${peakNote ? `: ${peakNote}` : ""}` : "")));
+}
+
+// peak_gbps is a device-to-device copy measured on this GPU: a practical ceiling, not the datasheet's.
+function bandwidthCard(t) {
+  if (!t.gbps) return null;
+  return ceilingCard({
+    title: "Memory bandwidth", achieved: t.gbps, peak: t.peak_gbps, unit: "GB/s", peakName: "measured copy bandwidth",
+    caption: `${formatBytes(t.bytes)} moved in ${formatMs(t.kernel_ms.median)}: ${BYTES_SOURCE[t.bytes_source] || t.bytes_source}`,
+  });
+}
+
+function computeCard(t) {
+  if (!t.tflops) return null;
+  return ceilingCard({
+    title: "Compute", achieved: t.tflops, peak: t.peak_tflops, unit: "TFLOP/s", peakName: "peak", peakNote: t.peak_tflops_kind,
+    caption: `${formatScaled(t.flops, "FLOP")} (options.flops) in ${formatMs(t.kernel_ms.median)}`,
+  });
+}
+
+// One row per config; the one the launch used is marked.
+function autotuneCard(table) {
+  if (!Array.isArray(table) || !table.length) return null;
+  const keys = [...new Set(table.flatMap((row) => Object.keys(row.config)))];
+  const timed = table.some((row) => row.ms !== null && row.ms !== undefined);
+  return h("div", { class: "card" },
+    h("div", { class: "card-head" }, "Autotune configs",
+      h("span", { class: "muted" }, timed ? "median of each; the chosen one was launched" : "not timed; the chosen one was launched")),
+    h("div", { class: "table-scroll" }, h("table", { class: "outputs autotune" },
+      h("thead", {}, h("tr", {}, keys.map((key) => h("th", {}, key)), timed ? h("th", {}, "median") : null, h("th", {}, ""))),
+      h("tbody", {}, table.map((row) => h("tr", { class: row.chosen ? "chosen" : "" },
+        keys.map((key) => h("td", {}, key in row.config ? String(row.config[key]) : "–")),
+        timed ? (row.ms === null || row.ms === undefined ? h("td", { title: "not timed, or it failed to compile or run" }, "–") : h("td", {}, formatMs(row.ms))) : null,
+        h("td", {}, row.chosen ? h("span", { class: "badge ok" }, "chosen") : null)))))));
 }
 
 function gpuTimings(t) {
@@ -67,21 +111,28 @@ function gpuTimings(t) {
       t.reference_ms ? metric("PyTorch reference", formatMs(t.reference_ms.median), spread(t.reference_ms)) : null,
       speedup ? metric("Speedup", h("span", {}, speedup.toFixed(2), h("small", {}, "×")),
         speedup >= 1 ? "faster than the reference" : "slower than the reference", speedup >= 1 ? "good" : "slow") : null,
-      t.compile_ms !== null && t.compile_ms !== undefined ? metric("First launch", formatMs(t.compile_ms), "includes compiling the kernel") : null,
-      t.tflops ? metric("Compute", h("span", {}, t.tflops.toPrecision(3), h("small", {}, "TFLOP/s"))) : null),
+      t.compile_ms !== null && t.compile_ms !== undefined ? metric("First launch", formatMs(t.compile_ms), "includes compiling the kernel") : null),
     comparisonBars(t.kernel_ms, t.reference_ms),
     bandwidthCard(t),
+    computeCard(t),
+    autotuneCard(t.autotune),
+    notesList(t.notes),
   ];
 }
 
+// Counts are facts on any device; rates from the interpreter's wall clock would be fiction.
 function interpreterTimings(t) {
   return [
-    h("div", { class: "notice" }, h("b", {}, "Interpreter time — not GPU performance. "),
+    h("div", { class: "notice" }, h("b", {}, "Interpreter wall-clock — not GPU performance. "),
       "The kernel ran in Triton's interpreter on the CPU, one program after another in Python. "
-      + "Use it to check correctness; run on a GPU to measure speed."),
+      + "Use it to check correctness; run on a GPU to measure speed and bandwidth."),
     h("div", { class: "metrics" },
-      metric("Kernel, interpreted", formatMs(t.kernel_ms.median), spread(t.kernel_ms)),
-      t.reference_ms ? metric("PyTorch reference (CPU)", formatMs(t.reference_ms.median), spread(t.reference_ms)) : null),
+      metric("Kernel, interpreter wall-clock", formatMs(t.kernel_ms.median), spread(t.kernel_ms)),
+      t.reference_ms ? metric("PyTorch reference (CPU)", formatMs(t.reference_ms.median), spread(t.reference_ms)) : null,
+      t.bytes ? metric("Memory traffic", formatBytes(t.bytes), BYTES_SOURCE[t.bytes_source] || t.bytes_source) : null,
+      t.flops ? metric("Floating-point operations", formatScaled(t.flops, "FLOP"), "from options.flops") : null),
+    autotuneCard(t.autotune),
+    notesList(t.notes),
   ];
 }
 
