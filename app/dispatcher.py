@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT_S = 180
 GRACE_S = 10  # a worker enforces the run timeout itself; after this much more, we kill the worker
+WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "RUN_ROOT"}
+WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
 
 class QueueFull(Exception):
@@ -157,8 +159,11 @@ class Dispatcher:
         return self
 
     def worker_env(self):
-        env = dict(os.environ)
+        """What workers (and so user code) see of the environment: what Python, CUDA and Triton need,
+        never the server's secrets (SECRET_KEY, credentials)."""
+        env = {k: v for k, v in os.environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
         env.update({"SANDBOX": self.config["SANDBOX"], "RUN_MEMORY_MB": str(self.config["RUN_MEMORY_MB"]),
+                    "RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(self.config["DATABASE"])),
                     "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
         return env
 

@@ -8,14 +8,54 @@ import os
 import resource
 import sys
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
 NOBODY = 65534
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _unshare(flags):
-    libc = ctypes.CDLL(None, use_errno=True)
     return libc.unshare(flags) == 0
+
+
+def _mount(source, target, fstype, flags, data=None):
+    encode = lambda text: text.encode() if text is not None else None  # noqa: E731
+    if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+        raise OSError(ctypes.get_errno(), f"mount on {target}: {os.strerror(ctypes.get_errno())}")
+
+
+def hide_paths(scratch, hidden, keep):
+    """A private mount namespace in which every `hidden` directory is an empty tmpfs, but for this
+    run's scratch dir and the `keep` dirs inside it, bound back in place. Hidden: the other runs'
+    scratch dirs and the server's database."""
+    if not hidden or not _unshare(CLONE_NEWNS):
+        return None
+    try:
+        _cover(scratch, hidden, keep)
+    except OSError:  # e.g. a host that allows the namespace but not tmpfs mounts in it
+        return None
+    return "private mounts"
+
+
+def _cover(scratch, hidden, keep):
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
+    for directory in hidden:
+        if not os.path.isdir(directory):
+            continue
+        inside = [p for p in (scratch, *keep) if os.path.isdir(p) and _is_within(p, directory)]
+        handles = [os.open(p, os.O_PATH) for p in inside]  # still reach them once covered
+        _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+        for path, fd in zip(inside, handles):
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
+            os.close(fd)
+
+
+def _is_within(path, directory):
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def drop_network():
@@ -62,10 +102,11 @@ def set_limits(memory_mb, file_mb=64, open_files=256):
     return f"rlimits (memory +{memory_mb} MB)" if memory_mb else "rlimits"
 
 
-def enter(mode, scratch, memory_mb):
+def enter(mode, scratch, memory_mb, hidden=(), keep=()):
     """Apply isolation in the run process; returns the list of steps that took effect."""
     applied = []
     if mode == "auto":
-        applied += [step for step in (drop_network(), drop_privileges(scratch)) if step]
+        steps = (drop_network(), hide_paths(scratch, hidden, keep), drop_privileges(scratch))
+        applied += [step for step in steps if step]
     applied.append(set_limits(memory_mb))
     return applied

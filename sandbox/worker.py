@@ -30,6 +30,9 @@ from sandbox.errors import RunError  # noqa: E402
 SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
 MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
 RUN_ROOT = os.environ.get("RUN_ROOT") or tempfile.gettempdir()
+# Directories a run process must not see (the server's database); RUN_ROOT, where every run's
+# scratch dir lives, is hidden too, all but this run's own.
+HIDDEN = [RUN_ROOT, *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep))]
 HAS_GPU = torch.cuda.is_available()
 # Compiled kernels are cached across runs (a GPU compile costs ~1.7 s). Run processes may run as
 # nobody, so the cache is shared and world-writable: a known trust trade-off (see README).
@@ -75,7 +78,8 @@ def child_main(job_r, msg_w, scratch):
     def send(msg):
         os.write(msg_w, protocol.encode(protocol.jsonable(msg)))
 
-    applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB)
+    applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB, HIDDEN, [TRITON_CACHE_DIR])
+    os.environ["TMPDIR"] = tempfile.tempdir = scratch  # ptxas, cuobjdump and user code write temp files here
     if HAS_GPU:
         warm_cuda()
     kind = "gpu" if HAS_GPU else "interpreter"

@@ -116,6 +116,37 @@ def test_a_run_holds_no_pipe_it_could_read_another_runs_messages_from(client, sp
         assert "readable pipes: []" in result["stdout"]
 
 
+SNOOP = """
+import os, tempfile
+print('environment:', sorted(os.environ))
+print('database visible:', os.path.exists({database!r}))
+print('temp dir:', sorted(os.listdir({run_root!r})))
+"""
+
+
+def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(app, client, spec):
+    import tempfile
+    from app.dispatcher import WORKER_ENV, WORKER_ENV_PREFIXES
+    health = client.get("/healthz").get_json()
+    snoop = SNOOP.format(database=app.config["DATABASE"], run_root=tempfile.gettempdir())
+    result = run(client, {**spec, "source": spec["source"] + snoop})
+    assert result["status"] == "ok", result["error"]
+    environment = eval(result["stdout"].split("environment:")[1].splitlines()[0])
+    allowed = WORKER_ENV | {"SANDBOX", "RUN_MEMORY_MB", "RUN_HIDDEN_PATHS", "PYTHONPATH", "PYTHONUNBUFFERED"}
+    assert [k for k in environment if k not in allowed and not k.startswith(WORKER_ENV_PREFIXES)] == []
+    if "private mounts" in health["isolation"]:
+        assert "database visible: False" in result["stdout"]
+        listing = eval(result["stdout"].split("temp dir:")[1].splitlines()[0])
+        assert len([name for name in listing if name.startswith("run-")]) == 1  # its own scratch dir only
+
+
+def test_the_server_secret_never_reaches_a_worker(app, monkeypatch):
+    monkeypatch.setenv("SECRET_KEY", "do-not-leak")
+    env = app.extensions["dispatcher"].worker_env()
+    assert "SECRET_KEY" not in env and "do-not-leak" not in env.values()
+    assert env["PYTHONPATH"] and "PATH" in env
+
+
 def test_healthz_reports_warm_workers(client):
     health = client.get("/healthz").get_json()
     assert health["ok"]
