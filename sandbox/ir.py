@@ -90,6 +90,12 @@ def parse_arch(arch):
 
 # ---------------------------------------------------------------- the kernel
 
+@contextlib.contextmanager
+def silenced():
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
 def load_module(path):
     """Import the user's file afresh with the interpreter off, so @triton.jit gives a real JITFunction
     even in a worker that runs kernels in the interpreter."""
@@ -100,7 +106,8 @@ def load_module(path):
     before = triton.knobs.runtime.interpret
     triton.knobs.runtime.interpret = False
     try:
-        exec(compile(source, path, "exec"), module.__dict__)
+        with silenced():  # the run itself already showed what the module prints
+            exec(compile(source, path, "exec"), module.__dict__)
     except Exception as e:
         raise RunError("compile", f"loading the source failed: {type(e).__name__}: {e}",
                        type=type(e).__name__, line=traceback_line(e, path)) from None

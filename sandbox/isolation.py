@@ -11,7 +11,7 @@ import sys
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
 NOBODY = 65534
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -26,31 +26,44 @@ def _mount(source, target, fstype, flags, data=None):
         raise OSError(ctypes.get_errno(), f"mount on {target}: {os.strerror(ctypes.get_errno())}")
 
 
-def hide_paths(scratch, hidden, keep):
-    """A private mount namespace in which every `hidden` directory is an empty tmpfs, but for this
-    run's scratch dir and the `keep` dirs inside it, bound back in place. Hidden: the other runs'
-    scratch dirs and the server's database."""
-    if not hidden or not _unshare(CLONE_NEWNS):
-        return None
+def private_filesystem(scratch, hidden, writable):
+    """A private mount namespace: each `hidden` directory an empty tmpfs (the other runs' scratch
+    dirs, the server's database), then the whole filesystem read-only, except for this run's scratch
+    dir and the `writable` dirs (Triton's kernel cache), bound back in place. Returns the steps applied."""
+    if not _unshare(CLONE_NEWNS):
+        return []
+    places = [p for p in (scratch, *writable) if os.path.isdir(p)]
     try:
-        _cover(scratch, hidden, keep)
-    except OSError:  # e.g. a host that allows the namespace but not tmpfs mounts in it
-        return None
-    return "private mounts"
-
-
-def _cover(scratch, hidden, keep):
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
-    for directory in hidden:
-        if not os.path.isdir(directory):
-            continue
-        inside = [p for p in (scratch, *keep) if os.path.isdir(p) and _is_within(p, directory)]
-        handles = [os.open(p, os.O_PATH) for p in inside]  # still reach them once covered
-        _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-        for path, fd in zip(inside, handles):
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
+        handles = {path: os.open(path, os.O_PATH) for path in places}  # reachable once covered
+        for directory in hidden:
+            if os.path.isdir(directory):
+                _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+        for path, fd in handles.items():  # each its own mount point, so it stays writable
             os.makedirs(path, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
             os.close(fd)
+    except OSError:  # e.g. a host that allows the namespace but not mounts in it
+        return []
+    try:
+        _remount_read_only(places)
+    except OSError:
+        return ["private mounts"]
+    return ["private mounts", "read-only filesystem"]
+
+
+def _remount_read_only(writable):
+    keep = {os.path.realpath(p) for p in writable}
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
+    for point in points:
+        if point in keep or point.startswith(("/proc", "/sys", "/dev")):
+            continue
+        try:
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        except OSError:
+            if point == "/":
+                raise
 
 
 def _is_within(path, directory):
@@ -102,11 +115,14 @@ def set_limits(memory_mb, file_mb=64, open_files=256):
     return f"rlimits (memory +{memory_mb} MB)" if memory_mb else "rlimits"
 
 
-def enter(mode, scratch, memory_mb, hidden=(), keep=()):
+def enter(mode, scratch, memory_mb, hidden=(), writable=()):
     """Apply isolation in the run process; returns the list of steps that took effect."""
     applied = []
     if mode == "auto":
-        steps = (drop_network(), hide_paths(scratch, hidden, keep), drop_privileges(scratch))
-        applied += [step for step in steps if step]
+        network = drop_network()
+        filesystem = private_filesystem(scratch, hidden, writable)
+        user = drop_privileges(scratch)  # last: the steps before need root
+        applied += [network, *filesystem, user]
+    applied = [step for step in applied if step]
     applied.append(set_limits(memory_mb))
     return applied

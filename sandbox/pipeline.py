@@ -20,10 +20,12 @@ import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Heuristics
 
+from sandbox import bench
 from sandbox import check as checking
 from sandbox.errors import RunError, hint_for
+from sandbox.ir import compile_ir, silenced
 from sandbox.spec import SpecError, normalize
-from sandbox.trace import TraceBudgetExceeded
+from sandbox.trace import TraceBudgetExceeded, Tracer, unique_bytes
 
 _module_ids = itertools.count()
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
@@ -368,7 +370,6 @@ def interpreter_hygiene():
 def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
     With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
-    from sandbox.trace import Tracer
     tracer = Tracer(traced_tensors(tensors, args), path, record=options["trace"], budget_s=budget_s, **limits)
     with tracer, interpreter_hygiene():
         launch(kernel, grid, args, options)
@@ -459,7 +460,12 @@ class Run:
         self.compile_ir(args)
 
     def trace_on_cpu(self, gpu_inputs, grid):
-        """The bounds check and the trace, from the interpreter over CPU copies of the same inputs."""
+        """The bounds check and the trace, from the interpreter over CPU copies of the same inputs.
+        Silent: what the module and the kernel print is the GPU run's to show."""
+        with silenced():
+            self._trace_on_cpu(gpu_inputs, grid)
+
+    def _trace_on_cpu(self, gpu_inputs, grid):
         path = os.path.join(self.scratch, "kernel_trace.py")
         module = load_module(self.spec["source"], path, True)
         kernel = find_kernel(module, self.spec["kernel"])
@@ -499,7 +505,6 @@ class Run:
         """The interpreter's wall clock, labelled as such: no bandwidth or TFLOP/s claims, only counts."""
         if not self.options["bench"]:
             return
-        from sandbox import bench
         moved, source = bytes_moved(self.result["trace"], before)
         timings = {"compile_ms": None, "kernel_ms": bench.summarize([launch_ms]),
                    "reference_ms": self.reference_time(bench.time_cpu, before),
@@ -525,7 +530,6 @@ class Run:
         (compile) apart, bandwidth against the measured copy peak, TFLOP/s when options.flops is given."""
         if not self.options["bench"]:
             return
-        from sandbox import bench
         self.status("bench", "timing the kernel and the reference")
         kernel_ms = bench.time_gpu(lambda: launch(kernel, grid, args, self.options))
         reference_ms = self.reference_time(bench.time_gpu, before)
@@ -564,7 +568,6 @@ class Run:
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
-        from sandbox.ir import compile_ir
         try:
             self.result["ir"] = compile_ir(self.path, self.spec["kernel"], args, num_warps=self.options["num_warps"],
                                            num_stages=self.options["num_stages"], arch=self.options["arch"])
@@ -598,7 +601,6 @@ def bytes_moved(trace, tensors):
     """Unique elements loaded plus stored, times their size, from a complete trace (every program,
     every access); else the sizes of all the tensors."""
     if trace and not trace.get("sampled") and not any(p.get("truncated") for p in trace["programs"]):
-        from sandbox.trace import unique_bytes
         return unique_bytes(trace), "trace"
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"
 

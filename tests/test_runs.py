@@ -1,4 +1,5 @@
 """Runs through the real server: the real worker pool, Triton's interpreter on this CPU."""
+import os
 import subprocess
 import sys
 import time
@@ -138,6 +139,35 @@ def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(
         assert "database visible: False" in result["stdout"]
         listing = eval(result["stdout"].split("temp dir:")[1].splitlines()[0])
         assert len([name for name in listing if name.startswith("run-")]) == 1  # its own scratch dir only
+
+
+WRITER = """
+import os
+for path in ({server_file!r}, '/etc/playground-was-here', 'scratch.txt'):
+    try:
+        with open(path, 'w') as f:
+            f.write('x')
+        print('wrote', path)
+    except OSError as e:
+        print('refused', path)
+"""
+
+
+def test_a_run_writes_only_its_own_scratch_dir(client, spec):
+    isolation = client.get("/healthz").get_json()["isolation"]
+    if "read-only filesystem" not in isolation:
+        pytest.skip(f"this host allows no private read-only filesystem ({isolation})")
+    server_file = os.path.join(ROOT, "app", "planted.py")
+    result = run(client, {**spec, "source": spec["source"] + WRITER.format(server_file=server_file)})
+    assert result["status"] == "ok", result["error"]
+    assert f"refused {server_file}" in result["stdout"] and not os.path.exists(server_file)
+    assert "refused /etc/playground-was-here" in result["stdout"] and "wrote scratch.txt" in result["stdout"]
+
+
+def test_what_the_module_prints_is_shown_once_even_with_the_ir_compiled(client):
+    result = run(client, vector_add_spec(n=8, block=4, ir=True, source=VECTOR_ADD + "\nprint('module loaded')\n"))
+    assert result["status"] == "ok" and result["ir"]["ptx"]
+    assert result["stdout"].count("module loaded") == 1
 
 
 def test_the_server_secret_never_reaches_a_worker(app, monkeypatch):
