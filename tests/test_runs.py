@@ -92,29 +92,37 @@ def test_a_run_that_kills_its_process_costs_only_that_run(client, spec, source, 
     assert run(client, spec)["status"] == "ok"
 
 
-READABLE_PIPES = """
+PIPES = """
 import os
-def readable_pipes():
-    fds = []
+def pipes(readable):
+    inodes = []
     for fd in os.listdir('/proc/self/fd'):
         try:
             target = os.readlink(f'/proc/self/fd/{fd}')
             flags = int(open(f'/proc/self/fdinfo/{fd}').read().split('flags:')[1].split()[0], 8)
         except OSError:
             continue
-        if target.startswith('pipe:') and flags & 3 == 0:
-            fds.append(int(fd))
-    return fds
-print('readable pipes:', readable_pipes())
+        if target.startswith('pipe:') and (flags & 3 == 0) == readable:
+            inodes.append(target)
+    return sorted(inodes)
+print('reads:', pipes(True))
+print('writes:', pipes(False))
 """
 
 
-def test_a_run_holds_no_pipe_it_could_read_another_runs_messages_from(client, spec):
-    # The next run's process is forked while this one runs: it must not inherit this run's pipes.
-    for _ in range(2):
-        result = run(client, {**spec, "source": spec["source"] + READABLE_PIPES})
+def test_no_run_can_read_the_pipes_another_run_writes_to(client, spec):
+    # The next run's process is forked while this one still exists: it must not inherit its pipes.
+    reads, writes = [], []
+    for _ in range(4):
+        result = run(client, {**spec, "source": spec["source"] + PIPES})
         assert result["status"] == "ok", result["error"]
-        assert "readable pipes: []" in result["stdout"]
+        reads.append(set(eval(result["stdout"].split("reads:")[1].splitlines()[0])))
+        writes.append(set(eval(result["stdout"].split("writes:")[1].splitlines()[0])))
+    assert all(writes)  # its stdout and message pipes at least
+    for i, read in enumerate(reads):
+        for j, written in enumerate(writes):
+            if i != j:
+                assert not read & written, f"run {i} holds the read end of run {j}'s pipe"
 
 
 SNOOP = """
