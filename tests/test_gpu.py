@@ -117,3 +117,18 @@ def test_a_matmul_reports_tflops_against_the_tensor_core_peak(client):
     assert timings["peak_tflops"] == (peaks["fp16/bf16"] if peaks else None)
     if peaks:
         assert timings["tflops"] < timings["peak_tflops"] and timings["peak_tflops_kind"].startswith("fp16/bf16")
+
+
+def test_changing_a_meta_parameter_recompiles_once_then_the_cache_is_warm(client):
+    # A fresh kernel (a unique comment changes the source hash), so the first launch compiles.
+    import uuid
+    source = VECTOR_ADD.replace("    mask = offs < n\n", f"    mask = offs < n  # {uuid.uuid4().hex}\n")
+    first_launch = {}
+    for warps in (4, 2, 4, 2):
+        spec = vector_add_spec(n=1 << 16, source=source, num_warps=warps, trace=False)
+        result = run(client, spec)
+        assert result["status"] == "ok", result["error"]
+        first_launch.setdefault(warps, []).append(result["timings"]["compile_ms"])
+    for warps, (compiled, cached) in first_launch.items():
+        # Each run is a fresh process: a cached launch still loads the binary, but compiles nothing.
+        assert cached < compiled / 3, (warps, compiled, cached)
