@@ -367,9 +367,10 @@ def mlir_lines(text, is_user):
     return result
 
 
-def balanced(text, start):
-    """The text from `start` up to the parenthesis that closes the one just before it."""
-    depth, quoted, i = 1, False, start
+def scan(text, start=0, depth=0):
+    """(index, char, depth) for each character of `text` from `start` outside quoted strings;
+    `depth` counts the brackets open around it (a closing bracket already counted out)."""
+    quoted, i = False, start
     while i < len(text):
         c = text[i]
         if quoted:
@@ -379,14 +380,17 @@ def balanced(text, start):
                 quoted = False
         elif c == '"':
             quoted = True
-        elif c in "([<":
-            depth += 1
-        elif c in ")]>":
-            depth -= 1
-            if depth == 0:
-                break
+        else:
+            depth -= c in ")]>"
+            yield i, c, depth
+            depth += c in "([<"
         i += 1
-    return text[start:i]
+
+
+def balanced(text, start):
+    """The text from `start` up to the parenthesis that closes the one just before it."""
+    end = next((i for i, _, depth in scan(text, start, depth=1) if depth == 0), len(text))
+    return text[start:end]
 
 
 def split_all(text, sep):
@@ -400,23 +404,9 @@ def split_all(text, sep):
 
 def split_top(text, sep):
     """str.partition at the first `sep` outside quotes and brackets."""
-    depth, quoted, i = 0, False, 0
-    while i < len(text):
-        c = text[i]
-        if quoted:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                quoted = False
-        elif c == '"':
-            quoted = True
-        elif c in "([<":
-            depth += 1
-        elif c in ")]>":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
+    for i, _, depth in scan(text):
+        if depth == 0 and text.startswith(sep, i):
             return text[:i], sep, text[i + len(sep):]
-        i += 1
     return text, "", ""
 
 
