@@ -19,24 +19,13 @@ import time
 import torch
 import triton
 
+from app.gallery import load_example
 from sandbox.pipeline import interpreter_hygiene, load_module
 from sandbox.trace import Tracer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "/usr/bin/chromium"
-SOURCE = '''import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-'''
+SOURCE = load_example("vector_add")["spec"]["source"]  # the gallery's vector add
 
 
 def launcher(n, block):

@@ -7,21 +7,8 @@ import triton
 
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir, nvidia_tool, parse_arch
+from tests.conftest import VECTOR_ADD
 
-VECTOR_ADD = textwrap.dedent('''\
-    import triton
-    import triton.language as tl
-
-
-    @triton.jit
-    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-        mask = offs < n
-        x = tl.load(x_ptr + offs, mask=mask)
-        y = tl.load(y_ptr + offs, mask=mask)
-        tl.store(out_ptr + offs, x + y, mask=mask)
-    ''')
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
 
 ROW_SUM = textwrap.dedent('''\
