@@ -62,7 +62,10 @@ function buildModel(trace) {
     const pid = [0, 1, 2].map((axis) => program.pid[axis] ?? 0);
     return { pid, linear: pid[0] + gx * (pid[1] + gy * pid[2]), accesses: program.accesses, truncated: Boolean(program.truncated) };
   }).sort((a, b) => a.linear - b.linear);
-  const tensors = Object.entries(trace.tensors ?? {}).map(([name, info]) => makeTensor(name, info, trace.coverage?.[name]));
+  // Outputs first: what each program stored is the picture a learner came for; inputs follow, in order.
+  const stored = (info) => (info.role === 'output' || info.role === 'inout' ? 0 : 1);
+  const tensors = Object.entries(trace.tensors ?? {}).sort(([, a], [, b]) => stored(a) - stored(b))
+    .map(([name, info]) => makeTensor(name, info, trace.coverage?.[name]));
   const byName = new Map(tensors.map((tensor) => [tensor.name, tensor]));
   programs.forEach((program, index) => {
     for (const access of program.accesses) byName.get(access.tensor)?.accesses.push({ ...access, program: index });
