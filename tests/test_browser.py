@@ -318,6 +318,7 @@ def test_interpreter_timings_give_bytes_and_wall_clock_but_no_bandwidth(page, li
     text = page.inner_text("#timings")
     assert "Interpreter wall-clock" in text and "120 B" in text and "from the trace" in text
     assert "GB/s" not in text
+    assert page.locator("#timings .roofline, #timings .roofline-hint").count() == 0  # no bandwidth claims, no roofline
 
 
 def test_the_ir_tab_says_it_was_compiled_without_a_gpu_and_names_kernel_py(page, live_server):
@@ -349,3 +350,104 @@ def test_a_run_without_a_trace_says_why_in_the_results_and_the_diagram(page, liv
     assert "The trace and bounds check stopped" in page.inner_text("#results .notes")
     page.click("[data-tab=diagram]")
     assert page.inner_text("#diagram") == "No diagram for this run: the trace and bounds check stopped after 10 s, at program 2048 of 65536"
+
+
+def roofline(page):
+    """The roofline's traces by name, as plotly holds them."""
+    traces = page.evaluate("document.querySelector('.roofline-plot').data.map(t => ({name: t.name, x: t.x, y: t.y}))")
+    return {trace["name"]: trace for trace in traces}
+
+
+def test_gpu_timings_draw_a_roofline_with_the_kernel_under_both_ceilings(page, live_server):
+    open_playground(page, live_server + "/examples/matmul")
+    inject_result(page, GPU_RESULT)
+    assert page.locator(".roofline-plot.js-plotly-plot").count() == 0  # plotly waits until the tab is seen
+    page.click("[data-tab=timings]")
+    page.wait_for_selector(".roofline-plot .scatterlayer .point")
+
+    assert page.evaluate("['xaxis', 'yaxis'].map(a => document.querySelector('.roofline-plot').layout[a].type)") == ["log", "log"]
+    traces = roofline(page)
+    memory = traces["memory roof: 2,950 GB/s (measured copy)"]
+    compute = traces["compute roof: 990 TFLOP/s (fp16/bf16 tensor core, dense (datasheet))"]
+    kernel = traces["this kernel"]
+    intensity = 2 * 4096 ** 3 / 100663296  # FLOP per byte
+    assert kernel["x"] == [pytest.approx(intensity)] and kernel["y"] == [595.0]
+    assert [y / x for x, y in zip(memory["x"], memory["y"])] == [pytest.approx(2.95)] * 2  # TFLOP/s per FLOP/B
+    ridge = 989.5 / 2.95
+    assert memory["x"][1] == pytest.approx(ridge) and compute["x"][0] == pytest.approx(ridge)
+    assert compute["y"] == [989.5, 989.5]
+    legend = page.eval_on_selector_all(".roofline-plot .legendtext", "items => items.map(i => i.textContent)")
+    assert legend == list(traces)
+    assert "right of the ridge at 335 FLOP/B, so compute-bound; 60% of the roof" in page.inner_text(".roofline .caption")
+
+    # A new result replaces the plot: the old one is purged, the new one has only the memory roof.
+    page.evaluate("window.oldRoofline = document.querySelector('.roofline-plot')")
+    inject_result(page, {**GPU_RESULT, "timings": {**GPU_RESULT["timings"], "peak_tflops": None, "peak_tflops_kind": None}})
+    page.wait_for_selector(".roofline-plot .scatterlayer .point")
+    assert page.evaluate("!window.oldRoofline.isConnected && window.oldRoofline.data === undefined")
+    assert page.locator("#timings .js-plotly-plot").count() == 1
+    assert list(roofline(page)) == ["memory roof: 2,950 GB/s (measured copy)", "this kernel"]
+
+
+def test_gpu_timings_without_a_flop_count_say_how_to_get_the_roofline(page, live_server):
+    open_playground(page, live_server + "/examples/matmul")
+    inject_result(page, {**GPU_RESULT, "timings": {**GPU_RESULT["timings"], "flops": None, "tflops": None,
+                                                    "peak_tflops": None, "peak_tflops_kind": None}})
+    page.click("[data-tab=timings]")
+    assert page.inner_text(".roofline-hint") == "No roofline without a FLOP count: set FLOPs in the Options row (e.g. 2 * M * N * K) and run again."
+    assert page.locator("#timings .js-plotly-plot").count() == 0
+
+
+def test_the_flop_count_goes_from_the_form_into_the_run_and_a_share_link(browser, page, live_server):
+    open_playground(page, live_server + "/examples/matmul")
+    assert page.input_value("#opt-flops") == "2 * M * N * K"  # the gallery's own
+    page.fill("#opt-flops", "2 * M * N * K + M * N")
+    assert page.evaluate("window.playground.getSpec().options.flops") == "2 * M * N * K + M * N"
+
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=timings]")
+    assert "3.16 MFLOP" in page.inner_text("#timings")  # the server evaluated it: 2·128·128·96 + 128·128
+
+    spec = page.evaluate("window.playground.getSpec()")
+    url = share(page)
+    other = new_page(browser)
+    try:
+        open_playground(other, url)
+        assert other.input_value("#opt-flops") == "2 * M * N * K + M * N"
+        assert other.evaluate("window.playground.getSpec()") == spec
+        assert not other.errors, other.errors
+    finally:
+        other.context.close()
+
+    page.fill("#opt-flops", "3e6")
+    assert page.evaluate("window.playground.getSpec().options.flops") == 3_000_000
+    page.fill("#opt-flops", "")
+    assert page.evaluate("window.playground.getSpec().options.flops") is None
+
+
+def test_picking_sm80_in_the_ir_tab_runs_again_and_shows_sm80_ir(browser, page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=ir]")
+    assert page.input_value("select[aria-label='IR target']") == ""  # auto
+    assert page.inner_text(".ir-compiled-for") == "compiled for sm90"
+    page.evaluate("async () => { const { on } = await import('/static/js/hub.js'); window.runs = 0; on('run-started', () => window.runs++); }")
+
+    page.select_option("select[aria-label='IR target']", "sm80")
+    page.wait_for_function("document.querySelector('.ir-compiled-for')?.textContent === 'compiled for sm80'", timeout=RUN_TIMEOUT_MS)
+    assert page.evaluate("window.runs") == 1
+    assert page.get_attribute("#status-line", "data-state") == "ok"
+    page.click(".ir-stage[data-stage=ptx]")
+    assert ".target sm_80" in page.inner_text(".ir-view .cm-content")
+    assert page.evaluate("window.playground.getSpec().options.arch") == "sm80"
+
+    url = share(page)
+    other = new_page(browser)
+    try:
+        open_playground(other, url)
+        other.click("[data-tab=ir]")
+        assert other.input_value("select[aria-label='IR target']") == "sm80"
+        assert other.evaluate("window.playground.getSpec().options.arch") == "sm80"
+        assert not other.errors, other.errors
+    finally:
+        other.context.close()

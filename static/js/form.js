@@ -15,6 +15,7 @@ const state = {
   values: {},           // parameter name → text the user typed or the spec gave
   loadedArgs: {},       // parameter name → the spec's own value, kept as is while its text is unchanged
   rows: [],             // inputs table rows
+  loadedFlops: null,    // the spec's options.flops, kept as is while the field still shows it
 };
 let els = null;
 
@@ -247,10 +248,20 @@ function setOptions(options) {
   els.stages.value = String(options.num_stages ?? 3);
   for (const key of CHECKBOXES) els.options[key].checked = options[key] !== false;
   els.device.value = options.device || "auto";
+  state.loadedFlops = options.flops ?? null;
+  els.flops.value = state.loadedFlops === null ? "" : String(state.loadedFlops);
+}
+
+// options.flops: empty → null (no FLOP count), a plain number → a number, else an expression.
+function flopsValue(text) {
+  if (state.loadedFlops !== null && String(state.loadedFlops) === text) return state.loadedFlops;
+  if (text === "") return null;
+  return /^\d+(\.\d*)?(e\d+)?$/i.test(text) ? Number(text) : text;
 }
 
 function readOptions() {
-  const options = { num_warps: Number(els.warps.value), num_stages: Number(els.stages.value), device: els.device.value };
+  const options = { num_warps: Number(els.warps.value), num_stages: Number(els.stages.value), device: els.device.value,
+                    flops: flopsValue(els.flops.value.trim()) };
   for (const key of CHECKBOXES) options[key] = els.options[key].checked;
   return options;
 }
@@ -296,6 +307,7 @@ export function initLaunch(root) {
     warps: root.querySelector("#opt-num_warps"),
     stages: root.querySelector("#opt-num_stages"),
     device: root.querySelector("#opt-device"),
+    flops: root.querySelector("#opt-flops"),
     options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
   };
   els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });

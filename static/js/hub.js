@@ -11,6 +11,7 @@
 //   spec-loaded     {spec, ui}                 a spec replaced the page's state
 //   source-changed  {source}                   the editor's text changed (debounced)
 //   ir-line-selected {line}                    an IR line was clicked; line: its source line or null
+//   ir-target-selected {arch}                  the IR tab's target changed ("sm80", or null: auto)
 //   jump-to-line    {line}                     move the editor's cursor there (error card's "line N")
 //   show-program    {pid}                      open the diagram on this program (error card)
 //   tab-shown       {tab}                      results | diagram | timings | ir became visible

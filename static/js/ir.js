@@ -1,5 +1,6 @@
 // The IR tab: TTIR → TTGIR → LLIR → PTX → SASS in a read-only editor, with registers, spills and
-// shared memory. The cursor's source line lights up its IR lines; an IR line lights up its source.
+// shared memory, for a target picked in its header. The cursor's source line lights up its IR lines;
+// an IR line lights up its source.
 import {
   EditorView, EditorState, StateField, StateEffect, Decoration, StreamLanguage, HighlightStyle,
   syntaxHighlighting, basicSetup, tags,
@@ -10,6 +11,10 @@ import { playgroundTheme } from "./editor.js";
 import { errorCard } from "./results.js";
 
 const STAGES = [["ttir", "TTIR"], ["ttgir", "TTGIR"], ["llir", "LLIR"], ["ptx", "PTX"], ["sass", "SASS"]];
+// options.arch values Triton 3.7 compiles for on a host without a GPU (each checked there, down to
+// SASS); "" is auto: the server's GPU, or sm90 without one.
+const TARGETS = [["", "auto"], ["sm80", "sm80 A100"], ["sm86", "sm86 RTX 30"], ["sm89", "sm89 L4, RTX 40"],
+                 ["sm90", "sm90 H100"], ["sm100", "sm100 B200"], ["sm120", "sm120 RTX 50"]];
 
 // ---- highlighting for MLIR, LLVM IR, PTX and SASS: one small tokenizer is enough to read them ----
 
@@ -83,12 +88,32 @@ class IrPane {
     this.ir = null;
     this.stage = "ttir";
     this.sourceLine = null;
+    this.arch = null;      // the spec's options.arch
+  }
+
+  // Heads the tab in every state, so a target that does not compile can be swapped for another.
+  targetPicker() {
+    const current = this.arch || "";
+    const targets = TARGETS.some(([value]) => value === current) ? TARGETS : [...TARGETS, [current, current]];
+    return h("label", { class: "ir-target", title: "The GPU architecture to compile the IR for; changing it runs the kernel again" }, "target",
+      h("select", { "aria-label": "IR target", onchange: (event) => this.pickTarget(event.target.value || null) },
+        targets.map(([value, label]) => h("option", { value, selected: value === current }, label))));
+  }
+
+  pickerBar() {
+    return h("div", { class: "ir-bar" }, this.targetPicker());
+  }
+
+  pickTarget(arch) {
+    this.arch = arch;
+    this.waiting(`Running again to compile for ${arch || "this server's GPU (sm90 without one)"}…`);
+    emit("ir-target-selected", { arch });
   }
 
   waiting(text) {
     this.ir = null;
     this.view = null;
-    replaceChildren(this.container, h("div", { class: "empty-state" }, text));
+    replaceChildren(this.container, this.pickerBar(), h("div", { class: "empty-state" }, text));
   }
 
   // [IR line, source line] pairs of the shown stage, both 1-based (the map's keys are 0-based
@@ -106,7 +131,8 @@ class IrPane {
     }
     if (ir.error) {
       this.ir = null;
-      replaceChildren(this.container, h("div", { class: "results" }, errorCard(ir.error, "IR could not be compiled")));
+      replaceChildren(this.container, this.pickerBar(),
+        h("div", { class: "results" }, errorCard(ir.error, "IR could not be compiled")));
       return;
     }
     this.ir = ir;
@@ -125,8 +151,8 @@ class IrPane {
     }, label));
     const host = h("div", { class: "ir-view" });
     replaceChildren(this.container,
-      h("div", { class: "ir-bar" }, this.buttons, h("span", { class: "ir-stats" },
-        ir.target ? h("span", { class: "pill" }, ir.target) : null,
+      h("div", { class: "ir-bar" }, this.buttons, this.targetPicker(), h("span", { class: "ir-stats" },
+        ir.target ? h("span", { class: "pill ir-compiled-for", title: "the target this IR was compiled for" }, "compiled for ", h("b", {}, ir.target)) : null,
         pill("regs", ir.n_regs),
         pill("spills", ir.n_spills, ir.n_spills > 0),
         ir.shared_bytes !== null && ir.shared_bytes !== undefined ? pill("shared", `${ir.shared_bytes.toLocaleString("en-US")} B`) : null)),
@@ -185,8 +211,11 @@ export function initIr(container) {
   if (!container) return;
   const pane = new IrPane(container);
   const waiting = () => pane.waiting("Run the kernel to see what Triton compiles it to: TTIR → TTGIR → LLIR → PTX → SASS.");
+  on("spec-loaded", ({ spec }) => {
+    pane.arch = (spec.options && spec.options.arch) || null;
+    waiting();
+  });
   waiting();
-  on("spec-loaded", waiting);
   on("run-result", ({ result }) => pane.show(result));
   on("source-line-selected", ({ line }) => pane.highlightSource(line));
   on("tab-shown", ({ tab }) => { if (tab === "ir") pane.shown(); });

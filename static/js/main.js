@@ -12,7 +12,7 @@ import { initShare, initExport } from "./share.js";
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
 const ui = { pid: null, pane: null };
-let loadedSpec = null;      // the last spec loaded: keeps the fields no pane edits (seed, atol, ...)
+let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
 let diagramDrawn = false;
 
@@ -258,6 +258,11 @@ on("run-result", ({ result }) => {
   markResultsTab(result);
   lastResult = result;
   redrawDiagram();
+});
+// The IR tab's target is an option of the spec (so Share keeps it); a new target means a new compile.
+on("ir-target-selected", ({ arch }) => {
+  loadedSpec.options = { ...loadedSpec.options, arch };
+  emit("run-requested");
 });
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("show-program", ({ pid }) => {

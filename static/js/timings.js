@@ -1,6 +1,6 @@
 // The Timings tab: kernel vs. the PyTorch reference, compile time, memory bandwidth against the
-// measured copy bandwidth, TFLOP/s against the datasheet peak, the autotuner's configs and notes.
-// Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
+// measured copy bandwidth, TFLOP/s against the datasheet peak, a roofline, the autotuner's configs
+// and notes. Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
 
@@ -87,6 +87,118 @@ function computeCard(t) {
   });
 }
 
+// ---- the roofline ----
+
+// Plotly is heavy and cannot measure a hidden tab: the plot is drawn once the tab is visible.
+let tabVisible = false;
+let pendingRoofline = null;   // {host, t, facts}: a roofline waiting for the tab to be shown
+let rooflineObserver = null;  // resizes the drawn roofline with its pane (splitters, window)
+
+function formatRate(x, unit) {
+  return `${x >= 100 ? Math.round(x).toLocaleString("en-US") : x.toPrecision(3)} ${unit}`;
+}
+
+// What the roofline says about the kernel: its intensity, the roof above it and the share it reaches.
+function rooflineFacts(t) {
+  const intensity = t.flops / t.bytes;                          // FLOP per byte moved
+  const memoryRoof = (intensity * t.peak_gbps) / 1000;          // GB/s × FLOP/B → TFLOP/s
+  const roof = t.peak_tflops ? Math.min(memoryRoof, t.peak_tflops) : memoryRoof;
+  const ridge = t.peak_tflops ? (1000 * t.peak_tflops) / t.peak_gbps : null;
+  return { intensity, roof, ridge, share: t.tflops / roof, bound: ridge && intensity >= ridge ? "compute" : "memory" };
+}
+
+function rooflineCaption(t, facts) {
+  const where = facts.ridge
+    ? `${facts.intensity >= facts.ridge ? "right" : "left"} of the ridge at ${formatRate(facts.ridge, "FLOP/B")}, so ${facts.bound}-bound`
+    : "memory roof only: no compute peak is known for this GPU and dtype";
+  return `${formatRate(facts.intensity, "FLOP/B")} (${formatScaled(t.flops, "FLOP")} over ${formatBytes(t.bytes)}): `
+    + `${where}; ${(100 * facts.share).toFixed(0)}% of the roof at this intensity.`;
+}
+
+function rooflineCard(t) {
+  if (!t.bytes || !t.peak_gbps) return null;
+  if (!t.flops || !t.tflops) {
+    return h("p", { class: "roofline-hint" }, "No roofline without a FLOP count: set FLOPs in the Options row (e.g. ",
+      h("code", {}, "2 * M * N * K"), ") and run again.");
+  }
+  const facts = rooflineFacts(t);
+  const host = h("div", { class: "roofline-plot" });
+  pendingRoofline = { host, t, facts };
+  return h("div", { class: "card roofline" },
+    h("div", { class: "card-head" }, "Roofline", h("span", { class: "muted" },
+      facts.ridge ? "log–log; the kernel under the lower of its two ceilings" : "log–log; the kernel under the memory ceiling")),
+    h("div", { class: "card-body" }, host, h("p", { class: "caption" }, rooflineCaption(t, facts))));
+}
+
+function cssVar(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+// The memory roof rises to the ridge point, the compute roof is flat after it; they span two decades
+// left of the kernel (or the ridge) and one to the right, so both roofs and the point show.
+function rooflineTraces(t, facts) {
+  const lo = Math.min(facts.intensity, facts.ridge ?? Infinity) / 100;
+  const hi = Math.max(facts.intensity, facts.ridge ?? 0) * 10;
+  const memoryEnd = facts.ridge ?? hi;
+  const line = (colour) => ({ color: colour, width: 2 });
+  const traces = [{
+    type: "scatter", mode: "lines", name: `memory roof: ${formatRate(t.peak_gbps, "GB/s")} (measured copy)`,
+    x: [lo, memoryEnd], y: [(lo * t.peak_gbps) / 1000, (memoryEnd * t.peak_gbps) / 1000],
+    line: line(cssVar("--accent")), hovertemplate: "%{x:.3~s} FLOP/B → %{y:.3~s} TFLOP/s<extra>memory roof</extra>",
+  }];
+  if (facts.ridge) {
+    traces.push({
+      type: "scatter", mode: "lines", name: `compute roof: ${formatRate(t.peak_tflops, "TFLOP/s")}${t.peak_tflops_kind ? ` (${t.peak_tflops_kind})` : ""}`,
+      x: [facts.ridge, hi], y: [t.peak_tflops, t.peak_tflops],
+      line: line(cssVar("--warn")), hovertemplate: "%{y:.4~s} TFLOP/s<extra>compute roof</extra>",
+    });
+  }
+  traces.push({
+    type: "scatter", mode: "markers", name: "this kernel", x: [facts.intensity], y: [t.tflops],
+    marker: { size: 11, color: cssVar("--ok"), line: { color: cssVar("--text-strong"), width: 1.5 } },
+    hovertemplate: `this kernel<br>${formatRate(facts.intensity, "FLOP/B")} · ${formatRate(t.tflops, "TFLOP/s")}`
+      + `<br>${(100 * facts.share).toFixed(0)}% of the ${facts.bound} roof<extra></extra>`,
+  });
+  return traces;
+}
+
+// Ticks on whole decades only (0.1, 1, 10, 100, 1k): a log plot's in-between digits are noise here.
+// The y range leaves room above the highest roof or point, so the compute roof is not on the frame.
+function rooflineLayout(traces) {
+  const ys = traces.flatMap((trace) => trace.y);
+  const yRange = [Math.log10(Math.min(...ys)) - 0.1, Math.log10(Math.max(...ys)) + 0.3];
+  const axis = { type: "log", dtick: 1, tickformat: "~s", gridcolor: cssVar("--border"), zeroline: false,
+                 color: cssVar("--muted"), ticks: "outside", ticklen: 3 };
+  return {
+    height: 320, margin: { l: 56, r: 16, t: 8, b: 40 },
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+    font: { family: getComputedStyle(document.body).fontFamily, size: 11, color: cssVar("--text") },
+    xaxis: { ...axis, title: { text: "arithmetic intensity (FLOP/byte)", standoff: 6 } },
+    yaxis: { ...axis, range: yRange, title: { text: "TFLOP/s", standoff: 6 } },
+    legend: { orientation: "h", x: 0, y: -0.2, xanchor: "left", yanchor: "top" },
+    hoverlabel: { bgcolor: cssVar("--panel"), bordercolor: cssVar("--border-strong"), font: { color: cssVar("--text") } },
+    hovermode: "closest",
+  };
+}
+
+function drawRoofline() {
+  if (!tabVisible || !pendingRoofline) return;
+  const { host, t, facts } = pendingRoofline;
+  pendingRoofline = null;
+  const traces = rooflineTraces(t, facts);
+  Plotly.newPlot(host, traces, rooflineLayout(traces), { displaylogo: false, displayModeBar: false });
+  rooflineObserver = new ResizeObserver(() => { if (host.offsetWidth) Plotly.Plots.resize(host); });
+  rooflineObserver.observe(host);
+}
+
+// A new result or spec replaces the tab: free the old plot's listeners and data first.
+function clearRoofline(container) {
+  pendingRoofline = null;
+  rooflineObserver?.disconnect();
+  rooflineObserver = null;
+  for (const plot of container.querySelectorAll(".js-plotly-plot")) Plotly.purge(plot);
+}
+
 // One row per config; the one the launch used is marked.
 function autotuneCard(table) {
   if (!Array.isArray(table) || !table.length) return null;
@@ -115,6 +227,7 @@ function gpuTimings(t) {
     comparisonBars(t.kernel_ms, t.reference_ms),
     bandwidthCard(t),
     computeCard(t),
+    rooflineCard(t),
     autotuneCard(t.autotune),
     notesList(t.notes),
   ];
@@ -140,22 +253,32 @@ function emptyState(text) {
   return h("div", { class: "empty-state" }, text);
 }
 
-function render(container, result) {
+// `content` is built after the old roofline is cleared: building it may queue a new one.
+function show(container, content) {
+  clearRoofline(container);
+  replaceChildren(container, content());
+  drawRoofline();
+}
+
+function render(result) {
   const t = result.timings;
   if (!t) {
     const why = result.status === "error" ? "No timings: the run stopped with an error."
       : "No timings for this run: tick bench in the Options row to time the kernel.";
-    replaceChildren(container, emptyState(why));
-    return;
+    return emptyState(why);
   }
   const interpreted = t.interpreter || (result.device && result.device.kind === "interpreter");
-  replaceChildren(container, interpreted ? interpreterTimings(t) : gpuTimings(t));
+  return interpreted ? interpreterTimings(t) : gpuTimings(t);
 }
 
 export function initTimings(container) {
   if (!container) return;
-  const waiting = () => replaceChildren(container, emptyState("Run the kernel to time it against its PyTorch reference."));
+  const waiting = () => show(container, () => emptyState("Run the kernel to time it against its PyTorch reference."));
   waiting();
   on("spec-loaded", waiting);
-  on("run-result", ({ result }) => render(container, result));
+  on("run-result", ({ result }) => show(container, () => render(result)));
+  on("tab-shown", ({ tab }) => {
+    tabVisible = tab === "timings";
+    drawRoofline();
+  });
 }
