@@ -26,6 +26,10 @@ def _expect(cond, message):
         raise SpecError(message)
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _is_expr_map(value):
     return isinstance(value, dict) and all(isinstance(k, str) and k.isidentifier() for k in value)
 
@@ -62,5 +66,13 @@ def normalize(raw):
     for key in ("num_warps", "num_stages"):
         _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32")
     _expect(isinstance(options["seed"], int), "options.seed must be an integer")
+    for key in ("check", "bench", "trace", "ir", "sanitize"):
+        _expect(isinstance(options[key], bool), f"options.{key} must be true or false")
+    for key in ("atol", "rtol"):
+        _expect(options[key] is None or _is_number(options[key]) and options[key] >= 0,
+                f"options.{key} must be a non-negative number, or null for the dtype's default")
+    _expect(options["flops"] is None or _is_number(options["flops"]) or isinstance(options["flops"], str),
+            "options.flops must be a number or an expression such as \"2 * M * N * K\"")
+    _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"")
     spec["options"] = options
     return spec

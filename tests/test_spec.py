@@ -29,3 +29,14 @@ def test_malformed_specs_name_the_field(change, names):
 def test_not_an_object():
     with pytest.raises(SpecError, match="JSON object"):
         normalize(["source"])
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"trace": "yes"}, "options.trace must be true or false"),
+    ({"atol": -1}, "options.atol must be a non-negative number"),
+    ({"flops": [1]}, "options.flops must be a number or an expression"),
+    ({"arch": 90}, "options.arch must be a string"),
+])
+def test_option_types_are_checked_with_the_options_name(options, words):
+    with pytest.raises(SpecError, match=words):
+        normalize({**vector_add_spec(), "options": options})
