@@ -451,3 +451,24 @@ def test_picking_sm80_in_the_ir_tab_runs_again_and_shows_sm80_ir(browser, page, 
         assert not other.errors, other.errors
     finally:
         other.context.close()
+
+
+def test_a_new_meta_parameter_value_reruns_at_once(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert run_and_wait(page) == "ok"
+    assert "3 programs" in page.inner_text("#status-line")
+    page.evaluate("""() => {
+        window.runsSeen = 0;
+        new MutationObserver(() => { if (document.querySelector('#status-line').dataset.state === 'running') window.runsSeen++; })
+            .observe(document.querySelector('#status-line'), { attributes: true });
+    }""")
+
+    page.fill('input[data-param="BLOCK_SIZE"]', "8")
+    page.press('input[data-param="BLOCK_SIZE"]', "Enter")  # no Run click: the change runs
+    page.wait_for_function("document.querySelector('#status-line').innerText.includes('2 programs')", timeout=RUN_TIMEOUT_MS)
+    assert page.get_attribute("#status-line", "data-state") == "ok"
+
+    page.select_option("#opt-num_warps", "2")
+    page.wait_for_function("window.runsSeen >= 2 && document.querySelector('#status-line').dataset.state === 'ok'",
+                           timeout=RUN_TIMEOUT_MS)
+    assert page.evaluate("window.playground.getSpec().options.num_warps") == 2

@@ -1,6 +1,6 @@
 // The launch pane: which kernel, its arguments (read from the source), the inputs table, the grid
 // and the options. Filled on `spec-loaded`; `readLaunch()` gives the spec's launch fields back.
-import { on } from "./hub.js";
+import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
 
@@ -70,6 +70,8 @@ function renderArgs() {
       placeholder: param.tuned ? "chosen by the tuner" : "expression or literal",
       "aria-label": `value of ${param.name}`,
       oninput: (event) => { state.values[param.name] = event.target.value; },
+      // A new meta-parameter value is a new compile: try it at once (Enter or leaving the field).
+      onchange: () => { if (param.constexpr) emit("meta-parameter-changed", { name: param.name }); },
     });
     // The source's own comment on the parameter, as a tooltip: the editor shows it too.
     const note = [`${param.name}${param.annotation ? `: ${param.annotation}` : ""}`, param.comment].filter(Boolean).join("\n");
@@ -311,6 +313,9 @@ export function initLaunch(root) {
     options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
   };
   els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });
+  for (const name of ["warps", "stages"]) {
+    els[name].addEventListener("change", () => emit("meta-parameter-changed", { name: `num_${name}` }));
+  }
   els.grid.addEventListener("input", () => els.grid.classList.toggle("invalid", !els.grid.value.trim()));
   root.querySelector("#add-input").addEventListener("click", addRow);
   on("spec-loaded", ({ spec }) => loadLaunch(spec));

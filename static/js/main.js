@@ -264,6 +264,11 @@ on("ir-target-selected", ({ arch }) => {
   loadedSpec.options = { ...loadedSpec.options, arch };
   emit("run-requested");
 });
+// Trying another num_warps, num_stages or constexpr value re-runs once a run has been seen
+// (Triton's cache is shared between runs, so a value tried before does not compile again).
+on("meta-parameter-changed", () => {
+  if (lastResult && !$("#run-button").classList.contains("running")) emit("run-requested");
+});
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("show-program", ({ pid }) => {
   ui.pid = Array.isArray(pid) ? pid : [pid, 0, 0];
