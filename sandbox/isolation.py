@@ -37,7 +37,9 @@ def private_filesystem(scratch, hidden, writable):
         _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
         handles = {path: os.open(path, os.O_PATH) for path in places}  # reachable once covered
         for directory in hidden:
-            if os.path.isdir(directory):
+            # Never a directory holding the code a run still imports (a checkout under /tmp, say).
+            needed = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(__file__)))
+            if os.path.isdir(directory) and not any(_is_within(path, directory) for path in needed):
                 _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
         for path, fd in handles.items():  # each its own mount point, so it stays writable
             os.makedirs(path, exist_ok=True)

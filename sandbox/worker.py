@@ -29,14 +29,15 @@ from sandbox.errors import RunError  # noqa: E402
 
 SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
 MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
-RUN_ROOT = os.environ.get("RUN_ROOT") or tempfile.gettempdir()
-# Directories a run process must not see (the server's database); RUN_ROOT, where every run's
-# scratch dir lives, is hidden too, all but this run's own.
+# Every run's scratch dir lives here, and a run sees only its own.
+RUN_ROOT = os.environ.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
+os.makedirs(RUN_ROOT, mode=0o711, exist_ok=True)
+# Directories a run process must not see: the other runs, and the server's database.
 HIDDEN = [RUN_ROOT, *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep))]
 HAS_GPU = torch.cuda.is_available()
 # Compiled kernels are cached across runs (a GPU compile costs ~1.7 s). Run processes may run as
 # nobody, so the cache is shared and world-writable: a known trust trade-off (see README).
-TRITON_CACHE_DIR = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(RUN_ROOT, "playground-triton-cache"))
+TRITON_CACHE_DIR = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-triton-cache"))
 os.makedirs(TRITON_CACHE_DIR, exist_ok=True)
 with contextlib.suppress(PermissionError):
     os.chmod(TRITON_CACHE_DIR, 0o1777)
