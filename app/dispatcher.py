@@ -72,6 +72,14 @@ class WorkerProcess:
             self.proc.kill()
         self.proc.wait()
 
+    def stop(self, grace_s=3):
+        """Close its input so it cleans up and exits; kill it if it does not."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(grace_s)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
 
 class Slot:
     """A worker slot: keeps one worker alive and feeds it jobs, one at a time."""
@@ -209,4 +217,4 @@ class Dispatcher:
                 pass
         for slot in self.slots:
             if slot.worker:
-                slot.worker.kill()
+                slot.worker.stop()

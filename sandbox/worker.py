@@ -109,7 +109,7 @@ class Child:
     parent_fds = set()  # this process's ends of every live child's pipes: no other child may hold them
 
     def __init__(self):
-        self.scratch = tempfile.mkdtemp(prefix="run-", dir=RUN_ROOT)
+        self.scratch = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=RUN_ROOT)
         job_r, self.job_w = os.pipe()
         self.msg_r, msg_w = os.pipe()
         self.out_r, out_w = os.pipe()
@@ -275,7 +275,16 @@ class Worker:
             child.finish()
 
 
+def sweep_scratch_dirs():
+    """Remove the scratch dirs a killed worker left behind (they are named after their worker's pid)."""
+    for name in os.listdir(RUN_ROOT):
+        pid = name.split("-")[1] if name.startswith("run-") and name.count("-") >= 2 else ""
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(os.path.join(RUN_ROOT, name), ignore_errors=True)
+
+
 def main():
+    sweep_scratch_dirs()
     # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -287,6 +296,7 @@ def main():
         if job is None:
             continue
         worker.run(job)
+    worker.next_child.finish()  # stdin closed: the server stopped this worker
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(
     import tempfile
     from app.dispatcher import WORKER_ENV, WORKER_ENV_PREFIXES
     health = client.get("/healthz").get_json()
-    snoop = SNOOP.format(database=app.config["DATABASE"], run_root=tempfile.gettempdir())
+    snoop = SNOOP.format(database=app.config["DATABASE"], run_root=os.path.join(tempfile.gettempdir(), "playground-runs"))
     result = run(client, {**spec, "source": spec["source"] + snoop})
     assert result["status"] == "ok", result["error"]
     environment = eval(result["stdout"].split("environment:")[1].splitlines()[0])
@@ -277,3 +277,24 @@ def test_a_tensor_made_in_an_argument_expression_is_traced_by_its_parameter(clie
     result = run(client, spec)
     assert result["status"] == "ok", result["error"]
     assert "y_ptr" in result["trace"]["tensors"]
+
+
+def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp_path, spec):
+    import tempfile
+    from app import create_app
+    from tests.conftest import wait_until_ready
+    run_root = os.path.join(tempfile.gettempdir(), "playground-runs")
+    os.makedirs(run_root, exist_ok=True)
+    orphan = tempfile.mkdtemp(prefix="run-999999999-", dir=run_root)  # left by a worker long dead
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "t.sqlite"), "WORKERS": 1})
+    wait_until_ready(app)
+    worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]
+    assert run(app.test_client(), spec)["status"] == "ok"
+    assert not os.path.exists(orphan)
+    mine = lambda: [n for n in os.listdir(run_root) if n.startswith(f"run-{worker_pid}-")]  # noqa: E731
+    deadline = time.monotonic() + 10
+    while len(mine()) > 1 and time.monotonic() < deadline:  # the finished run's goes just after its reply
+        time.sleep(0.05)
+    assert len(mine()) == 1  # the next run's, forked ahead of need
+    app.extensions["dispatcher"].stop()
+    assert mine() == []
