@@ -4,8 +4,9 @@
 
 Starts the real server (gunicorn, as `make run` does) on a free port, runs vector add
 (n=98432, check only) N times over a websocket, and prints a table in milliseconds. On a GPU a
-check-only run still bounds-checks the launch in the interpreter first; the second variant turns
-that off (options.sanitize) to show what the pass costs.
+check-only run bounds-checks its launch in the interpreter first, and a worker remembers the
+launches that passed: re-running the same spec skips the pass. The second variant makes every run
+a new launch (a new seed) to show what the pass costs; the third turns it off (options.sanitize).
 """
 import argparse
 import json
@@ -24,7 +25,10 @@ from sandbox import protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_ONLY = {"check": True, "bench": False, "trace": False, "ir": False}
-VARIANTS = {"check only": CHECK_ONLY, "check only, no bounds check": {**CHECK_ONLY, "sanitize": False}}
+# name: (options, a new launch each run)
+VARIANTS = {"check only": (CHECK_ONLY, False),
+            "check only, new seed each run": (CHECK_ONLY, True),
+            "check only, no bounds check": ({**CHECK_ONLY, "sanitize": False}, False)}
 
 
 def free_port():
@@ -67,7 +71,7 @@ def start_server(port):
     raise SystemExit("server did not become healthy")
 
 
-def measure(port, runs, options, pause_s):
+def measure(port, runs, options, new_launch, pause_s):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/examples/vector_add") as r:
         spec = json.load(r)["spec"]
     spec["options"].update(options)
@@ -77,6 +81,8 @@ def measure(port, runs, options, pause_s):
     client.connect(f"http://127.0.0.1:{port}", transports=["websocket"])
     rows = []
     for i in range(runs + 2):  # two warm-up runs
+        if new_launch:
+            spec["options"]["seed"] = 1000 + i
         done.clear()
         start = time.perf_counter()
         client.call("run", {"spec": spec})
@@ -102,7 +108,7 @@ def main():
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
             device = json.load(r)["device"]
-        rows = {name: measure(port, args.runs, options, args.pause) for name, options in VARIANTS.items()}
+        rows = {name: measure(port, args.runs, *variant, args.pause) for name, variant in VARIANTS.items()}
     finally:
         server.terminate()
         server.wait()

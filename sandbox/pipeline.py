@@ -392,8 +392,9 @@ class GridPerConfig:
 class Run:
     """One run of one spec; `emit(type, content)` streams status to the worker."""
 
-    def __init__(self, spec, emit, scratch, limits):
+    def __init__(self, spec, emit, scratch, limits, checked_before=False):
         self.spec, self.emit, self.scratch = spec, emit, scratch
+        self.checked_before = checked_before
         self.limits = {k: v for k, v in limits.items() if k in ("max_programs", "max_bytes")}
         self.trace_budget_s = limits.get("trace_budget_s")
         self.options = spec["options"]
@@ -440,8 +441,11 @@ class Run:
         self.status("compiling", "tracing on CPU copies, then compiling for the GPU")
         kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
         before = {name: t.clone() for name, t in inputs.items()}
-        if self.options["trace"] or self.options["sanitize"]:
+        if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
             self.trace_on_cpu(inputs, grid)
+        elif self.options["sanitize"]:
+            self.result["notes"].append("Bounds check not repeated: this worker checked this exact launch (source, "
+                                        "inputs, arguments, grid and seed) on an earlier run.")
         else:
             self.result["notes"].append("No trace and no bounds check (options.trace and options.sanitize are "
                                         "off): an out-of-bounds access faults on the GPU instead of being explained.")
@@ -474,6 +478,7 @@ class Run:
         try:
             self.result["trace"] = traced_launch(kernel, grid, args, inputs, path, self.options, self.limits,
                                                  self.trace_budget_s)
+            self.emit("checked", {})  # every access of this launch is in bounds: the worker remembers it
         except TraceBudgetExceeded as e:
             self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
         except Exception as e:
@@ -605,8 +610,10 @@ def bytes_moved(trace, tensors):
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"
 
 
-def run_spec(raw_spec, emit=None, scratch=None, limits=None):
-    """Run one spec to completion and return the result dict; never raises for user errors."""
+def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=False):
+    """Run one spec to completion and return the result dict; never raises for user errors.
+    `checked_before`: the same launch passed the bounds check on an earlier run (GPU: skip the CPU pass
+    when no trace is asked for). `emit("checked", {})` reports a launch that passed it."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
@@ -615,7 +622,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None):
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
-        run = Run(spec, emit, scratch, limits or {})
+        run = Run(spec, emit, scratch, limits or {}, checked_before)
         try:
             run.execute()
         except RunError as e:

@@ -2,6 +2,7 @@
 
 Every message: {"type", "id", "run_id", "content"}. The server sends `job`; a worker sends `ready`
 once warm, then for each job any number of `status` and `stdout`, and exactly one `result`.
+Between a run process and its worker there is also `checked`: the launch passed the bounds check.
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
 """
 import json
@@ -9,6 +10,7 @@ import uuid
 
 SERVER_TYPES = ("job",)
 WORKER_TYPES = ("ready", "status", "stdout", "result")
+RUN_TYPES = ("status", "checked", "result")  # a run process's messages to its worker
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
@@ -17,7 +19,7 @@ def new_id():
 
 
 def message(type, run_id=None, **content):
-    assert type in SERVER_TYPES + WORKER_TYPES, type
+    assert type in SERVER_TYPES + WORKER_TYPES + RUN_TYPES, type
     return {"type": type, "id": new_id(), "run_id": run_id, "content": content}
 
 

@@ -3,6 +3,8 @@
 Pure Python and free of user-code evaluation, so the web process can validate specs too.
 """
 import copy
+import hashlib
+import json
 
 VERSION = 1
 DEVICES = ("auto", "gpu", "interpreter")
@@ -76,3 +78,11 @@ def normalize(raw):
     _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"")
     spec["options"] = options
     return spec
+
+
+def launch_key(spec):
+    """What decides where a normalized spec's launch reads and writes: source, inputs (made from the
+    seed), arguments and grid. Equal keys are the same launch, so a bounds check one passed holds for
+    the other; options such as num_warps, bench or trace do not move an address."""
+    fields = [spec[k] for k in ("source", "kernel", "inputs", "args", "grid")] + [spec["options"]["seed"]]
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()

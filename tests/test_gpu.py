@@ -58,6 +58,18 @@ def test_check_only_without_sanitizer_skips_the_cpu_pass(client):
     assert "no bounds check" in result["notes"][0].lower()
 
 
+def test_rerunning_the_same_launch_skips_the_repeated_bounds_check(client):
+    spec = vector_add_spec(n=7777, block=256)
+    spec["options"].update({"trace": False, "bench": False, "ir": False})
+    notes = []
+    for _ in range(3):  # two workers: one of the second and third runs lands where the first did
+        result = run(client, spec)
+        assert result["status"] == "ok", result["error"]
+        notes.append(" ".join(result["notes"]))
+    assert "not repeated" not in notes[0]
+    assert any("not repeated" in n for n in notes[1:])
+
+
 def test_a_loop_over_tl_cdiv_works(client):
     # triton 3.6's interpreter with numpy 2.5 failed on range(0, tl.cdiv(...)): the trace pass must not.
     source = '''import triton

@@ -1,6 +1,8 @@
+import copy
+
 import pytest
 
-from sandbox.spec import DEFAULT_OPTIONS, SpecError, normalize
+from sandbox.spec import DEFAULT_OPTIONS, SpecError, launch_key, normalize
 from tests.conftest import vector_add_spec
 
 
@@ -40,3 +42,14 @@ def test_not_an_object():
 def test_option_types_are_checked_with_the_options_name(options, words):
     with pytest.raises(SpecError, match=words):
         normalize({**vector_add_spec(), "options": options})
+
+
+def test_a_launch_key_changes_with_what_moves_an_address_and_nothing_else(spec):
+    key = launch_key(normalize(spec))
+    presentational = copy.deepcopy(spec)
+    presentational["options"].update({"bench": False, "trace": False, "num_warps": 8, "atol": 1.0})
+    assert launch_key(normalize(presentational)) == key
+    for change in ({"grid": "(1,)"}, {"args": {**spec["args"], "BLOCK_SIZE": 512}},
+                   {"inputs": {**spec["inputs"], "x": "torch.ones(4096)"}}, {"source": spec["source"] + "\n# edit"},
+                   {"options": {**spec["options"], "seed": 1}}):
+        assert launch_key(normalize({**spec, **change})) != key, change
