@@ -109,6 +109,7 @@ class Child:
     """A forked run process, warm and waiting for its job."""
 
     parent_fds = set()  # this process's ends of every live child's pipes: no other child may hold them
+    live = set()  # pids of the run processes not yet finished
 
     def __init__(self):
         self.scratch = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=RUN_ROOT)
@@ -134,6 +135,7 @@ class Child:
                 os._exit(code)
         for fd in (job_r, msg_w, out_w):
             os.close(fd)
+        Child.live.add(self.pid)
         Child.parent_fds.update((self.job_w, self.msg_r, self.out_r))
         self.lines = b""
         self.ready = None
@@ -190,11 +192,48 @@ class Child:
         except ProcessLookupError:
             pass
         _, status = os.waitpid(self.pid, 0)
+        Child.live.discard(self.pid)
+        kill_strays(keep=Child.live)
         for fd in (self.msg_r, self.out_r):
             os.close(fd)
             Child.parent_fds.discard(fd)
         shutil.rmtree(self.scratch, ignore_errors=True)
         return status
+
+
+def become_subreaper():
+    """Processes a run leaves behind (forked, however detached: setsid, double fork) become this
+    worker's children when the run process dies, so kill_strays can find them."""
+    PR_SET_CHILD_SUBREAPER = 36
+    isolation.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def children():
+    """Pids of this process's children (from /proc: a stray's pid is known to no one here)."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            found.append(int(name))
+    return found
+
+
+def kill_strays(keep):
+    """Kill and reap every child but the run processes in `keep`: what a finished run left running."""
+    for _ in range(100):  # a stray may fork while it is being killed; its children come back here
+        strays = [pid for pid in children() if pid not in keep]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
 
 
 def describe_exit(status):
@@ -316,6 +355,7 @@ def sweep_scratch_dirs():
 
 
 def main():
+    become_subreaper()
     sweep_scratch_dirs()
     # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")

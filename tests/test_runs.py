@@ -92,6 +92,30 @@ def test_a_run_that_kills_its_process_costs_only_that_run(client, spec, source, 
     assert run(client, spec)["status"] == "ok"
 
 
+STRAY = """
+import os, time
+read_end, write_end = os.pipe()
+if os.fork() == 0:  # a daemon, detached the classic way: new session, double fork
+    os.setsid()
+    stray = os.fork()
+    if stray == 0:
+        time.sleep(600)
+    os.write(write_end, str(stray).encode())
+    os._exit(0)
+print('stray', int(os.read(read_end, 32)))
+"""
+
+
+def test_a_process_a_run_leaves_behind_is_killed_with_the_run(client, spec):
+    result = run(client, {**spec, "source": spec["source"] + STRAY})
+    assert result["status"] == "ok", result["error"]
+    stray = int(result["stdout"].split("stray")[1].split()[0])
+    deadline = time.monotonic() + 5
+    while os.path.exists(f"/proc/{stray}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{stray}"), "the run's daemon outlived it"
+
+
 PIPES = """
 import os
 def pipes(readable):
