@@ -5,6 +5,7 @@ from app import gallery, share
 from app.dispatcher import QueueFull
 from app.errors import error_response
 from app.export import export_script
+from app.owners import current_owner
 from sandbox.spec import SpecError, normalize
 
 bp = Blueprint("api", __name__)
@@ -31,7 +32,7 @@ def spec_from(body):
 def run():
     try:
         spec = spec_from(json_body())
-        return jsonify(dispatcher().run(spec))
+        return jsonify(dispatcher().run(spec, current_owner()))
     except SpecError as e:
         return error_response(400, str(e), phase="parse")
     except QueueFull as e:

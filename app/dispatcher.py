@@ -5,7 +5,7 @@ processes and reads their messages (sandbox.protocol). Each worker slot is a thr
 next job from one bounded queue, relays the worker's messages to the job's listener, and replaces
 the worker when it dies or stops answering.
 """
-import itertools
+import hashlib
 import logging
 import os
 import queue
@@ -30,9 +30,11 @@ class QueueFull(Exception):
 
 
 class Job:
-    def __init__(self, spec, listener):
+    def __init__(self, spec, listener, owner):
         self.run_id = protocol.new_id()
         self.spec = spec
+        # Runs of one owner share compiled kernels; a worker sees a digest, never the session's id.
+        self.owner = hashlib.sha256(owner.encode()).hexdigest()[:32]
         self.listener = listener  # listener(run_id, type, content), called from a worker slot's thread
 
     def notify(self, type, content):
@@ -125,7 +127,7 @@ class Slot:
         timeout_s = self.dispatcher.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
         try:
-            self.worker.send(protocol.message("job", job.run_id, spec=job.spec, timeout_s=timeout_s,
+            self.worker.send(protocol.message("job", job.run_id, spec=job.spec, owner=job.owner, timeout_s=timeout_s,
                                               output_limit=self.dispatcher.config["OUTPUT_LIMIT_BYTES"],
                                               limits=self.dispatcher.trace_limits()))
         except OSError:
@@ -179,9 +181,10 @@ class Dispatcher:
         return {"max_programs": self.config["TRACE_MAX_PROGRAMS"], "max_bytes": self.config["TRACE_MAX_BYTES"],
                 "trace_budget_s": self.config["TRACE_BUDGET_S"]}
 
-    def submit(self, spec, listener):
-        """Queue a run; returns its run_id. listener(run_id, type, content) gets status, stdout and result."""
-        job = Job(spec, listener)
+    def submit(self, spec, listener, owner):
+        """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id.
+        listener(run_id, type, content) gets status, stdout and result."""
+        job = Job(spec, listener, owner)
         try:
             self.jobs.put_nowait(job)
         except queue.Full:
@@ -189,7 +192,7 @@ class Dispatcher:
         job.notify("status", {"phase": "queued", "message": f"queued ({self.jobs.qsize()} waiting)"})
         return job.run_id
 
-    def run(self, spec):
+    def run(self, spec, owner):
         """Blocking run, for POST /api/run."""
         done, box = threading.Event(), {}
 
@@ -198,7 +201,7 @@ class Dispatcher:
                 box["result"] = content["result"]
                 done.set()
 
-        self.submit(spec, listener)
+        self.submit(spec, listener, owner)
         done.wait()
         return box["result"]
 

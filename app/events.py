@@ -2,6 +2,7 @@
 from flask import current_app, request
 
 from app.dispatcher import QueueFull
+from app.owners import current_owner
 from sandbox.spec import SpecError, normalize
 
 EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "result": "run_result"}
@@ -21,6 +22,6 @@ def register(socketio):
             socketio.emit(EVENT_NAMES[type], {"run_id": run_id, **content}, to=sid)
 
         try:
-            return {"run_id": current_app.extensions["dispatcher"].submit(spec, listener)}
+            return {"run_id": current_app.extensions["dispatcher"].submit(spec, listener, current_owner())}
         except QueueFull as e:
             return {"error": {"phase": "limit", "message": str(e)}}

@@ -26,13 +26,13 @@ def _mount(source, target, fstype, flags, data=None):
         raise OSError(ctypes.get_errno(), f"mount on {target}: {os.strerror(ctypes.get_errno())}")
 
 
-def private_filesystem(scratch, hidden, writable):
+def private_filesystem(scratch, hidden):
     """A private mount namespace: each `hidden` directory an empty tmpfs (the other runs' scratch
-    dirs, the server's database), then the whole filesystem read-only, except for this run's scratch
-    dir and the `writable` dirs (Triton's kernel cache), bound back in place. Returns the steps applied."""
+    dirs and kernel caches, the server's database), then the whole filesystem read-only, except for
+    this run's scratch dir, bound back in place. Returns the steps applied."""
     if not _unshare(CLONE_NEWNS):
         return []
-    places = [p for p in (scratch, *writable) if os.path.isdir(p)]
+    places = [scratch]
     try:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host's namespace
         handles = {path: os.open(path, os.O_PATH) for path in places}  # reachable once covered
@@ -41,7 +41,7 @@ def private_filesystem(scratch, hidden, writable):
             needed = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(__file__)))
             if os.path.isdir(directory) and not any(_is_within(path, directory) for path in needed):
                 _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-        for path, fd in handles.items():  # each its own mount point, so it stays writable
+        for path, fd in handles.items():  # its own mount point, so it stays writable
             os.makedirs(path, exist_ok=True)
             _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
             os.close(fd)
@@ -117,12 +117,12 @@ def set_limits(memory_mb, file_mb=64, open_files=256):
     return f"rlimits (memory +{memory_mb} MB)" if memory_mb else "rlimits"
 
 
-def enter(mode, scratch, memory_mb, hidden=(), writable=()):
+def enter(mode, scratch, memory_mb, hidden=()):
     """Apply isolation in the run process; returns the list of steps that took effect."""
     applied = []
     if mode == "auto":
         network = drop_network()
-        filesystem = private_filesystem(scratch, hidden, writable)
+        filesystem = private_filesystem(scratch, hidden)
         user = drop_privileges(scratch)  # last: the steps before need root
         applied += [network, *filesystem, user]
     applied = [step for step in applied if step]

@@ -27,6 +27,7 @@ import triton  # noqa: E402
 
 from sandbox import isolation, pipeline, protocol  # noqa: E402
 from sandbox.errors import RunError  # noqa: E402
+from sandbox.kernel_cache import KernelCaches  # noqa: E402
 from sandbox.spec import SpecError, launch_key, normalize  # noqa: E402
 
 SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
@@ -34,15 +35,17 @@ MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
 # Every run's scratch dir lives here, and a run sees only its own.
 RUN_ROOT = os.environ.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
 os.makedirs(RUN_ROOT, mode=0o711, exist_ok=True)
-# Directories a run process must not see: the other runs, and the server's database.
-HIDDEN = [RUN_ROOT, *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep))]
 HAS_GPU = torch.cuda.is_available()
-# Compiled kernels are cached across runs (a GPU compile costs ~1.7 s). Run processes may run as
-# nobody, so the cache is shared and world-writable: a known trust trade-off (see README).
-TRITON_CACHE_DIR = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-triton-cache"))
-os.makedirs(TRITON_CACHE_DIR, exist_ok=True)
+# This process's own Triton cache (the launcher utilities it builds before any fork). Runs compile
+# into their scratch dirs, and their kernels are kept per owner (sandbox.kernel_cache).
+TRITON_CACHE_DIR = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-worker-cache"))
+os.makedirs(TRITON_CACHE_DIR, mode=0o700, exist_ok=True)
 with contextlib.suppress(PermissionError):
-    os.chmod(TRITON_CACHE_DIR, 0o1777)
+    os.chmod(TRITON_CACHE_DIR, 0o700)
+KERNEL_CACHES = KernelCaches(os.path.join(RUN_ROOT, "kernel-caches"))
+# Directories a run process must not see: the other runs and owners' kernels, this process's
+# cache, and the server's database.
+HIDDEN = [RUN_ROOT, TRITON_CACHE_DIR, *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep))]
 if not HAS_GPU:
     os.environ["TRITON_INTERPRET"] = "1"
     triton.knobs.runtime.interpret = True
@@ -77,12 +80,18 @@ def warm_cuda():
     torch.cuda.synchronize()
 
 
+def kernel_cache_of(scratch):
+    return os.path.join(scratch, "triton-cache")
+
+
 def child_main(job_r, msg_w, scratch):
     def send(msg):
         os.write(msg_w, protocol.encode(protocol.jsonable(msg)))
 
-    applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB, HIDDEN, [TRITON_CACHE_DIR])
+    applied = isolation.enter(SANDBOX_MODE, scratch, 0 if HAS_GPU else MEMORY_MB, HIDDEN)
     os.environ["TMPDIR"] = tempfile.tempdir = scratch  # ptxas, cuobjdump and user code write temp files here
+    os.makedirs(kernel_cache_of(scratch))  # made here, so it belongs to whoever the run now is
+    os.environ["TRITON_CACHE_DIR"] = kernel_cache_of(scratch)
     if HAS_GPU:
         warm_cuda()
     kind = "gpu" if HAS_GPU else "interpreter"
@@ -139,6 +148,8 @@ class Child:
         Child.parent_fds.update((self.job_w, self.msg_r, self.out_r))
         self.lines = b""
         self.ready = None
+        self.owner = None  # whose kernel cache it was lent, to collect back
+        self.reservation = None
 
     def next_message(self, deadline):
         """Block until the child sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data)."""
@@ -185,6 +196,12 @@ class Child:
         os.close(self.job_w)
         Child.parent_fds.discard(self.job_w)
 
+    def hold_kernel_cache(self):
+        """Take the owner's lock until finish() collects what this run compiled."""
+        self.reservation = KERNEL_CACHES.reserve(self.owner)
+        if self.reservation is not None:
+            Child.parent_fds.add(self.reservation)  # a run process forked meanwhile must not hold it
+
     def finish(self):
         """Kill if still running, reap, and remove the scratch directory. Returns the wait status."""
         try:
@@ -197,6 +214,10 @@ class Child:
         for fd in (self.msg_r, self.out_r):
             os.close(fd)
             Child.parent_fds.discard(fd)
+        if self.owner:  # nothing of the run runs any more: what it compiled can be looked at
+            with contextlib.suppress(OSError):
+                KERNEL_CACHES.collect(self.owner, kernel_cache_of(self.scratch), self.reservation)
+            Child.parent_fds.discard(self.reservation)
         shutil.rmtree(self.scratch, ignore_errors=True)
         return status
 
@@ -281,11 +302,15 @@ class Worker:
         self.next_child = Child()
         return self.next_child.wait_ready(120)
 
-    def start_job(self, job):
-        """Hand the job to the warm run process (waiting for its warm-up only if runs come back to back)."""
+    def start_job(self, job, owner):
+        """Hand the job to the warm run process (waiting for its warm-up only if runs come back to
+        back), with its owner's compiled kernels."""
         child = self.next_child
         if child.ready is None:
             child.wait_ready(120)
+        child.owner = owner
+        with contextlib.suppress(OSError):  # at worst the run compiles again
+            KERNEL_CACHES.lend(owner, kernel_cache_of(child.scratch))
         child.send_job(job)
         return child
 
@@ -293,12 +318,13 @@ class Worker:
         run_id, content = job["run_id"], job["content"]
         timeout_s = float(content.get("timeout_s") or 30)
         output_limit = int(content.get("output_limit") or 1 << 20)
+        owner = content.get("owner")
         try:
-            key = launch_key(normalize(content.get("spec")))
+            key = (owner, launch_key(normalize(content.get("spec"))))
         except SpecError:
             key = None  # the run process reports it
         content["checked_before"] = key is not None and key in self.checked
-        child = self.start_job(job)
+        child = self.start_job(job, owner)
         deadline = time.monotonic() + timeout_s
         output = bytearray()
         result = error = None
@@ -336,6 +362,8 @@ class Worker:
         if error is not None:
             result = error.result()
         result["stdout"] = output.decode(errors="replace")
+        if not died:  # collected below, after the reply: the owner's next run waits for it
+            child.hold_kernel_cache()
         self.send(protocol.message("result", run_id, result=result))
         # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
         # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init

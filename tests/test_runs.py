@@ -173,6 +173,24 @@ def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(
         assert len([name for name in listing if name.startswith("run-")]) == 1  # its own scratch dir only
 
 
+CACHE_SNOOP = """
+import os
+print('cache:', sorted(os.listdir(os.environ['TRITON_CACHE_DIR'])))
+"""
+
+
+def test_a_run_gets_its_owners_compiled_kernels_and_no_one_elses(app, spec):
+    if "private mounts" not in app.test_client().get("/healthz").get_json()["isolation"]:
+        pytest.skip("without private mounts a run can see every scratch dir")
+    alice, bob = app.test_client(), app.test_client()  # two browsers: two session cookies
+    assert run(alice, {**spec, "options": {"ir": True}})["ir"]["ptx"]
+    snoop = {**spec, "source": spec["source"] + CACHE_SNOOP}
+    seen = {name: eval(run(client, snoop)["stdout"].split("cache:")[1].splitlines()[0])
+            for name, client in (("alice", alice), ("bob", bob))}
+    assert seen["alice"], "the owner's next run starts without the kernel it compiled"
+    assert seen["bob"] == []
+
+
 WRITER = """
 import os
 for path in ({server_file!r}, '/etc/playground-was-here', 'scratch.txt'):

@@ -1,0 +1,163 @@
+"""Each owner's compiled kernels: lent to their run processes, collected back after.
+
+Triton's kernel cache is code a later process loads (cubins, launcher .so files), and it keeps the
+kernel's source: runs must not share one. A run compiles into its own scratch dir; once its process
+is gone the worker collects the new entries into its owner's cache, and the owner's next run starts
+with hard links to them. A run sees only its owner's kernels and can spoil only those. Owners are
+opaque digests from the server (a browser's session). Workers share the caches on disk; an owner's
+lock orders a collect before the next lend, on any worker.
+"""
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import stat
+import time
+
+NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")  # Triton's keys and file names; no path tricks
+OWNER = re.compile(r"^[0-9a-f]{16,64}$")
+GROUP = "__grp__"  # Triton's index of an entry's files, by absolute path
+NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW
+
+
+class KernelCaches:
+    def __init__(self, root, max_owners=256, max_entries=64, max_entry_bytes=256 << 20):
+        self.root, self.locks = root, os.path.join(root, ".locks")
+        self.max_owners, self.max_entries, self.max_entry_bytes = max_owners, max_entries, max_entry_bytes
+        os.makedirs(self.locks, mode=0o700, exist_ok=True)
+
+    def owner_dir(self, owner):
+        if not (isinstance(owner, str) and OWNER.match(owner)):
+            return None
+        return os.path.join(self.root, owner)
+
+    # -- lending: into a fresh run process's cache dir, before the job (no user code has run there)
+
+    def lend(self, owner, run_cache, wait_s=5.0):
+        """Link the owner's entries into a run's empty cache dir, owned like that dir. Waits (up to
+        `wait_s`) for a collect of the same owner under way on another worker."""
+        source = self.owner_dir(owner)
+        if source is None or not (os.path.isdir(source) or os.path.exists(os.path.join(self.locks, owner))):
+            return 0  # nothing collected, nor being collected
+        lock = self._lock(owner, fcntl.LOCK_SH, wait_s)
+        try:
+            if not os.path.isdir(source):
+                return 0
+            os.utime(source)  # recently used: evicted last
+            return self._link_entries(source, run_cache)
+        finally:
+            os.close(lock)
+
+    @staticmethod
+    def _link_entries(source, run_cache):
+        uid, gid = os.stat(run_cache).st_uid, os.stat(run_cache).st_gid
+        entries = os.listdir(source)
+        for key in entries:
+            target = os.path.join(run_cache, key)
+            os.mkdir(target)
+            os.chown(target, uid, gid)  # Triton may add files to an entry
+            for name in os.listdir(os.path.join(source, key)):
+                path = os.path.join(source, key, name)
+                if name.startswith(GROUP):
+                    write_group(path, target, uid, gid)
+                else:
+                    os.link(path, os.path.join(target, name), follow_symlinks=False)
+        return len(entries)
+
+    # -- collecting: from a finished run's cache dir, once nothing of the run runs any more
+
+    def reserve(self, owner):
+        """Hold the owner's lock from a run's result until its collect(): the owner's next run,
+        on any worker, then starts with what this one compiled."""
+        return self._lock(owner, fcntl.LOCK_EX) if self.owner_dir(owner) else None
+
+    def collect(self, owner, run_cache, reservation=None):
+        """Move a finished run's new entries into its owner's cache: whole entries of plain files
+        only, reached without following a link the run may have planted. Releases `reservation`."""
+        try:
+            target = self.owner_dir(owner)
+            try:
+                source = os.open(run_cache, NO_FOLLOW | os.O_DIRECTORY)
+            except OSError:
+                return 0  # none, or not a real directory
+            try:
+                return self._move_entries(source, target) if target else 0
+            finally:
+                os.close(source)
+        finally:
+            if reservation is not None:
+                os.close(reservation)
+
+    def _move_entries(self, source, target):
+        os.makedirs(target, mode=0o700, exist_ok=True)
+        moved = 0
+        for key in os.listdir(source)[:self.max_entries]:
+            kept = os.path.join(target, key)
+            if not os.path.lexists(kept) and self._acceptable(key, source):
+                os.rename(key, kept, src_dir_fd=source)
+                moved += 1
+        self.evict(target, self.max_entries)
+        for owner in self.evict(self.root, self.max_owners, OWNER):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.locks, owner))
+        return moved
+
+    def _acceptable(self, key, source):
+        """A finished entry: a real directory of regular files, named as Triton names them."""
+        if not NAME.match(key) or key.startswith("tmp."):
+            return False
+        try:
+            entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source)
+        except OSError:
+            return False
+        try:
+            names = os.listdir(entry)
+            files = [os.lstat(name, dir_fd=entry) for name in names]
+        finally:
+            os.close(entry)
+        return (all(NAME.match(name) for name in names) and all(stat.S_ISREG(f.st_mode) for f in files)
+                and sum(f.st_size for f in files) <= self.max_entry_bytes)
+
+    @staticmethod
+    def evict(directory, keep, names=NAME):
+        """Remove all but the `keep` most recently used subdirectories named like `names`; returns
+        the names removed."""
+        found = [name for name in os.listdir(directory) if names.match(name)]
+        found.sort(key=lambda name: os.lstat(os.path.join(directory, name)).st_mtime)
+        removed = found[:max(0, len(found) - keep)]
+        for name in removed:
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+        return removed
+
+    def _lock(self, owner, mode, wait_s=None):
+        """The owner's lock file, flocked; waits at most `wait_s` (then goes on unlocked: at worst
+        a run compiles again what it would have found)."""
+        fd = os.open(os.path.join(self.locks, owner), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+        if wait_s is None:
+            fcntl.flock(fd, mode)
+            return fd
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return fd
+                time.sleep(0.005)
+
+
+def write_group(path, target, uid, gid):
+    """A group file lists its entry's files by absolute path: point them at the entry's new place."""
+    try:
+        with os.fdopen(os.open(path, NO_FOLLOW)) as f:
+            children = json.load(f)["child_paths"]
+        paths = {str(k): os.path.join(target, os.path.basename(str(v))) for k, v in children.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return  # unreadable: Triton treats a missing group as a miss and compiles again
+    copy = os.path.join(target, os.path.basename(path))
+    with open(copy, "w") as f:
+        json.dump({"child_paths": paths}, f)
+    os.chown(copy, uid, gid)
