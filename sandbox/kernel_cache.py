@@ -26,7 +26,8 @@ class KernelCaches:
     def __init__(self, root, max_owners=256, max_entries=64, max_entry_bytes=256 << 20):
         self.root, self.locks = root, os.path.join(root, ".locks")
         self.max_owners, self.max_entries, self.max_entry_bytes = max_owners, max_entries, max_entry_bytes
-        os.makedirs(self.locks, mode=0o700, exist_ok=True)
+        for directory in (root, self.locks):
+            os.makedirs(directory, mode=0o700, exist_ok=True)
 
     def owner_dir(self, owner):
         if not (isinstance(owner, str) and OWNER.match(owner)):
