@@ -31,7 +31,7 @@ SETTINGS = [
     Setting("TRACE_MAX_PROGRAMS", 4096, "Programs traced in full; beyond, a stated sample."),
     Setting("TRACE_MAX_BYTES", 2_000_000, "Bound on the trace part of a result."),
     Setting("TRACE_BUDGET_S", 10.0, "GPU runs: time for the trace and bounds check in the interpreter on CPU copies; a bigger launch runs untraced, with a note."),
-    Setting("SANDBOX", "auto", "Isolation of run processes: `auto` (network namespace, uid nobody where possible, rlimits) or `none` (rlimits only)."),
+    Setting("SANDBOX", "auto", "Isolation of run processes: `auto` (network and mount namespaces, read-only filesystem, uid nobody or no capabilities, rlimits: each step where the host allows it) or `none` (rlimits only)."),
     Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
     Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest run spec that can be shared or run."),
     Setting("SECRET_KEY", "dev", "Flask secret key; set it in production."),

@@ -13,6 +13,10 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
 NOBODY = 65534
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS = 4, 24, 28, 38
+# Root gets no capabilities back on exec, nor on a uid change: SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, locked.
+SECUREBITS = 0b1111
+SYS_CAPSET = 126  # x86_64
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -94,14 +98,36 @@ def readable_by_others(path):
 
 
 def drop_privileges(scratch):
-    # As nobody, lazy imports need the Python install (and the venv) to be readable by others.
-    if os.getuid() != 0 or not all(readable_by_others(p) for p in (sys.base_prefix, sys.prefix)):
-        return None
-    os.chown(scratch, NOBODY, NOBODY)
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-    return "uid nobody"
+    """uid nobody where the Python install allows it; else, still root, no capabilities (no mounts,
+    no unmounting what hides the other runs, no ptrace, no reading others' /proc). Either way no
+    setuid binary can raise them again, and no other run can inspect this one."""
+    steps = []
+    if os.getuid() == 0 and all(readable_by_others(p) for p in (sys.base_prefix, sys.prefix)):
+        os.chown(scratch, NOBODY, NOBODY)
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+        steps.append("uid nobody")
+    elif os.getuid() == 0 and drop_capabilities():
+        steps.append("no capabilities")
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
+        steps.append("no new privileges")
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its /proc entries: root's, and out of others' reach
+    return steps
+
+
+def drop_capabilities():
+    """Empty every capability set of this root process, the bounding set first (so exec gives none back)."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            return False
+    if libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) != 0:
+        return False
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (two 32-bit words each): none
+    return libc.syscall(SYS_CAPSET, header, data) == 0
 
 
 def set_limits(memory_mb, file_mb=64, open_files=256):
@@ -123,8 +149,8 @@ def enter(mode, scratch, memory_mb, hidden=()):
     if mode == "auto":
         network = drop_network()
         filesystem = private_filesystem(scratch, hidden)
-        user = drop_privileges(scratch)  # last: the steps before need root
-        applied += [network, *filesystem, user]
+        privileges = drop_privileges(scratch)  # last: the steps before need root
+        applied += [network, *filesystem, *privileges]
     applied = [step for step in applied if step]
     applied.append(set_limits(memory_mb))
     return applied

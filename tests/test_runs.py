@@ -173,6 +173,29 @@ def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(
         assert len([name for name in listing if name.startswith("run-")]) == 1  # its own scratch dir only
 
 
+ESCAPE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print('unmount:', libc.umount2({run_root!r}.encode(), 2))
+print('remount:', libc.mount(None, b'/', None, 0x20 | 0x1000, None))  # MS_REMOUNT | MS_BIND, writable
+print('others:', sorted(n for n in os.listdir({run_root!r}) if n.startswith('run-')))
+print('status:', [l.split()[:2] for l in open('/proc/self/status') if l.startswith(('CapEff', 'NoNewPrivs'))])
+"""
+
+
+def test_a_run_cannot_undo_its_isolation(client, spec):
+    import tempfile
+    isolation = client.get("/healthz").get_json()["isolation"]
+    if "private mounts" not in isolation:
+        pytest.skip(f"this host allows no private mounts ({isolation})")
+    escape = ESCAPE.format(run_root=os.path.join(tempfile.gettempdir(), "playground-runs"))
+    result = run(client, {**spec, "source": spec["source"] + escape})
+    assert result["status"] == "ok", result["error"]
+    assert "unmount: -1" in result["stdout"] and "remount: -1" in result["stdout"]
+    assert len(eval(result["stdout"].split("others:")[1].splitlines()[0])) == 1
+    assert "['CapEff:', '0000000000000000']" in result["stdout"] and "['NoNewPrivs:', '1']" in result["stdout"]
+
+
 CACHE_SNOOP = """
 import os
 print('cache:', sorted(os.listdir(os.environ['TRITON_CACHE_DIR'])))
