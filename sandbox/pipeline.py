@@ -418,7 +418,8 @@ class Run:
         kernel = find_kernel(module, self.spec["kernel"])
         namespace = self.namespace = expression_namespace(module)
         inputs, poisoned = build_inputs(self.spec, namespace, device)
-        args, scope = build_args(self.spec, kernel, {**namespace, **inputs})
+        with torch.device(device):  # a tensor made in an argument expression goes where the inputs are
+            args, scope = build_args(self.spec, kernel, {**namespace, **inputs})
         grid = build_grid(self.spec, args, scope)
         return kernel, inputs, poisoned, args, grid, scope
 

@@ -20,7 +20,7 @@ def test_vector_add_passes_its_check(client, spec):
     result = run(client, spec)
     assert result["status"] == "ok", result["error"]
     assert result["run_id"]
-    assert result["device"]["kind"] == "interpreter"
+    assert result["device"]["kind"] == client.get("/healthz").get_json()["device"]["kind"]
     out = result["check"]["outputs"]["out"]
     assert out["ok"] and out["mismatched"] == 0 and out["unwritten"] == 0
 
@@ -36,7 +36,10 @@ def test_print_in_the_kernel_reaches_stdout(client):
     source = VECTOR_ADD.replace("    mask = offs < n\n", "    mask = offs < n\n    print('pid', pid)\n")
     result = run(client, vector_add_spec(n=8, block=4, source=source))
     assert result["status"] == "ok"
-    assert result["stdout"].count("pid") == 2
+    if result["device"]["kind"] == "interpreter":
+        assert result["stdout"].count("pid") == 2  # once per program
+    else:
+        assert "pid: 0" in result["stdout"] and "pid: 1" in result["stdout"]  # once per GPU thread
 
 
 def test_syntax_error_names_parse_phase_and_line(client):
@@ -134,19 +137,16 @@ print('writes:', pipes(False))
 """
 
 
-def test_no_run_can_read_the_pipes_another_run_writes_to(client, spec):
-    # The next run's process is forked while this one still exists: it must not inherit its pipes.
-    reads, writes = [], []
+def test_no_run_holds_the_read_end_of_a_pipe_it_did_not_make(client, spec):
+    # The next run's process is forked while this one still exists: it must not inherit this one's
+    # pipes. Its own are write ends (its messages, its output) and pairs it made (CUDA's, say).
     for _ in range(4):
         result = run(client, {**spec, "source": spec["source"] + PIPES})
         assert result["status"] == "ok", result["error"]
-        reads.append(set(eval(result["stdout"].split("reads:")[1].splitlines()[0])))
-        writes.append(set(eval(result["stdout"].split("writes:")[1].splitlines()[0])))
-    assert all(writes)  # its stdout and message pipes at least
-    for i, read in enumerate(reads):
-        for j, written in enumerate(writes):
-            if i != j:
-                assert not read & written, f"run {i} holds the read end of run {j}'s pipe"
+        reads = set(eval(result["stdout"].split("reads:")[1].splitlines()[0]))
+        writes = set(eval(result["stdout"].split("writes:")[1].splitlines()[0]))
+        assert writes  # its stdout and message pipes at least
+        assert reads <= writes, f"a run holds the read end of another process's pipe: {reads - writes}"
 
 
 SNOOP = """
@@ -253,7 +253,7 @@ def test_the_server_secret_never_reaches_a_worker(app, monkeypatch):
 def test_healthz_reports_warm_workers(client):
     health = client.get("/healthz").get_json()
     assert health["ok"]
-    assert health["device"]["kind"] == "interpreter"
+    assert health["device"]["kind"] in ("interpreter", "gpu")
     assert health["device"]["triton"].startswith("3.")
     assert all(w["state"] in ("ready", "busy") for w in health["workers"])
 
