@@ -1,8 +1,12 @@
 """Timing: GPU kernels with CUDA events as triton.testing.do_bench does, interpreter runs and CPU
 references by wall clock, the device's copy bandwidth to compare a kernel's GB/s against, and the
 datasheet tensor-core peak to compare its TFLOP/s against."""
+import contextlib
+import ctypes
 import functools
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -28,8 +32,27 @@ DOT_KIND_BY_ELEMENT_SIZE = {4: "tf32", 2: "fp16/bf16", 1: "fp8"}
 def time_gpu(fn, *, warmup_ms=25, rep_ms=100):
     """{"median", "p20", "p80", "n"} in ms of `fn` on the GPU. do_bench warms up outside the samples
     and writes a 256 MB buffer before each timed call so that no call finds its data in L2."""
-    times = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+    with output_dropped():
+        times = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
     return summarize(times)
+
+
+@contextlib.contextmanager
+def output_dropped():
+    """A kernel's print (device printf, written by the driver to fd 1) once per launch: the run shows
+    its first launch's, not those of the hundreds of timing launches (which would fill the output limit)."""
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    try:
+        yield
+    finally:
+        torch.cuda.synchronize()  # the device's printf buffer reaches fd 1 now, still dropped
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
 
 
 def time_cpu(fn, *, reps=None, budget_s=1.0):
