@@ -33,7 +33,8 @@ SETTINGS = [
     Setting("TRACE_BUDGET_S", 10.0, "GPU runs: time for the trace and bounds check in the interpreter on CPU copies; a bigger launch runs untraced, with a note."),
     Setting("SANDBOX", "auto", "Isolation of run processes: `auto` (network and mount namespaces, read-only filesystem, uid nobody or no capabilities, rlimits: each step where the host allows it) or `none` (rlimits only)."),
     Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
-    Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest run spec that can be shared or run."),
+    Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest snippet (run spec and UI state) that can be shared; a kernel's source is at most 128 KB in any spec."),
+    Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, hidden from runs (default: `playground-runs` under the temp dir)."),
     Setting("SECRET_KEY", "dev", "Flask secret key; set it in production."),
 ]
 

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT_S = 180
 GRACE_S = 10  # a worker enforces the run timeout itself; after this much more, we kill the worker
-WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "RUN_ROOT"}
+WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
 WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
 
@@ -175,6 +175,8 @@ class Dispatcher:
         env.update({"SANDBOX": self.config["SANDBOX"], "RUN_MEMORY_MB": str(self.config["RUN_MEMORY_MB"]),
                     "RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(self.config["DATABASE"])),
                     "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
+        if self.config.get("RUN_ROOT"):
+            env["RUN_ROOT"] = self.config["RUN_ROOT"]
         return env
 
     def trace_limits(self):

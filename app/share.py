@@ -13,8 +13,11 @@ class SnippetError(ValueError):
 
 
 def canonical(spec, ui):
-    """Sorted keys: the text that is hashed, so equal content gets one id whatever its key order."""
-    return json.dumps({"spec": spec, "ui": ui or {}}, sort_keys=True, separators=(",", ":"))
+    """The text that is hashed: keys sorted, so equal content gets one id whatever its key order,
+    except the inputs', whose order is content (later inputs may use earlier ones; it orders the
+    random draws)."""
+    ordered = {**spec, "inputs": list(spec.get("inputs", {}).items())}
+    return json.dumps({"spec": ordered, "ui": ui or {}}, sort_keys=True, separators=(",", ":"))
 
 
 def save(spec, ui, max_bytes):

@@ -76,3 +76,12 @@ def test_a_shared_spec_keeps_its_input_order(client):
     assert list(client.get(f"/api/snippets/{snippet_id}").get_json()["spec"]["inputs"]) == ["y", "x", "out"]
     page = client.get(f"/s/{snippet_id}").get_data(as_text=True)
     assert page.index('"y": "torch.randn(8)"') < page.index('"x": "y * 2"')
+
+
+def test_the_same_inputs_in_another_order_are_another_snippet(client):
+    spec = vector_add_spec()
+    spec["inputs"] = {"z": "torch.randn(8)", "x": "torch.randn(8)", "y": "torch.randn(8)", "out": "torch.empty(8)"}
+    reordered = {**spec, "inputs": {k: spec["inputs"][k] for k in ("x", "y", "z", "out")}}
+    first, second = (share(client, s).get_json()["id"] for s in (spec, reordered))
+    assert first != second  # the order of the random draws differs: x gets other numbers
+    assert list(client.get(f"/api/snippets/{second}").get_json()["spec"]["inputs"]) == ["x", "y", "z", "out"]
