@@ -210,7 +210,7 @@ def test_a_shared_link_restores_an_edited_spec_without_a_run(browser, page, live
         other.context.close()
 
 
-def test_a_shared_link_restores_the_selected_program(browser, page, live_server):
+def test_a_shared_link_opens_on_the_same_picture_and_program(browser, page, live_server):
     open_playground(page, live_server + "/examples/masked_tail")
     assert run_and_wait(page) == "ok"
     open_diagram(page)
@@ -222,8 +222,8 @@ def test_a_shared_link_restores_the_selected_program(browser, page, live_server)
     try:
         open_playground(other, url)
         assert other.get_attribute("[data-tab].active", "data-tab") == "diagram"
-        assert run_and_wait(other) == "ok"
-        other.wait_for_selector(".diagram-grid-plot .nsewdrag")
+        # The same picture without pressing Run: the link runs once on opening.
+        other.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=60000)
         assert selected_pid(other) == "2,0,0"
         assert tensor_cells(other, "out") == ([[8, 2]], [[10, 2]])
         assert not other.errors, other.errors
@@ -243,6 +243,14 @@ def test_embed_mode_has_only_the_run_button_and_runs(page, live_server):
 
     assert run_and_wait(page) == "ok"
     assert badge_of(page, "out") == "ok"
+
+
+def test_embed_mode_in_a_narrow_lesson_column_stacks_editor_and_results(page, live_server):
+    page.set_viewport_size({"width": 680, "height": 800})
+    open_playground(page, live_server + "/examples/masked_tail?embed=1")
+    widths = page.eval_on_selector_all(".column-left, .column-right", "cols => cols.map(c => c.getBoundingClientRect().width)")
+    assert all(width > 600 for width in widths), widths
+    assert run_and_wait(page) == "ok"
 
 
 def test_an_unknown_snippet_gets_a_not_found_page_with_a_way_home(page, live_server):

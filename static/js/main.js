@@ -283,4 +283,9 @@ window.addEventListener("popstate", () => location.reload());
 
 connect();
 setSpec(initial.spec, initial.ui || {});
+// A link shared with a picture on screen (the diagram, timings or IR, or a chosen program) opens
+// with that picture: run once, as the sharer did. Socket.IO holds the run until it is connected.
+if (initial.snippet_id && (["diagram", "timings", "ir"].includes(initial.ui?.pane) || initial.ui?.pid)) {
+  emit("run-requested");
+}
 window.playground = { getSpec, setSpec, editorView };
