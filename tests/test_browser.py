@@ -165,6 +165,18 @@ def test_a_syntax_error_is_shown_in_the_error_card_and_on_its_line(page, live_se
     assert page.evaluate("(() => { const s = window.playground.editorView.state; return s.doc.lineAt(s.selection.main.head).number; })()") == line
 
 
+def test_an_unmapped_argument_is_named_and_its_field_outlined_until_the_next_run(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    page.fill("input[data-param=n]", "")
+    assert run_and_wait(page) == "error"
+    assert "argument 'n'" in page.inner_text("#error-card")
+    assert page.locator("input.error-field").count() == 1
+    assert page.get_attribute("input.error-field", "data-param") == "n"
+    page.fill("input[data-param=n]", "x.numel()")
+    assert run_and_wait(page) == "ok"
+    assert page.locator("input.error-field").count() == 0
+
+
 def test_the_diagram_shows_the_last_programs_stored_and_masked_elements(page, live_server):
     open_playground(page, live_server + "/examples/masked_tail")
     assert run_and_wait(page) == "ok"

@@ -59,3 +59,10 @@ def test_masked_tail_shows_the_last_program_with_two_masked_lanes():
     store = next(a for a in last["accesses"] if a["op"] == "store" and a["tensor"] == "out")
     assert store["offsets"] == [[8, 2]]
     assert store["masked"] == [[10, 2]]
+
+
+def test_fused_relu_moves_the_bytes_of_the_matmul_alone():
+    # The lesson of matmul_relu: fusing the ReLU adds no memory traffic (unfused: C twice more).
+    moved = {name: run_spec(load_example(name)["spec"])["timings"] for name in ("matmul", "matmul_relu")}
+    assert moved["matmul"]["bytes_source"] == moved["matmul_relu"]["bytes_source"] == "trace"
+    assert moved["matmul_relu"]["bytes"] == moved["matmul"]["bytes"] == 163840

@@ -320,4 +320,21 @@ export function initLaunch(root) {
   root.querySelector("#add-input").addEventListener("click", addRow);
   on("spec-loaded", ({ spec }) => loadLaunch(spec));
   on("source-changed", ({ source }) => reparse(source));
+  on("run-started", () => markField(root, null));
+  on("run-result", ({ result }) => markField(root, result.error));
+}
+
+// A build error names the field it came from ("argument 'n' ...", "input 'x' = ...", "grid = ..."):
+// outline that field until the next run.
+function markField(root, error) {
+  for (const el of root.querySelectorAll(".error-field")) el.classList.remove("error-field");
+  if (!error || error.phase !== "build") return;
+  const message = error.message || "";
+  const argument = message.match(/^argument '(\w+)'/);
+  const input = message.match(/^input '(\w+)'/);
+  let field = null;
+  if (argument) field = els.args.querySelector(`input[data-param="${CSS.escape(argument[1])}"]`);
+  else if (input) field = els.tbody.querySelector(`tr[data-input="${CSS.escape(input[1])}"] :is(.cell-expr, .cell-shape) input`);
+  else if (message.startsWith("grid")) field = els.grid;
+  field?.classList.add("error-field");
 }

@@ -169,7 +169,8 @@ function outputsCard(check) {
   const entries = Object.entries(check.outputs || {});
   if (!entries.length) return null;
   const rows = entries.map(([name, o]) => h("tr", { dataset: { output: name } },
-    h("td", { class: "name" }, name, h("span", { class: `badge ${o.ok ? "ok" : "bad"}` }, o.ok ? "ok" : "mismatch")),
+    h("td", { class: "name" }, name, h("span", { class: `badge ${o.ok ? "ok" : "bad"}`,
+      title: `within atol ${formatError(o.atol)} + rtol ${formatError(o.rtol)} × |reference|` }, o.ok ? "ok" : "mismatch")),
     h("td", { class: o.max_abs_err > o.atol ? "bad" : "" }, formatError(o.max_abs_err)),
     h("td", { class: "rel" }, formatError(o.max_rel_err)),
     h("td", { class: o.mismatched ? "bad" : "zero" }, formatCount(o.mismatched)),
