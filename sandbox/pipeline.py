@@ -28,6 +28,7 @@ from sandbox.spec import SpecError, normalize
 from sandbox.trace import TraceBudgetExceeded, Tracer, unique_bytes
 
 _module_ids = itertools.count()
+LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhead
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
 
@@ -555,6 +556,10 @@ class Run:
             timings["autotune"] = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}),
                                                  autotuner.best_config)
             timings["notes"].append(autotune_note(autotuner))
+        if kernel_ms["median"] < LAUNCH_BOUND_MS:
+            timings["notes"].append(
+                f"At {kernel_ms['median'] * 1e3:.1f} µs a launch is mostly fixed cost (a few µs on any GPU), "
+                f"not memory traffic: give it more work (bigger inputs) to measure its bandwidth.")
         self.result["timings"] = timings
 
     def flop_count(self, scope):

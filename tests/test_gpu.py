@@ -104,6 +104,12 @@ def test_kernel_and_reference_are_timed_side_by_side(client):
     assert timings["compile_ms"] > 10 * timings["kernel_ms"]["p80"]
 
 
+def test_a_launch_too_short_for_a_bandwidth_says_so(client):
+    small, large = (run(client, vector_add_spec(n=n, trace=False, sanitize=False))["timings"] for n in (1024, 1 << 24))
+    assert "mostly fixed cost" in " ".join(small["notes"])
+    assert not any("fixed cost" in note for note in large["notes"])
+
+
 def test_an_autotuned_kernel_shows_every_configs_time_and_the_choice(client):
     result = run(client, without_block_size(vector_add_spec(n=1 << 16, source=AUTOTUNED_ADD)))
     assert result["status"] == "ok", result["error"]
