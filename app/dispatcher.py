@@ -175,7 +175,7 @@ class Dispatcher:
         env.update({"SANDBOX": self.config["SANDBOX"], "RUN_MEMORY_MB": str(self.config["RUN_MEMORY_MB"]),
                     "RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(self.config["DATABASE"])),
                     "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
-        if self.config.get("RUN_ROOT"):
+        if self.config["RUN_ROOT"]:
             env["RUN_ROOT"] = self.config["RUN_ROOT"]
         return env
 

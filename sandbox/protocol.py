@@ -1,7 +1,8 @@
 """The server <-> worker protocol: JSON lines, one message per line, built by one function.
 
-Every message: {"type", "id", "run_id", "content"}. The server sends `job`; a worker sends `ready`
-once warm, then for each job any number of `status` and `stdout`, and exactly one `result`.
+Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
+sandbox.spec, and the digest of the run's owner); a worker sends `ready` once warm, then for each
+job any number of `status` and `stdout`, and exactly one `result`.
 Between a run process and its worker there is also `checked`: the launch passed the bounds check.
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
 """

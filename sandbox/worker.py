@@ -28,7 +28,7 @@ import triton  # noqa: E402
 from sandbox import isolation, pipeline, protocol  # noqa: E402
 from sandbox.errors import RunError  # noqa: E402
 from sandbox.kernel_cache import KernelCaches  # noqa: E402
-from sandbox.spec import SpecError, launch_key, normalize  # noqa: E402
+from sandbox.spec import launch_key  # noqa: E402
 
 SANDBOX_MODE = os.environ.get("SANDBOX", "auto")
 MEMORY_MB = int(os.environ.get("RUN_MEMORY_MB") or 8192)
@@ -225,8 +225,7 @@ class Child:
 def become_subreaper():
     """Processes a run leaves behind (forked, however detached: setsid, double fork) become this
     worker's children when the run process dies, so kill_strays can find them."""
-    PR_SET_CHILD_SUBREAPER = 36
-    isolation.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    isolation.libc.prctl(isolation.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def children():
@@ -319,11 +318,8 @@ class Worker:
         timeout_s = float(content.get("timeout_s") or 30)
         output_limit = int(content.get("output_limit") or 1 << 20)
         owner = content.get("owner")
-        try:
-            key = (owner, launch_key(normalize(content.get("spec"))))
-        except SpecError:
-            key = None  # the run process reports it
-        content["checked_before"] = key is not None and key in self.checked
+        key = (owner, launch_key(content["spec"]))  # the server sends normalized specs only
+        content["checked_before"] = key in self.checked
         child = self.start_job(job, owner)
         deadline = time.monotonic() + timeout_s
         output = bytearray()
@@ -342,8 +338,7 @@ class Worker:
                 if msg is None:
                     error = RunError("sandbox", "the run process sent a malformed message")
                 elif msg["type"] == "checked":
-                    if key is not None:
-                        self.checked.add(key)
+                    self.checked.add(key)
                 elif msg["type"] == "status":
                     self.send(protocol.message("status", run_id, **msg["content"]))
                 elif isinstance(msg["content"].get("result"), dict):
