@@ -3,7 +3,7 @@
 Triton's kernel cache is code a later process loads (cubins, launcher .so files), and it keeps the
 kernel's source: runs must not share one. A run compiles into its own scratch dir; once its process
 is gone the worker collects the new entries into its owner's cache, and the owner's next run starts
-with hard links to them. A run sees only its owner's kernels and can spoil only those. Owners are
+with copies of them (its scratch dir is a tmpfs of its own: no hard links across). A run sees only its owner's kernels and can spoil only those. Owners are
 opaque digests from the server (a browser's session). Workers share the caches on disk; an owner's
 lock orders a collect before the next lend, on any worker.
 """
@@ -36,9 +36,10 @@ class KernelCaches:
 
     # -- lending: into a fresh run process's cache dir, before the job (no user code has run there)
 
-    def lend(self, owner, run_cache, wait_s=5.0):
-        """Link the owner's entries into a run's empty cache dir, owned like that dir. Waits (up to
-        `wait_s`) for a collect of the same owner under way on another worker."""
+    def lend(self, owner, run_cache, seen_as=None, wait_s=5.0):
+        """Copy the owner's entries into a run's empty cache dir (`seen_as` is its path inside the
+        run), owned like that dir. Waits (up to `wait_s`) for a collect of the same owner under way
+        on another worker."""
         source = self.owner_dir(owner)
         if source is None or not (os.path.isdir(source) or os.path.exists(os.path.join(self.locks, owner))):
             return 0  # nothing collected, nor being collected
@@ -47,12 +48,12 @@ class KernelCaches:
             if not os.path.isdir(source):
                 return 0
             os.utime(source)  # recently used: evicted last
-            return self._link_entries(source, run_cache)
+            return self._copy_entries(source, run_cache, seen_as or run_cache)
         finally:
             os.close(lock)
 
     @staticmethod
-    def _link_entries(source, run_cache):
+    def _copy_entries(source, run_cache, seen_as):
         uid, gid = os.stat(run_cache).st_uid, os.stat(run_cache).st_gid
         entries = os.listdir(source)
         for key in entries:
@@ -62,9 +63,9 @@ class KernelCaches:
             for name in os.listdir(os.path.join(source, key)):
                 path = os.path.join(source, key, name)
                 if name.startswith(GROUP):
-                    write_group(path, target, uid, gid)
+                    write_group(path, target, os.path.join(seen_as, key), uid, gid)
                 else:
-                    os.link(path, os.path.join(target, name), follow_symlinks=False)
+                    shutil.copyfile(path, os.path.join(target, name), follow_symlinks=False)
         return len(entries)
 
     # -- collecting: from a finished run's cache dir, once nothing of the run runs any more
@@ -75,8 +76,8 @@ class KernelCaches:
         return self._lock(owner, fcntl.LOCK_EX) if self.owner_dir(owner) else None
 
     def collect(self, owner, run_cache, reservation=None):
-        """Move a finished run's new entries into its owner's cache: whole entries of plain files
-        only, reached without following a link the run may have planted. Releases `reservation`."""
+        """Copy a finished run's new entries into its owner's cache: whole entries of plain files
+        only, read without following a link the run may have planted. Releases `reservation`."""
         try:
             target = self.owner_dir(owner)
             try:
@@ -84,20 +85,20 @@ class KernelCaches:
             except OSError:
                 return 0  # none, or not a real directory
             try:
-                return self._move_entries(source, target) if target else 0
+                return self._take_entries(source, target) if target else 0
             finally:
                 os.close(source)
         finally:
             if reservation is not None:
                 os.close(reservation)
 
-    def _move_entries(self, source, target):
+    def _take_entries(self, source, target):
         os.makedirs(target, mode=0o700, exist_ok=True)
         moved = 0
         for key in os.listdir(source)[:self.max_entries]:
             kept = os.path.join(target, key)
             if not os.path.lexists(kept) and self._acceptable(key, source):
-                os.rename(key, kept, src_dir_fd=source)
+                copy_entry(source, key, kept)
                 moved += 1
         self.evict(target, self.max_entries)
         for owner in self.evict(self.root, self.max_owners, OWNER):
@@ -150,12 +151,34 @@ class KernelCaches:
                 time.sleep(0.005)
 
 
-def write_group(path, target, uid, gid):
-    """A group file lists its entry's files by absolute path: point them at the entry's new place."""
+def copy_entry(source_fd, key, kept):
+    """Copy one entry of plain files out of a run's cache (opened as `source_fd`), never following
+    a link; it appears in the owner's cache whole or not at all."""
+    partial = kept + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    os.mkdir(partial, 0o700)
+    entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source_fd)
+    try:
+        for name in os.listdir(entry):
+            if not NAME.match(name):
+                continue
+            with os.fdopen(os.open(name, NO_FOLLOW, dir_fd=entry), "rb") as src, \
+                    open(os.path.join(partial, name), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.chmod(os.path.join(partial, name), 0o644)
+    finally:
+        os.close(entry)
+    os.chmod(partial, 0o755)
+    os.rename(partial, kept)
+
+
+def write_group(path, target, seen_as, uid, gid):
+    """A group file lists its entry's files by absolute path: point them at the entry's new place,
+    as the run sees it."""
     try:
         with os.fdopen(os.open(path, NO_FOLLOW)) as f:
             children = json.load(f)["child_paths"]
-        paths = {str(k): os.path.join(target, os.path.basename(str(v))) for k, v in children.items()}
+        paths = {str(k): os.path.join(seen_as, os.path.basename(str(v))) for k, v in children.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return  # unreadable: Triton treats a missing group as a miss and compiles again
     copy = os.path.join(target, os.path.basename(path))

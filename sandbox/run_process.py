@@ -1,0 +1,328 @@
+"""A run process: forked by its worker ahead of need, jailed, warm, waiting for its one job.
+
+    worker ── fork ──▶ run process (pid 1 of its own PID namespace, root for a moment)
+                         builds the jail (sandbox.isolation), then forks ──▶ user process
+                         and stays its init                                   confined (own uid,
+                                                                              seccomp, limits),
+                                                                              warms CUDA, waits
+                                                                              for the job, runs it
+
+The user process holds exactly four descriptors: /dev/null as stdin, the output pipe as stdout and
+stderr, the job pipe (fd 3) and its message pipe (fd 4). Nothing of the worker's reaches it.
+"""
+import contextlib
+import fcntl
+import itertools
+import os
+import resource
+import select
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from sandbox import isolation, pipeline, protocol
+
+JOB_FD, MESSAGE_FD = 3, 4
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A worker's settings, read once from its environment (set by the server's dispatcher)."""
+    mode: str
+    run_root: str
+    hidden: tuple  # directories no run may see: the runs, the workers' cache, the database
+    has_gpu: bool
+    can_mount: bool
+    limits: isolation.Limits
+    devices: tuple = field(default=())
+
+    @classmethod
+    def from_environment(cls, can_mount, has_gpu):
+        run_root = os.environ.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
+        hidden = (run_root, os.environ["TRITON_CACHE_DIR"],
+                  *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
+        limits = isolation.Limits(memory_mb=int(os.environ.get("RUN_MEMORY_MB") or isolation.Limits.memory_mb))
+        return cls(os.environ.get("SANDBOX", "auto"), run_root, hidden, has_gpu, can_mount, limits,
+                   tuple(isolation.gpu_devices()) if has_gpu else ())
+
+    @property
+    def jailed(self):
+        return self.mode == "auto"
+
+    @property
+    def root_mountpoint(self):
+        return os.path.join(self.run_root, ".root")
+
+
+def kernel_cache_of(scratch):
+    return os.path.join(scratch, "triton-cache")
+
+
+class RunProcess:
+    """The worker's handle on one run process: its pipes, scratch dir, cgroup and uid."""
+
+    parent_fds = set()  # the worker's ends of every live run's pipes, and its cache locks
+    live = set()  # pids of the run processes not yet finished
+    serials = itertools.count()
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.uid = isolation.run_uid(os.getpid(), next(RunProcess.serials))
+        path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
+        self.scratch = isolation.Scratch(path, self.uid, settings.limits, settings.can_mount and settings.jailed)
+        self.cgroup = isolation.RunCgroup.create(os.path.basename(path), settings.limits) if settings.jailed else None
+        pid_namespace = settings.jailed and isolation.new_pid_namespace()
+        job_r, self.job_w = os.pipe()
+        self.msg_r, msg_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        worker = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                keep_only_run_descriptors(job_r, msg_w, out_w)
+                self._jail_and_serve(worker, pid_namespace)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+            finally:
+                os._exit(70)
+        for fd in (job_r, msg_w, out_w):
+            os.close(fd)
+        RunProcess.live.add(self.pid)
+        self.fds = {self.job_w, self.msg_r, self.out_r}
+        RunProcess.parent_fds.update(self.fds)
+        self.lines = b""
+        self.ready = None
+        self.owner = None  # whose kernel cache it was lent, to collect back
+        self.keep_kernels = True  # collect what it compiled into the owner's cache
+        self.reservation = None
+
+    # -- inside the run process
+
+    def _jail_and_serve(self, worker, pid_namespace):
+        isolation.die_with_parent()
+        if os.getppid() != worker and not pid_namespace:  # the worker died before the line above
+            os._exit(70)
+        steps, scratch = [], self.scratch.path
+        if self.cgroup:
+            self.cgroup.join()
+            steps.append(self.cgroup.kind)
+        if self.settings.jailed:
+            jail_steps, scratch = isolation.enter_namespaces(self.settings.root_mountpoint, scratch, self.uid,
+                                                             self.settings.devices, self.settings.hidden)
+            steps += jail_steps
+        if self.scratch.capped:
+            steps.append(f"scratch capped at {self.settings.limits.scratch_mb} MB")
+        user = os.fork()
+        if user == 0:
+            isolation.die_with_parent()
+            user_process(self.settings, self.uid, self.cgroup, scratch, steps)
+            os._exit(0)
+        for fd in (0, 1, 2, JOB_FD, MESSAGE_FD):
+            os.close(fd)
+        isolation.serve_as_init(user)
+
+    # -- in the worker
+
+    def next_message(self, deadline):
+        """Block until the run sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data)."""
+        while True:
+            if b"\n" in self.lines:
+                line, self.lines = self.lines.split(b"\n", 1)
+                return "msg", line
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", None
+            ready, _, _ = select.select([self.msg_r, self.out_r], [], [], remaining)
+            if self.out_r in ready:
+                data = self.read_output()
+                if data:
+                    return "out", data
+            if self.msg_r in ready:
+                data = os.read(self.msg_r, 1 << 20)
+                if not data:
+                    return "eof", None
+                self.lines += data
+                if len(self.lines) > protocol.MAX_LINE_BYTES:
+                    return "eof", None
+
+    def read_output(self, budget=65536, linger_s=0.02):
+        """Read what the run printed, lingering briefly so a print loop becomes one message."""
+        data = os.read(self.out_r, budget)
+        while data and len(data) < budget and select.select([self.out_r], [], [], linger_s)[0]:
+            more = os.read(self.out_r, budget - len(data))
+            if not more:
+                break
+            data += more
+        return data
+
+    def wait_ready(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        kind, line = self.next_message(deadline)
+        printed = b""
+        while kind == "out" and len(printed) < 1 << 16:  # it failed and says why
+            printed += line
+            kind, line = self.next_message(deadline)
+        msg = protocol.decode(line, ("ready",)) if kind == "msg" else None
+        if msg is None:
+            raise RuntimeError(f"run process failed to start ({kind}): {printed.decode(errors='replace')}")
+        self.ready = msg["content"]
+        return self.ready
+
+    def send_job(self, job):
+        try:
+            os.write(self.job_w, protocol.encode(job))
+        finally:
+            self._close(self.job_w)
+
+    def _close(self, fd):
+        if fd in self.fds:
+            os.close(fd)
+            self.fds.discard(fd)
+            RunProcess.parent_fds.discard(fd)
+
+    def hold_kernel_cache(self, kernel_caches):
+        """Take the owner's lock until finish() collects what this run compiled."""
+        if self.owner and self.keep_kernels:
+            self.reservation = kernel_caches.reserve(self.owner)
+            if self.reservation is not None:
+                RunProcess.parent_fds.add(self.reservation)  # a run process forked meanwhile must not hold it
+
+    def finish(self, kernel_caches):
+        """Kill if still running (the whole namespace goes with it), reap, collect what it compiled,
+        remove its scratch dir and cgroup. Returns (wait status, whether it ran out of memory)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        RunProcess.live.discard(self.pid)
+        kill_strays(keep=RunProcess.live)
+        for fd in list(self.fds):
+            self._close(fd)
+        if self.owner and self.keep_kernels:  # nothing of the run runs any more: its files can be read
+            with contextlib.suppress(OSError):
+                kernel_caches.collect(self.owner, kernel_cache_of(self.scratch.path), self.reservation)
+            RunProcess.parent_fds.discard(self.reservation)
+        self.scratch.remove()
+        out_of_memory = bool(self.cgroup and self.cgroup.out_of_memory())
+        if self.cgroup:
+            self.cgroup.remove()
+        return status, out_of_memory
+
+
+def keep_only_run_descriptors(job_r, msg_w, out_w):
+    """In a new run process: stdin /dev/null, stdout and stderr the output pipe, the job pipe as fd 3,
+    the message pipe as fd 4, and nothing else (no other run's pipes, not the worker's channel to
+    the server: a forged line there would pass for the worker's own)."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (job_r, msg_w, out_w)]
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(high[2], 1)
+    os.dup2(high[2], 2)
+    os.dup2(high[0], JOB_FD)
+    os.dup2(high[1], MESSAGE_FD)
+    os.closerange(MESSAGE_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    sys.stdout.reconfigure(line_buffering=True)
+
+
+def warm_cuda():
+    """CUDA init, and the first use of the torch kernels every run needs (random inputs, the poison
+    fill, arithmetic, copies back to the host): CUDA loads each kernel's module lazily, ~5 ms apiece."""
+    x = torch.randn(1024, device="cuda")
+    torch.rand(1024, device="cuda").fill_(float("nan"))
+    (x + x * x - x).clone().cpu()
+    torch.cuda.synchronize()
+
+
+def user_process(settings, uid, cgroup, scratch, steps):
+    """The process that runs user code: confined, warm, then one job."""
+    cgroup_kind = cgroup.kind if cgroup else ""
+    memory_rlimit = 0 if settings.has_gpu or "memory" in cgroup_kind else settings.limits.memory_mb
+    tasks_rlimit = 0 if "pids" in cgroup_kind else settings.limits.tasks
+    python_reachable = "minimal read-only root" in steps or all(
+        isolation.readable_by_others(p) for p in (sys.base_prefix, sys.prefix))
+    steps = steps + isolation.confine(uid, settings.limits, memory_rlimit, tasks_rlimit, python_reachable)
+    os.environ["TMPDIR"] = os.environ["HOME"] = tempfile.tempdir = scratch  # ptxas, cuobjdump and user code write here
+    os.makedirs(kernel_cache_of(scratch))  # made here, so it belongs to whoever the run now is
+    os.environ["TRITON_CACHE_DIR"] = kernel_cache_of(scratch)
+
+    def send(msg):
+        os.write(MESSAGE_FD, protocol.encode(protocol.jsonable(msg)))
+
+    if settings.has_gpu:
+        warm_cuda()
+    kind = "gpu" if settings.has_gpu else "interpreter"
+    send(protocol.message("ready", device=pipeline.device_info(kind), isolation=steps, cache_dir=kernel_cache_of(scratch)))
+    with os.fdopen(JOB_FD, "rb") as jobs:
+        job = protocol.decode(jobs.readline(), protocol.SERVER_TYPES)
+    if job is None:
+        return
+    run_id, content = job["run_id"], job["content"]
+    os.chdir(scratch)
+
+    def emit(type, payload):
+        send(protocol.message(type, run_id, **payload))
+
+    start = time.perf_counter()
+    result = pipeline.run_spec(content["spec"], emit, scratch, content.get("limits"), content.get("checked_before", False))
+    result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
+    sys.stdout.flush()
+    sys.stderr.flush()
+    send(protocol.message("result", run_id, result=result))
+
+
+# ---------------------------------------------------------------- what runs leave behind
+
+def children():
+    """Pids of this process's children (from /proc: a stray's pid is known to no one here)."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            found.append(int(name))
+    return found
+
+
+def kill_strays(keep):
+    """Kill and reap every child but the run processes in `keep`: what a finished run left running
+    where it had no PID namespace to take it along (the worker is the subreaper of its runs)."""
+    for _ in range(100):  # a stray may fork while it is being killed; its children come back here
+        strays = [pid for pid in children() if pid not in keep]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def describe_exit(status):
+    """Words for how a run process ended; it reports its user process's death by signal N as 128 + N."""
+    code = os.waitstatus_to_exitcode(status)
+    signum = -code if code < 0 else code - 128 if 128 < code <= 128 + 64 else None
+    if signum is not None:
+        try:
+            sig = signal.Signals(signum).name
+        except ValueError:
+            sig = f"signal {signum}"
+        crash = " (a crash: an out-of-bounds access or a bug in native code)" if sig in ("SIGSEGV", "SIGBUS", "SIGABRT") else ""
+        return f"was killed by signal {sig}{crash}"
+    return f"exited with status {code} before reporting a result"
+
+
+def sweep_scratch_dirs(run_root):
+    """Remove the scratch dirs a killed worker left behind (they are named after their worker's pid)."""
+    import shutil
+    for name in os.listdir(run_root):
+        pid = name.split("-")[1] if name.startswith("run-") and name.count("-") >= 2 else ""
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(os.path.join(run_root, name), ignore_errors=True)
