@@ -185,6 +185,17 @@ class RunProcess:
             self.fds.discard(fd)
             RunProcess.parent_fds.discard(fd)
 
+    def _wait(self, grace_s):
+        """The run process's wait status if it ends within `grace_s`, else None."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return status
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.002)
+
     def hold_kernel_cache(self, kernel_caches):
         """Take the owner's lock until finish() collects what this run compiled."""
         if self.owner and self.keep_kernels:
@@ -192,12 +203,15 @@ class RunProcess:
             if self.reservation is not None:
                 RunProcess.parent_fds.add(self.reservation)  # a run process forked meanwhile must not hold it
 
-    def finish(self, kernel_caches):
-        """Kill if still running (the whole namespace goes with it), reap, collect what it compiled,
-        remove its scratch dir and cgroup. Returns (wait status, whether it ran out of memory)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        _, status = os.waitpid(self.pid, 0)
+    def finish(self, kernel_caches, grace_s=0.0):
+        """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
+        what it compiled, remove its scratch dir and cgroup. Returns (wait status, whether it ran
+        out of memory)."""
+        status = self._wait(grace_s)
+        if status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
         RunProcess.live.discard(self.pid)
         kill_strays(keep=RunProcess.live)
         for fd in list(self.fds):

@@ -165,7 +165,7 @@ class Worker:
             error = RunError("limit", f"a process of the run used more than the run's {self.settings.limits.memory_mb} MB "
                                       f"of memory (all its processes together) and was killed")
         if died:
-            status, out_of_memory = run.finish(self.kernel_caches)
+            status, out_of_memory = run.finish(self.kernel_caches, grace_s=2.0)  # its init reports how it ended
             if out_of_memory:
                 error = RunError("limit", f"the run used more than {self.settings.limits.memory_mb} MB of memory "
                                           f"(all its processes together) and was stopped")
