@@ -1,12 +1,14 @@
 """JSON API: run, examples, snippets, export, health."""
+import json
+
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from app import gallery, share
-from app.dispatcher import QueueFull
+from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response
 from app.export import export_script
 from app.owners import current_owner
-from sandbox.spec import SpecError, normalize
+from sandbox.spec import SpecError, check_finite, normalize
 
 bp = Blueprint("api", __name__)
 
@@ -15,10 +17,23 @@ def dispatcher():
     return current_app.extensions["dispatcher"]
 
 
+@bp.errorhandler(SpecError)
+def bad_spec(e):
+    return error_response(400, str(e), phase="parse")
+
+
 def json_body():
-    body = request.get_json(silent=True)
+    """The request's JSON object, or None. Strict: JSON has no NaN or Infinity, but Python's parser
+    (and so request.get_json) accepts them; one is refused here with a SpecError naming its field."""
+    if not request.is_json:
+        return None
+    try:
+        body = json.loads(request.get_data(cache=True))
+    except (ValueError, RecursionError):
+        return None
     if not isinstance(body, dict):
         return None
+    check_finite(body)
     return body
 
 
@@ -31,11 +46,18 @@ def spec_from(body):
 @bp.post("/api/run")
 def run():
     try:
-        spec = spec_from(json_body())
-        return jsonify(dispatcher().run(spec, current_owner()))
+        body = json_body()
+        spec = spec_from(body)
+        # from_link: the source is someone else's shared link, unedited (the worker neither lends this
+        # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
+        # beside the spec's fields: it is the request's, not the spec's.
+        spec.pop("from_link", None)
+        return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link"))))
     except SpecError as e:
         return error_response(400, str(e), phase="parse")
-    except QueueFull as e:
+    except OwnerQueueFull as e:
+        return error_response(429, str(e))
+    except (QueueFull, RunLost) as e:
         return error_response(503, str(e))
 
 

@@ -26,6 +26,8 @@ SETTINGS = [
     Setting("WORKERS", 2, "Worker processes; each runs one job at a time in a fresh forked run process."),
     Setting("RUN_TIMEOUT_S", 30.0, "Wall-clock limit of one run, in seconds; the run's process is then killed."),
     Setting("QUEUE_LIMIT", 64, "Runs waiting for a worker beyond which new runs are refused."),
+    Setting("QUEUE_PER_OWNER", 4, "Runs one owner (a browser session, an API client's cookie) may have waiting; one more is refused (HTTP 429), so one tab cannot fill the queue for everyone."),
+    Setting("QUEUE_WAIT_S", 120.0, "Longest a run may wait in the queue; a run that waited longer is dropped when its turn comes, with an error saying so. 120 s is four runs of the default timeout: a person has given up or pressed Run again by then, and running the old run would only delay the runs behind it."),
     Setting("OUTPUT_LIMIT_BYTES", 1 << 20, "What a run may print before it is stopped."),
     Setting("RUN_MEMORY_MB", 8192, "Address space a CPU run may add to the warm worker's."),
     Setting("TRACE_MAX_PROGRAMS", 4096, "Programs traced in full; beyond, a stated sample."),

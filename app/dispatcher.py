@@ -4,11 +4,18 @@ The web process never imports torch or runs user code: it writes jobs to `python
 processes and reads their messages (sandbox.protocol). Each worker slot is a thread that takes the
 next job from one bounded queue, relays the worker's messages to the job's listener, and replaces
 the worker when it dies or stops answering.
+
+Nothing a request sends can stop a slot: whatever goes wrong while a slot handles a job becomes that
+job's error result, and the slot goes on with the next job. The queue is fair: each owner may have
+only QUEUE_PER_OWNER runs waiting, a run that waited longer than QUEUE_WAIT_S is dropped when its
+turn comes, and the waiting runs of a client that left are withdrawn.
 """
+import collections
 import hashlib
 import logging
 import os
 import queue
+import select
 import subprocess
 import sys
 import threading
@@ -21,26 +28,112 @@ log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT_S = 180
 GRACE_S = 10  # a worker enforces the run timeout itself; after this much more, we kill the worker
+# A slot busy for longer than a run's timeout and grace plus this (the kill, the error result) is
+# stuck: no path of Slot._run takes that long, so /healthz says the server is not ok.
+STUCK_MARGIN_S = 15
+# POST /api/run waits at most QUEUE_WAIT_S + RUN_TIMEOUT_S + GRACE_S + this: past it the run was
+# lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
+WAIT_MARGIN_S = 5
 WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
 WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
 
 class QueueFull(Exception):
-    pass
+    """The queue holds QUEUE_LIMIT runs: the server as a whole is busy (503)."""
+
+
+class OwnerQueueFull(QueueFull):
+    """The owner already has QUEUE_PER_OWNER runs waiting (429): one tab cannot fill the queue."""
+
+
+class RunLost(Exception):
+    """POST /api/run waited its bound and got no result."""
+
+
+def ordinal(n):
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class Job:
-    def __init__(self, spec, listener, owner):
+    def __init__(self, spec, listener, owner, client=None, from_link=False):
         self.run_id = protocol.new_id()
         self.spec = spec
         # Runs of one owner share compiled kernels; a worker sees a digest, never the session's id.
         self.owner = hashlib.sha256(owner.encode()).hexdigest()[:32]
         self.listener = listener  # listener(run_id, type, content), called from a worker slot's thread
+        self.client = client  # the Socket.IO sid that asked, whose leaving withdraws the run
+        self.from_link = from_link  # its source is someone else's shared link, unedited: see the worker
+        self.queued_at = time.monotonic()
+        self.finished = False  # its one result was given
+        # Notifications reach the listener one at a time and in order: the slot's "starting" never
+        # overtakes submit's "queued", though a free slot may take the job before submit returns.
+        self.notifying = threading.RLock()
+
+    def waited_s(self):
+        return time.monotonic() - self.queued_at
 
     def notify(self, type, content):
-        if type == "result":
-            content["result"]["run_id"] = self.run_id
-        self.listener(self.run_id, type, content)
+        """Tell the listener; a listener that raises is logged, and the run and its slot go on."""
+        with self.notifying:
+            if type == "result":
+                if self.finished:
+                    return
+                content["result"]["run_id"] = self.run_id
+                self.finished = True
+            try:
+                self.listener(self.run_id, type, content)
+            except Exception:
+                log.exception("the listener of run %s failed on its %s", self.run_id, type)
+
+    def fail(self, error):
+        """End the job with `error` (a RunError) unless it already has its result."""
+        self.notify("result", {"result": error.result()})
+
+
+class JobQueue:
+    """The runs waiting for a worker, oldest first, bounded in all and per owner. A waiting run can be
+    withdrawn (its client left, its HTTP caller gave up) so that no worker time is spent on it."""
+
+    def __init__(self, limit, per_owner):
+        self.limit, self.per_owner = limit, per_owner
+        self.waiting = collections.deque()
+        self.changed = threading.Condition()
+        self.closed = False
+
+    def __len__(self):
+        return len(self.waiting)
+
+    def put(self, job):
+        """Queue `job`; returns its place in line (1: the next to start)."""
+        with self.changed:
+            if sum(1 for j in self.waiting if j.owner == job.owner) >= self.per_owner:
+                raise OwnerQueueFull(f"you already have {self.per_owner} runs waiting; wait for one to finish")
+            if len(self.waiting) >= self.limit:
+                raise QueueFull(f"the server is busy ({len(self.waiting)} runs waiting); try again in a moment")
+            self.waiting.append(job)
+            self.changed.notify()
+            return len(self.waiting)
+
+    def get(self):
+        """The oldest waiting job, once there is one; None once the queue is closed."""
+        with self.changed:
+            while not self.waiting and not self.closed:
+                self.changed.wait()
+            return None if self.closed else self.waiting.popleft()
+
+    def withdraw(self, which):
+        """Take the waiting jobs for which which(job) is true out of the queue; returns them."""
+        with self.changed:
+            gone = [job for job in self.waiting if which(job)]
+            for job in gone:
+                self.waiting.remove(job)
+            return gone
+
+    def close(self):
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
 
 
 class WorkerProcess:
@@ -65,9 +158,19 @@ class WorkerProcess:
         except queue.Empty:
             return "timeout"
 
-    def send(self, msg):
-        self.proc.stdin.write(protocol.encode(msg))
-        self.proc.stdin.flush()
+    def send(self, line, deadline):
+        """Write one encoded message, by `deadline` (monotonic): a worker that stops reading its
+        input must not hold its slot in a blocking write. Raises TimeoutError or OSError."""
+        fd = self.proc.stdin.fileno()
+        writable = select.poll()
+        writable.register(fd, select.POLLOUT)
+        view = memoryview(line)
+        while view:
+            if not writable.poll(max(deadline - time.monotonic(), 0) * 1000):
+                raise TimeoutError("the worker stopped reading its jobs")
+            # A pipe that polls writable has room for PIPE_BUF bytes at least: this write never blocks
+            # (on a pipe whose reader is gone it raises BrokenPipeError, an OSError).
+            view = view[os.write(fd, view[:select.PIPE_BUF]):]
 
     def kill(self):
         if self.proc.poll() is None:
@@ -89,11 +192,20 @@ class Slot:
     def __init__(self, index, dispatcher):
         self.index, self.dispatcher = index, dispatcher
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
+        self.busy_since = None  # monotonic time it took its current job
         self.thread = threading.Thread(target=self._loop, name=f"worker-slot-{index}", daemon=True)
+
+    def busy_s(self):
+        since = self.busy_since
+        return None if since is None else round(time.monotonic() - since, 1)
+
+    def stuck(self):
+        busy_s = self.busy_s()
+        return busy_s is not None and busy_s > self.dispatcher.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
 
     def info(self):
         return {"slot": self.index, "state": self.state, "pid": self.worker.proc.pid if self.worker else None,
-                "runs": self.runs, "restarts": self.restarts}
+                "runs": self.runs, "restarts": self.restarts, "busy_s": self.busy_s(), "stuck": self.stuck()}
 
     def _start_worker(self):
         self.state = "starting"
@@ -118,36 +230,74 @@ class Slot:
             job = self.dispatcher.jobs.get()
             if job is None:
                 break
-            self.state = "busy"
-            self._run(job)
-            self.runs += 1
-            self.state = "ready"
+            if self._too_old(job):
+                continue
+            self.state, self.busy_since = "busy", time.monotonic()
+            try:
+                self._run(job)
+            except Exception:
+                self._recover(job)
+            finally:
+                self.runs += 1
+                self.state, self.busy_since = "ready", None
+
+    def _too_old(self, job):
+        """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
+        again, and running it now would only make every run behind it wait longer."""
+        wait_s = self.dispatcher.config["QUEUE_WAIT_S"]
+        if job.waited_s() <= wait_s:
+            return False
+        job.fail(RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
+        return True
+
+    def _recover(self, job):
+        """Whatever went wrong while handling `job` (a worker pipe, a malformed message) costs that job
+        only: its worker, in an unknown state, is replaced and the slot takes the next job."""
+        log.exception("worker slot %d failed while handling run %s", self.index, job.run_id)
+        if self.worker is not None:
+            try:
+                self._replace_worker()
+            except Exception:  # the slot must go on: the next turn of its loop starts a worker
+                log.exception("worker slot %d could not kill its worker", self.index)
+                self.worker = None
+        job.fail(RunError("sandbox", "the server lost this run's worker; it was replaced and the queue goes on"))
 
     def _run(self, job):
         timeout_s = self.dispatcher.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
-        try:
-            self.worker.send(protocol.message("job", job.run_id, spec=job.spec, owner=job.owner, timeout_s=timeout_s,
-                                              output_limit=self.dispatcher.config["OUTPUT_LIMIT_BYTES"],
-                                              limits=self.dispatcher.trace_limits()))
-        except OSError:
-            msg = None
-        else:
-            msg = "pending"
+        try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
+            line = protocol.encode(protocol.message(
+                "job", job.run_id, spec=job.spec, owner=job.owner, from_link=job.from_link, timeout_s=timeout_s,
+                output_limit=self.dispatcher.config["OUTPUT_LIMIT_BYTES"], limits=self.dispatcher.trace_limits()))
+        except (ValueError, TypeError) as e:
+            job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
+            return
         deadline = time.monotonic() + timeout_s + GRACE_S
-        while msg is not None:
+        try:
+            self.worker.send(line, deadline)
+        except TimeoutError:
+            return self._unanswered(job, timeout_s)
+        except OSError:
+            return self._died(job)
+        while True:
             msg = self.worker.next(deadline - time.monotonic())
             if msg == "timeout":
-                self._replace_worker()
-                job.notify("result", {"result": RunError("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced").result()})
-                return
-            if msg is None or msg["run_id"] != job.run_id:
+                return self._unanswered(job, timeout_s)
+            if msg is None:
+                return self._died(job)
+            if msg.get("run_id") != job.run_id:
                 continue  # not this job's message: a stale or forged line is dropped
             job.notify(msg["type"], msg["content"])
             if msg["type"] == "result":
                 return
+
+    def _unanswered(self, job, timeout_s):
         self._replace_worker()
-        job.notify("result", {"result": RunError("sandbox", "the worker process died during the run; it was replaced and the queue goes on").result()})
+        job.fail(RunError("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced"))
+
+    def _died(self, job):
+        self._replace_worker()
+        job.fail(RunError("sandbox", "the worker process died during the run; it was replaced and the queue goes on"))
 
     def _replace_worker(self):
         self.restarts += 1
@@ -158,7 +308,7 @@ class Slot:
 class Dispatcher:
     def __init__(self, config):
         self.config = config
-        self.jobs = queue.Queue(maxsize=config["QUEUE_LIMIT"])
+        self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"])
         self.stopping = threading.Event()
         self.slots = [Slot(i, self) for i in range(config["WORKERS"])]
         self.started_at = time.time()
@@ -183,19 +333,27 @@ class Dispatcher:
         return {"max_programs": self.config["TRACE_MAX_PROGRAMS"], "max_bytes": self.config["TRACE_MAX_BYTES"],
                 "trace_budget_s": self.config["TRACE_BUDGET_S"]}
 
-    def submit(self, spec, listener, owner):
+    def submit(self, spec, listener, owner, client=None, from_link=False):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id.
-        listener(run_id, type, content) gets status, stdout and result."""
-        job = Job(spec, listener, owner)
-        try:
-            self.jobs.put_nowait(job)
-        except queue.Full:
-            raise QueueFull(f"the server is busy ({self.jobs.qsize()} runs waiting); try again in a moment") from None
-        job.notify("status", {"phase": "queued", "message": f"queued ({self.jobs.qsize()} waiting)"})
+        listener(run_id, type, content) gets status, stdout and result. `client`: the Socket.IO sid
+        whose leaving withdraws the run while it waits. Raises QueueFull or OwnerQueueFull."""
+        job = Job(spec, listener, owner, client, from_link)
+        with job.notifying:  # a free slot may take the job at once: its "starting" waits for this "queued"
+            place = self.jobs.put(job)
+            job.notify("status", {"phase": "queued", "message": f"queued: {ordinal(place)} in line", "position": place})
         return job.run_id
 
-    def run(self, spec, owner):
-        """Blocking run, for POST /api/run."""
+    def withdraw_client(self, client):
+        """Drop the waiting runs of a client that left (a run already running finishes); returns how many."""
+        return len(self.jobs.withdraw(lambda job: job.client is not None and job.client == client))
+
+    def wait_bound_s(self):
+        return self.config["QUEUE_WAIT_S"] + self.config["RUN_TIMEOUT_S"] + GRACE_S + WAIT_MARGIN_S
+
+    def run(self, spec, owner, from_link=False):
+        """Blocking run, for POST /api/run. The wait is bounded: a run that waited in the queue past
+        QUEUE_WAIT_S gets its error result from the slot that drops it; past wait_bound_s the run is
+        lost (RunLost), and if it is still waiting it is withdrawn so that no worker spends time on it."""
         done, box = threading.Event(), {}
 
         def listener(_run_id, type, content):
@@ -203,23 +361,23 @@ class Dispatcher:
                 box["result"] = content["result"]
                 done.set()
 
-        self.submit(spec, listener, owner)
-        done.wait()
+        run_id = self.submit(spec, listener, owner, from_link=from_link)
+        bound_s = self.wait_bound_s()
+        if not done.wait(bound_s):
+            self.jobs.withdraw(lambda job: job.run_id == run_id)
+            raise RunLost(f"the server could not finish this run within {bound_s:g} s; try again")
         return box["result"]
 
     def health(self):
         ready = next((s.ready for s in self.slots if s.ready), None)
-        return {"ok": any(s.state in ("ready", "busy") for s in self.slots),
-                "workers": [s.info() for s in self.slots], "queued": self.jobs.qsize(),
+        workers = [s.info() for s in self.slots]
+        ok = any(w["state"] in ("ready", "busy") for w in workers) and not any(w["stuck"] for w in workers)
+        return {"ok": ok, "workers": workers, "queued": len(self.jobs),
                 "device": ready and ready["device"], "isolation": ready and ready["isolation"]}
 
     def stop(self):
         self.stopping.set()
-        for _ in self.slots:
-            try:
-                self.jobs.put_nowait(None)
-            except queue.Full:
-                pass
+        self.jobs.close()
         for slot in self.slots:
             if slot.worker:
                 slot.worker.stop()

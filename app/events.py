@@ -1,4 +1,5 @@
-"""Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_result go to the requesting client only."""
+"""Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_result go to the requesting client only.
+A client that disconnects takes its waiting runs with it."""
 from flask import current_app, request
 
 from app.dispatcher import QueueFull
@@ -21,7 +22,15 @@ def register(socketio):
             # to=sid: the client's own room, so another tab never sees this run.
             socketio.emit(EVENT_NAMES[type], {"run_id": run_id, **content}, to=sid)
 
+        # from_link: the page says the source came unedited from someone else's shared link.
+        from_link = bool(data.get("from_link"))
         try:
-            return {"run_id": current_app.extensions["dispatcher"].submit(spec, listener, current_owner())}
-        except QueueFull as e:
+            return {"run_id": current_app.extensions["dispatcher"].submit(spec, listener, current_owner(),
+                                                                          client=sid, from_link=from_link)}
+        except QueueFull as e:  # the whole queue, or this owner's share of it
             return {"error": {"phase": "limit", "message": str(e)}}
+
+    @socketio.on("disconnect")
+    def disconnect(*_reason):
+        # No one is left to see the runs it queued: a worker would spend time on them for nothing.
+        current_app.extensions["dispatcher"].withdraw_client(request.sid)

@@ -32,7 +32,7 @@ def decode(line, allowed=WORKER_TYPES):
     """Parse one line; None if it is not a well-formed message of an allowed type."""
     try:
         msg = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         return None
     if not (isinstance(msg, dict) and msg.get("type") in allowed and isinstance(msg.get("content"), dict)):
         return None

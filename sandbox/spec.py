@@ -5,6 +5,7 @@ Pure Python and free of user-code evaluation, so the web process can validate sp
 import copy
 import hashlib
 import json
+import math
 
 VERSION = 1
 DEVICES = ("auto", "gpu", "interpreter")
@@ -17,6 +18,7 @@ DEFAULT_OPTIONS = {
     "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
 }
 MAX_SOURCE_BYTES = 128 * 1024
+NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
 
 
 class SpecError(ValueError):
@@ -36,9 +38,28 @@ def _is_expr_map(value):
     return isinstance(value, dict) and all(isinstance(k, str) and k.isidentifier() for k in value)
 
 
+def _json_name(number):
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
+def check_finite(value, path=""):
+    """Refuse NaN and ±Infinity anywhere in `value`, naming the field ("options.flops", "args.a[2]").
+    JSON has no such numbers but Python's parsers accept them, and one that reached a worker would
+    fail there (protocol.encode refuses it) instead of here, with a message that names nothing."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{path or 'the value'} must be a finite number, not {_json_name(value)}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_finite(item, f"{path}[{index}]")
+
+
 def normalize(raw):
     """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
     _expect(isinstance(raw, dict), "the run spec must be a JSON object")
+    check_finite(raw)
     spec = copy.deepcopy(raw)
     _expect(spec.get("version", VERSION) == VERSION, f"unsupported spec version {spec.get('version')!r} (expected {VERSION})")
     spec["version"] = VERSION
@@ -67,6 +88,8 @@ def normalize(raw):
     _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}")
     for key in ("num_warps", "num_stages"):
         _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32")
+    _expect(options["num_warps"] in NUM_WARPS,
+            f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}")
     _expect(isinstance(options["seed"], int), "options.seed must be an integer")
     for key in ("check", "bench", "trace", "ir", "sanitize"):
         _expect(isinstance(options[key], bool), f"options.{key} must be true or false")

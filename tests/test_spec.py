@@ -19,6 +19,7 @@ def test_defaults_are_filled_in():
     ({"reference": {"nothere": "x"}}, "nothere"),
     ({"inputs": {"x": ""}}, "input 'x'"),
     ({"options": {"num_warps": 0}}, "num_warps"),
+    ({"options": {"num_warps": 3}}, "options.num_warps must be a power of 2"),
     ({"options": {"device": "tpu"}}, "device"),
     ({"options": {"warps": 4}}, "warps"),
     ({"version": 2}, "version"),
@@ -26,6 +27,23 @@ def test_defaults_are_filled_in():
 def test_malformed_specs_name_the_field(change, names):
     with pytest.raises(SpecError, match=names):
         normalize({**vector_add_spec(), **change})
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"args": {"n": float("nan")}}, "args.n must be a finite number, not NaN"),
+    ({"options": {"flops": float("inf")}}, "options.flops must be a finite number, not Infinity"),
+    ({"options": {"atol": float("-inf")}}, "options.atol must be a finite number, not -Infinity"),
+    ({"options": {"flops": [1.0, [2, float("nan")]]}}, r"options.flops\[1\]\[1\] must be a finite number, not NaN"),
+])
+def test_nan_and_infinity_are_refused_anywhere_naming_the_field(change, words):
+    # JSON has none, but Python's parsers accept them; a worker could not be sent one.
+    with pytest.raises(SpecError, match=words):
+        normalize({**vector_add_spec(), **change})
+
+
+def test_every_power_of_two_num_warps_passes():
+    for warps in (1, 2, 4, 8, 16, 32):
+        assert normalize({**vector_add_spec(), "options": {"num_warps": warps}})["options"]["num_warps"] == warps
 
 
 def test_not_an_object():

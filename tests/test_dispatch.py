@@ -1,0 +1,261 @@
+"""The dispatcher under abuse and under load, through the real server and real workers: nothing a
+request sends wedges a worker slot, waits are bounded, and the queue is fair between owners."""
+import json
+import threading
+import time
+
+import pytest
+
+from app import create_app, dispatcher as dispatcher_module, socketio
+from tests.conftest import VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.test_runs import collect_until_result, run
+
+ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
+TIMEOUT_S = 3.0
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """One worker and a short run timeout: an endless run holds the only worker for 3 s, so that the
+    runs after it wait in the queue."""
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
+                      "WORKERS": 1, "RUN_TIMEOUT_S": TIMEOUT_S})
+    wait_until_ready(app)
+    yield app
+    app.extensions["dispatcher"].stop()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def spec():
+    return vector_add_spec(n=4096)
+
+
+def health(app):
+    return app.test_client().get("/healthz").get_json()
+
+
+def wait_for(condition, timeout_s=30, what="the condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def occupy_the_worker(app, spec):
+    """Start an endless run on the only worker; returns an Event set once its (timeout) result came."""
+    done = threading.Event()
+    app.extensions["dispatcher"].submit({**spec, "source": ENDLESS},
+                                        lambda _id, type, _c: type == "result" and done.set(), "someone else")
+    wait_for(lambda: health(app)["workers"][0]["state"] == "busy" and health(app)["queued"] == 0,
+             what="the endless run to start")
+    return done
+
+
+def settle(app):
+    """Wait until the worker is free and nothing waits: the next test starts on an idle server."""
+    wait_for(lambda: health(app)["queued"] == 0 and health(app)["workers"][0]["state"] == "ready",
+             timeout_s=60, what="an idle server")
+
+
+def nan_body(spec):
+    """The spec with a NaN argument (JSON has no NaN; json.dumps writes one anyway)."""
+    return {**spec, "args": {**spec["args"], "n": float("nan")}}
+
+
+# --- NaN and Infinity -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, words", [
+    (lambda s: {**s, "args": {**s["args"], "n": float("nan")}}, "args.n must be a finite number, not NaN"),
+    (lambda s: {**s, "options": {"flops": float("inf")}}, "options.flops must be a finite number, not Infinity"),
+    (lambda s: {"spec": {**s, "options": {"flops": [1, [2, float("-inf")]]}}},
+     "spec.options.flops[1][1] must be a finite number, not -Infinity"),
+])
+@pytest.mark.parametrize("path", ["/api/run", "/api/snippets", "/api/export"])
+def test_nan_or_infinity_in_a_body_is_a_400_naming_the_field(app, client, spec, change, words, path):
+    response = client.post(path, data=json.dumps(change(spec)), content_type="application/json")
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.get_json()["error"]["message"] == words
+
+
+def test_five_nan_runs_in_a_row_leave_the_server_running(app, client, spec):
+    for _ in range(5):
+        response = client.post("/api/run", data=json.dumps(nan_body(spec)), content_type="application/json")
+        assert response.status_code == 400
+    assert run(client, spec)["status"] == "ok"
+    assert health(app)["ok"]
+
+
+def test_nan_over_socketio_is_refused_in_the_ack_and_the_next_run_works(app, spec):
+    browser = socketio.test_client(app)
+    ack = browser.emit("run", {"spec": {**spec, "options": {"flops": float("inf")}}}, callback=True)
+    assert ack["error"] == {"phase": "parse", "message": "options.flops must be a finite number, not Infinity"}
+    ack = browser.emit("run", {"spec": nan_body(spec)}, callback=True)
+    assert "args.n must be a finite number, not NaN" in ack["error"]["message"]
+    run_id = browser.emit("run", {"spec": spec}, callback=True)["run_id"]
+    assert collect_until_result(browser, run_id)[-1]["args"][0]["result"]["status"] == "ok"
+    assert health(app)["ok"]
+
+
+def test_a_spec_that_cannot_reach_a_worker_costs_only_that_run(app, client, spec):
+    # A spec past every check but unencodable (NaN: JSON has none) is that run's error, not a dead slot,
+    # and its worker is kept: nothing was written to it.
+    dispatcher = app.extensions["dispatcher"]
+    restarts = health(app)["workers"][0]["restarts"]
+    for _ in range(5):
+        results = []
+        dispatcher.submit(nan_body(spec), lambda _id, type, content: type == "result" and results.append(content),
+                          "owner")
+        wait_for(lambda: results, what="the unencodable run's result")
+        assert results[0]["result"]["error"]["phase"] == "sandbox"
+    assert run(client, spec)["status"] == "ok"
+    assert health(app)["ok"] and health(app)["workers"][0]["restarts"] == restarts
+
+
+def test_num_warps_must_be_a_power_of_two(client, spec):
+    response = client.post("/api/run", json={**spec, "options": {"num_warps": 3}})
+    assert response.status_code == 400
+    assert "options.num_warps must be a power of 2" in response.get_json()["error"]["message"]
+
+
+# --- a slot is never wedged ---------------------------------------------------------------------------
+
+def test_a_listener_that_raises_does_not_stop_the_run_or_the_slot(app, client, spec):
+    heard = []
+
+    def broken(_run_id, type, content):
+        heard.append(type)
+        raise RuntimeError("the client's socket went away")
+
+    app.extensions["dispatcher"].submit(spec, broken, "owner")
+    wait_for(lambda: "result" in heard, what="the broken listener's result")
+    assert "status" in heard  # it raised on every status, and the run went on to its result
+    assert run(client, spec)["status"] == "ok"
+    assert health(app)["ok"]
+
+
+def test_a_worker_line_nested_deeper_than_pythons_stack_is_dropped():
+    from sandbox import protocol
+    assert protocol.decode(b"[" * 100_000 + b"]" * 100_000) is None  # not a RecursionError in the reader
+
+
+def test_healthz_says_not_ok_while_a_slot_is_stuck():
+    # A slot stuck mid-run is simulated by its state: no real run can hold a slot that long.
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_TIMEOUT_S": 3.0})
+    slot = app.extensions["dispatcher"].slots[0]
+    slot.state, slot.busy_since = "busy", time.monotonic() - 1
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 200 and response.get_json()["workers"][0]["busy_s"] >= 1
+    slot.busy_since = time.monotonic() - (3.0 + dispatcher_module.GRACE_S + dispatcher_module.STUCK_MARGIN_S + 1)
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    health = response.get_json()
+    assert not health["ok"] and health["workers"][0]["stuck"] and health["workers"][0]["busy_s"] > 28
+
+
+def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(monkeypatch, spec):
+    # No worker ever takes the job; the wait bound (shrunk here) still ends the request.
+    monkeypatch.setattr(dispatcher_module, "GRACE_S", 0)
+    monkeypatch.setattr(dispatcher_module, "WAIT_MARGIN_S", 0.5)
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_TIMEOUT_S": 0.2, "QUEUE_WAIT_S": 0.3})
+    start = time.monotonic()
+    response = app.test_client().post("/api/run", json=spec)
+    assert response.status_code == 503 and time.monotonic() - start < 5
+    assert "could not finish this run within 1 s" in response.get_json()["error"]["message"]
+    assert app.extensions["dispatcher"].health()["queued"] == 0
+
+
+# --- a fair queue -------------------------------------------------------------------------------------
+
+def queued_messages(client):
+    return [e["args"][0]["message"] for e in client.get_received()
+            if e["name"] == "run_status" and e["args"][0]["phase"] == "queued"]
+
+
+def test_one_owner_may_have_four_runs_waiting_and_another_owner_still_gets_in(app, spec):
+    http = app.test_client()
+    http.get("/")  # the page load that gives this browser its owner id
+    alice = socketio.test_client(app, flask_test_client=http)
+    done = occupy_the_worker(app, spec)
+    acks = [alice.emit("run", {"spec": spec}, callback=True) for _ in range(5)]
+    assert all("run_id" in ack for ack in acks[:4])
+    assert acks[4]["error"] == {"phase": "limit", "message": "you already have 4 runs waiting; wait for one to finish"}
+    assert queued_messages(alice) == ["queued: 1st in line", "queued: 2nd in line", "queued: 3rd in line",
+                                      "queued: 4th in line"]
+    response = http.post("/api/run", json=spec)  # the same browser, over HTTP
+    assert response.status_code == 429 and "4 runs waiting" in response.get_json()["error"]["message"]
+    bob = socketio.test_client(app)
+    assert "run_id" in bob.emit("run", {"spec": spec}, callback=True)
+    assert queued_messages(bob) == ["queued: 5th in line"]
+    alice.disconnect()
+    bob.disconnect()
+    assert done.wait(TIMEOUT_S + 15)
+    settle(app)
+
+
+def test_a_disconnected_clients_waiting_runs_never_start(app, spec):
+    done = occupy_the_worker(app, spec)
+    runs_before = health(app)["workers"][0]["runs"]
+    carol = socketio.test_client(app)
+    for _ in range(3):
+        assert "run_id" in carol.emit("run", {"spec": spec}, callback=True)
+    assert health(app)["queued"] == 3
+    carol.disconnect()
+    assert health(app)["queued"] == 0
+    dave = socketio.test_client(app)
+    run_id = dave.emit("run", {"spec": spec}, callback=True)["run_id"]
+    assert done.wait(TIMEOUT_S + 15)
+    events = collect_until_result(dave, run_id)
+    assert events[-1]["args"][0]["result"]["status"] == "ok"
+    # The endless run, then dave's: none of carol's three ran in between.
+    assert health(app)["workers"][0]["runs"] == runs_before + 2
+    assert health(app)["queued"] == 0
+
+
+def test_a_run_that_waited_too_long_is_dropped_with_a_clear_error(app, spec, monkeypatch):
+    monkeypatch.setitem(app.config, "QUEUE_WAIT_S", 1.0)
+    done = occupy_the_worker(app, spec)  # holds the worker for 3 s: the next run waits longer than 1 s
+    runs_before = health(app)["workers"][0]["runs"]
+    erin = socketio.test_client(app)
+    run_id = erin.emit("run", {"spec": spec}, callback=True)["run_id"]
+    result = collect_until_result(erin, run_id)[-1]["args"][0]["result"]
+    assert done.is_set()
+    assert result["status"] == "error" and result["error"]["phase"] == "limit"
+    assert result["error"]["message"] == "the server was too busy to start this run within 1 s; try again"
+    assert health(app)["workers"][0]["runs"] == runs_before + 1  # the endless run only
+    monkeypatch.setitem(app.config, "QUEUE_WAIT_S", 120.0)
+    run_id = erin.emit("run", {"spec": spec}, callback=True)["run_id"]
+    assert collect_until_result(erin, run_id)[-1]["args"][0]["result"]["status"] == "ok"
+
+
+# --- runs from a shared link ----------------------------------------------------------------------------
+
+@pytest.fixture
+def sent_jobs(app, monkeypatch):
+    """The job messages the slot writes to its worker (the real write still happens)."""
+    lines = []
+    real_send = dispatcher_module.WorkerProcess.send
+
+    def send(self, line, deadline):
+        lines.append(json.loads(line))
+        return real_send(self, line, deadline)
+
+    monkeypatch.setattr(dispatcher_module.WorkerProcess, "send", send)
+    return lines
+
+
+def test_from_link_reaches_the_worker_with_the_job(app, client, spec, sent_jobs):
+    browser = socketio.test_client(app)
+    for from_link in (True, False):
+        run_id = browser.emit("run", {"spec": spec, "from_link": from_link}, callback=True)["run_id"]
+        assert collect_until_result(browser, run_id)[-1]["args"][0]["result"]["status"] == "ok"
+    response = client.post("/api/run", json={"spec": spec, "from_link": True})
+    assert response.status_code == 200 and response.get_json()["status"] == "ok"
+    assert [job["content"]["from_link"] for job in sent_jobs] == [True, False, True]
+    assert all("from_link" not in job["content"]["spec"] for job in sent_jobs)
