@@ -79,8 +79,11 @@ def save_snippet():
     body = json_body()
     try:
         spec = spec_from(body)
-        ui = body.get("ui") if isinstance(body.get("ui"), dict) else {}
-        snippet_id = share.save(spec, ui, current_app.config["MAX_SNIPPET_BYTES"])
+        snippet_id = share.save(spec, body.get("ui"), current_app.config["MAX_SNIPPET_BYTES"])
+    except share.UiError as e:
+        return error_response(400, str(e), field=e.field)
+    except share.SnippetTooLarge as e:
+        return error_response(413, str(e))
     except (SpecError, share.SnippetError) as e:
         return error_response(413 if "limit" in str(e) else 400, str(e))
     return jsonify({"id": snippet_id, "url": url_for("editor.snippet", snippet_id=snippet_id, _external=True)})

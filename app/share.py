@@ -1,4 +1,8 @@
-"""Shared snippets: content-addressed run specs (+ UI state) in SQLite. `/s/<id>` reopens one."""
+"""Shared snippets: content-addressed run specs (+ UI state) in SQLite. `/s/<id>` reopens one.
+
+The UI state has one schema (UI_FIELDS): a save with a field outside it is refused, naming the field;
+a stored snippet is loaded with only its valid fields (rows saved before the schema may hold others).
+"""
 import hashlib
 import json
 import sqlite3
@@ -12,6 +16,79 @@ class SnippetError(ValueError):
     pass
 
 
+class SnippetTooLarge(SnippetError):
+    pass
+
+
+class UiError(SnippetError):
+    """A UI state outside the schema; `field` names the bad field ("ui.pane")."""
+    def __init__(self, field, message):
+        super().__init__(message)
+        self.field = field
+
+
+# The page's panes (templates/editor.html's data-tab names); null: the page's default, Results.
+PANES = ("results", "diagram", "timings", "ir")
+MAX_PID = 2 ** 31 - 1  # a CUDA grid's largest x extent; the y and z extents are smaller
+
+
+def _pane_error(value):
+    if value is None or (isinstance(value, str) and value in PANES):
+        return None
+    return f"ui.pane must be one of {', '.join(PANES)} (or null)"
+
+
+def _pid_error(value):
+    if value is None:
+        return None
+    if (isinstance(value, list) and 1 <= len(value) <= 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_PID for v in value)):
+        return None
+    return "ui.pid must be null or a list of 1 to 3 non-negative integers (a program id)"
+
+
+# What the page saves as its UI state (main.js, getUi): the tab on screen and the selected program.
+UI_FIELDS = {"pane": _pane_error, "pid": _pid_error}
+
+
+def field_name(key):
+    """How a message names a UI field: "ui.pane"; an unknown key, however long, in 40 characters."""
+    return "ui." + (key if len(key) <= 40 else key[:40] + "…")
+
+
+def ui_errors(ui):
+    """{key: message} for every field of the dict `ui` outside the schema; {} when `ui` is valid."""
+    errors = {}
+    for key, value in ui.items():
+        check = UI_FIELDS.get(key)
+        if check is None:
+            errors[key] = f"{field_name(key)} is not a UI field; the fields are {', '.join(UI_FIELDS)}"
+        elif (message := check(value)) is not None:
+            errors[key] = message
+    return errors
+
+
+def validate_ui(ui):
+    """The UI state to save: None is {}; anything outside the schema raises UiError naming the first bad field."""
+    if ui is None:
+        return {}
+    if not isinstance(ui, dict):
+        raise UiError("ui", f"ui must be an object with the fields {', '.join(UI_FIELDS)}")
+    errors = ui_errors(ui)
+    if errors:
+        key = next(iter(errors))
+        raise UiError(field_name(key), errors[key])
+    return ui
+
+
+def clean_ui(ui):
+    """The valid fields of a stored UI state, the others dropped (one bad field costs only itself)."""
+    if not isinstance(ui, dict):
+        return {}
+    errors = ui_errors(ui)
+    return {key: value for key, value in ui.items() if key not in errors}
+
+
 def canonical(spec, ui):
     """The text that is hashed: keys sorted, so equal content gets one id whatever its key order,
     except the inputs', whose order is content (later inputs may use earlier ones; it orders the
@@ -21,10 +98,12 @@ def canonical(spec, ui):
 
 
 def save(spec, ui, max_bytes):
-    """Store a snippet; the same content always gets the same id. Returns the id."""
-    body = json.dumps({"spec": spec, "ui": ui or {}})  # stored as given: input order matters
+    """Store a snippet; the same content always gets the same id. Returns the id.
+    Raises UiError for a UI state outside the schema, SnippetTooLarge beyond `max_bytes`."""
+    ui = validate_ui(ui)
+    body = json.dumps({"spec": spec, "ui": ui})  # stored as given: input order matters
     if len(body.encode()) > max_bytes:
-        raise SnippetError(f"the snippet is {len(body.encode()) // 1024} KB; the limit is {max_bytes // 1024} KB")
+        raise SnippetTooLarge(f"the snippet is {len(body.encode()) // 1024} KB; the limit is {max_bytes // 1024} KB")
     digest = hashlib.sha256(canonical(spec, ui).encode()).hexdigest()
     db = get_db()
     for _ in range(5):  # concurrent savers of different content can race for one prefix
@@ -49,5 +128,9 @@ def shortest_free_prefix(db, digest):
 
 
 def load(snippet_id):
+    """The stored {"spec", "ui"} (None if there is none), its UI state cleaned: `/s/<id>` and the API read it here."""
     row = get_db().execute("SELECT body FROM snippet WHERE id = ?", (snippet_id,)).fetchone()
-    return json.loads(row["body"]) if row else None
+    if row is None:
+        return None
+    found = json.loads(row["body"])
+    return {**found, "ui": clean_ui(found.get("ui"))}

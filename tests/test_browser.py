@@ -5,6 +5,10 @@ and checks what the page then shows.
 """
 import json
 import os
+import re
+import sqlite3
+import uuid
+from contextlib import closing
 
 import pytest
 
@@ -125,6 +129,33 @@ def share(page):
     return page.input_value("#share-url")
 
 
+def share_from_elsewhere(page, live_server, example, ui):
+    """A link saved by someone else: posted straight to the API, never through this browser's Share button."""
+    spec = page.request.get(f"{live_server}/api/examples/{example}").json()["spec"]
+    response = page.request.post(f"{live_server}/api/snippets", data={"spec": spec, "ui": ui})
+    assert response.ok, response.text()
+    return response.json()["url"]
+
+
+def record_runs(page):
+    """The payload of every Socket.IO `run` event the page sends, as it leaves the page (a WebSocket
+    frame, or the body of a long-polling POST before the upgrade). Call before opening the page."""
+    sent = []
+
+    def packets(text):
+        for packet in (text if isinstance(text, str) else text.decode(errors="replace")).split("\x1e"):
+            match = re.match(r"42\d*(\[.*)", packet, re.S)  # engine.io message, socket.io event, ack id
+            if match:
+                name, *args = json.loads(match.group(1))
+                if name == "run":
+                    sent.append(args[0])
+
+    page.on("websocket", lambda ws: ws.on("framesent", packets))
+    page.on("request", lambda request: request.method == "POST" and "/socket.io/" in request.url
+            and request.post_data and packets(request.post_data))
+    return sent
+
+
 # ---- tests -----------------------------------------------------------------------------------
 
 def test_run_on_the_default_page_shows_the_output_matches(page, live_server):
@@ -234,7 +265,8 @@ def test_a_shared_link_opens_on_the_same_picture_and_program(browser, page, live
     try:
         open_playground(other, url)
         assert other.get_attribute("[data-tab].active", "data-tab") == "diagram"
-        # The same picture without pressing Run: the link runs once on opening.
+        # The same picture after one click on the prompt's button (a link never runs on opening).
+        other.get_by_role("button", name="Run this shared kernel").click()
         other.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=60000)
         assert selected_pid(other) == "2,0,0"
         assert tensor_cells(other, "out") == ([[8, 2]], [[10, 2]])
@@ -492,3 +524,114 @@ def test_a_new_meta_parameter_value_reruns_at_once(page, live_server):
     page.wait_for_function("window.runsSeen >= 2 && document.querySelector('#status-line').dataset.state === 'ok'",
                            timeout=RUN_TIMEOUT_MS)
     assert page.evaluate("window.playground.getSpec().options.num_warps") == 2
+
+
+# ---- shared links: someone else's code runs only when asked, and apart from ours ----------------
+
+def test_a_shared_link_runs_nothing_until_its_button_then_shows_the_result_and_the_diagram(browser, page, live_server):
+    url = share_from_elsewhere(page, live_server, "masked_tail", {"pane": "diagram", "pid": [2, 0, 0]})
+    victim = new_page(browser)
+    runs = record_runs(victim)
+    try:
+        open_playground(victim, url)
+        assert victim.get_attribute("[data-tab].active", "data-tab") == "diagram"  # the tab it was shared on
+        prompt = victim.locator("#link-prompt")
+        assert prompt.is_visible() and "someone else wrote, in a sandbox" in prompt.inner_text()
+        button = victim.get_by_role("button", name="Run this shared kernel")
+        assert button.is_visible()
+        assert "def add_kernel" in victim.evaluate("window.playground.getSpec().source")  # the kernel is there to read
+        assert victim.input_value("#grid-input")  # and its launch
+
+        victim.wait_for_timeout(2000)
+        assert runs == []
+        assert victim.get_attribute("#status-line", "data-state") == "idle"
+        assert victim.locator(".diagram-grid-plot").count() == 0
+
+        button.click()
+        victim.wait_for_function("document.querySelector('#status-line').dataset.state === 'ok'", timeout=RUN_TIMEOUT_MS)
+        assert victim.locator("#link-prompt").count() == 0
+        victim.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=RUN_TIMEOUT_MS)
+        assert selected_pid(victim) == "2,0,0"  # the program it was shared with
+        assert tensor_cells(victim, "out") == ([[8, 2]], [[10, 2]])
+        victim.click("[data-tab=results]")
+        assert badge_of(victim, "out") == "ok"
+        assert len(runs) == 1 and runs[0]["from_link"] is True
+        assert not victim.errors, victim.errors
+    finally:
+        victim.context.close()
+
+
+def test_runs_of_someone_elses_link_say_from_link_until_its_source_is_edited(browser, page, live_server):
+    url = share_from_elsewhere(page, live_server, "masked_tail", {"pane": "results", "pid": None})
+    victim = new_page(browser)
+    runs = record_runs(victim)
+    try:
+        open_playground(victim, url)
+        assert victim.get_attribute("[data-tab].active", "data-tab") == "results"
+        victim.wait_for_timeout(500)
+        assert runs == []
+
+        assert run_and_wait(victim) == "ok"  # the top bar's Run is a choice to run it too
+        assert victim.locator("#link-prompt").count() == 0
+        assert run_and_wait(victim) == "ok"
+        assert [run.get("from_link") for run in runs] == [True, True]
+
+        victim.click(".cm-content")
+        victim.keyboard.press("Control+End")
+        victim.keyboard.type("\n# my change\n")
+        assert run_and_wait(victim) == "ok"
+        assert "from_link" not in runs[2] and "# my change" in runs[2]["spec"]["source"]
+        assert not victim.errors, victim.errors
+    finally:
+        victim.context.close()
+
+
+def test_a_link_saved_in_this_browser_is_its_own_and_the_gallery_runs_as_before(page, live_server):
+    runs = record_runs(page)
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert page.locator("#link-prompt").count() == 0
+    assert run_and_wait(page) == "ok"
+    open_diagram(page)
+    page.evaluate("window.playground.editorView.dispatch({changes: {from: 0, insert: '# mine\\n'}})")
+    url = share(page)
+
+    open_playground(page, url)  # the same browser: the link is ours
+    assert "You saved this link from this browser" in page.inner_text("#link-prompt")
+    page.wait_for_timeout(500)
+    assert len(runs) == 1  # still not run on opening
+    page.get_by_role("button", name="Run this shared kernel").click()
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=RUN_TIMEOUT_MS)
+    assert len(runs) == 2 and not any("from_link" in run for run in runs)
+
+
+def test_saving_someone_elses_unedited_link_again_does_not_make_it_ours(browser, page, live_server):
+    url = share_from_elsewhere(page, live_server, "masked_tail", {"pane": "ir", "pid": None})
+    open_playground(page, url)
+    assert share(page).endswith(url[url.index("/s/"):])  # the same content: the same link
+    runs = record_runs(page)
+    open_playground(page, url)
+    assert "someone else wrote" in page.inner_text("#link-prompt")
+    page.get_by_role("button", name="Run this shared kernel").click()
+    page.wait_for_function("document.querySelector('.ir-compiled-for')", timeout=RUN_TIMEOUT_MS)
+    assert runs[0]["from_link"] is True
+
+
+def test_a_snippet_with_a_bad_ui_in_the_database_opens_on_results_without_an_error(app, page, live_server):
+    spec = page.request.get(f"{live_server}/api/examples/masked_tail").json()["spec"]
+    snippet_id = uuid.uuid4().hex[:12]
+    body = {"spec": spec, "ui": {"pane": '"]) x', "pid": [-1, "a"], "theme": "dark"}}  # saved before the UI schema
+    with closing(sqlite3.connect(app.config["DATABASE"], isolation_level=None)) as db:
+        db.execute("INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", (snippet_id, uuid.uuid4().hex, json.dumps(body)))
+
+    open_playground(page, f"{live_server}/s/{snippet_id}")
+    assert page.get_attribute("[data-tab].active", "data-tab") == "results"
+    assert page.get_attribute("[data-panel].active", "data-panel") == "results"
+    assert page.get_by_role("button", name="Run this shared kernel").is_visible()
+    assert page.evaluate("window.playground.getSpec().source") == spec["source"]
+
+    # The page checks the UI state again itself: a bad pane or pid is ignored, not thrown on.
+    page.evaluate("""(spec) => window.playground.setSpec(spec, { pane: '"]) x', pid: [-1, 'a'] })""", spec)
+    assert page.get_attribute("[data-tab].active", "data-tab") == "results"
+    page.evaluate("(spec) => window.playground.setSpec(spec, 'diagram')", spec)
+    assert page.get_attribute("[data-tab].active", "data-tab") == "results"
+    assert not page.errors, page.errors

@@ -1,7 +1,13 @@
 """Share links: content-addressed snippets in SQLite."""
+import json
 import threading
+import uuid
+from contextlib import closing
+
+import pytest
 
 from app import create_app
+from app.db import connect
 from tests.conftest import vector_add_spec
 
 
@@ -85,3 +91,71 @@ def test_the_same_inputs_in_another_order_are_another_snippet(client):
     first, second = (share(client, s).get_json()["id"] for s in (spec, reordered))
     assert first != second  # the order of the random draws differs: x gets other numbers
     assert list(client.get(f"/api/snippets/{second}").get_json()["spec"]["inputs"]) == ["x", "y", "z", "out"]
+
+
+# ---- the UI state: one schema, enforced on save, applied field by field on load ----
+
+@pytest.mark.parametrize("ui, field, words", [
+    ({"pane": "settings"}, "ui.pane", "ui.pane must be one of results, diagram, timings, ir"),
+    ({"pane": '"]<img src=x>'}, "ui.pane", "ui.pane must be one of"),
+    ({"pane": ["diagram"]}, "ui.pane", "ui.pane must be one of"),
+    ({"pid": [-1, 0, 0]}, "ui.pid", "ui.pid must be null or a list of 1 to 3 non-negative integers"),
+    ({"pid": [1, 2, 3, 4]}, "ui.pid", "ui.pid must be"),
+    ({"pid": []}, "ui.pid", "ui.pid must be"),
+    ({"pid": "2,0,0"}, "ui.pid", "ui.pid must be"),
+    ({"pid": [1.5]}, "ui.pid", "ui.pid must be"),
+    ({"pid": [True]}, "ui.pid", "ui.pid must be"),
+    ({"pid": 2}, "ui.pid", "ui.pid must be"),
+    ({"pane": "diagram", "theme": "dark"}, "ui.theme", "ui.theme is not a UI field; the fields are pane, pid"),
+    ("diagram", "ui", "ui must be an object"),
+    ([1, 2], "ui", "ui must be an object"),
+])
+def test_an_invalid_ui_is_refused_on_save_naming_the_field(client, ui, field, words):
+    response = client.post("/api/snippets", json={"spec": vector_add_spec(n=321), "ui": ui})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert words in error["message"] and error["field"] == field
+
+
+@pytest.mark.parametrize("ui", [None, {}, {"pane": None, "pid": None}, {"pane": "ir"}, {"pid": [3]},
+                                {"pane": "timings", "pid": [1, 2]}, {"pane": "results", "pid": [0, 0, 7]}])
+def test_a_valid_ui_is_saved_as_given(client, ui):
+    response = client.post("/api/snippets", json={"spec": vector_add_spec(n=322), "ui": ui})
+    assert response.status_code == 200, response.get_json()
+    assert client.get(f"/api/snippets/{response.get_json()['id']}").get_json()["ui"] == (ui or {})
+
+
+def insert_snippet(app, body):
+    """A row written straight into the database, as one saved before the UI schema may be."""
+    snippet_id = uuid.uuid4().hex[:12]
+    with closing(connect(app.config["DATABASE"])) as db:
+        db.execute("INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", (snippet_id, uuid.uuid4().hex, json.dumps(body)))
+    return snippet_id
+
+
+def initial_state(page):
+    text = page.get_data(as_text=True)
+    start = text.index('<script type="application/json" id="initial-state">') + len('<script type="application/json" id="initial-state">')
+    return json.loads(text[start:text.index("</script>", start)])
+
+
+@pytest.mark.parametrize("stored, loaded", [
+    ({"pane": '"]) boom', "pid": [2, 0, 0]}, {"pid": [2, 0, 0]}),
+    ({"pane": "timings", "pid": [-1, "a"], "theme": "dark"}, {"pane": "timings"}),
+    ({"pane": "diagram", "pid": [1, 2, 3, 4]}, {"pane": "diagram"}),
+    ({"pane": 7, "pid": {"x": 1}}, {}),
+    ("diagram", {}),
+    (None, {}),
+])
+def test_a_stored_bad_ui_field_is_dropped_on_load_and_the_rest_kept(app, client, stored, loaded):
+    spec = vector_add_spec(n=99)
+    snippet_id = insert_snippet(app, {"spec": spec, "ui": stored})
+
+    found = client.get(f"/api/snippets/{snippet_id}").get_json()
+    assert found["ui"] == loaded and found["spec"] == spec
+
+    page = client.get(f"/s/{snippet_id}")
+    assert page.status_code == 200
+    state = initial_state(page)
+    assert state["snippet_id"] == snippet_id and state["spec"] == spec
+    assert {k: v for k, v in state["ui"].items() if v is not None} == loaded

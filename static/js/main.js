@@ -7,7 +7,7 @@ import { initLaunch, readLaunch } from "./form.js";
 import { initResults } from "./results.js";
 import { initTimings } from "./timings.js";
 import { initIr } from "./ir.js";
-import { initShare, initExport } from "./share.js";
+import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -15,6 +15,19 @@ const ui = { pid: null, pane: null };
 let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
 let diagramDrawn = false;
+let linkSource = null;      // the source of someone else's shared link, as the editor holds it; null on our own pages
+
+// ---- the UI state (a shared link's, checked again here: the server already drops bad fields) ----
+
+const PANES = [...document.querySelectorAll("[data-tab]")].map((tab) => tab.dataset.tab);
+
+function validPane(pane) {
+  return PANES.includes(pane) ? pane : null;
+}
+
+function validPid(pid) {
+  return Array.isArray(pid) && pid.length >= 1 && pid.length <= 3 && pid.every((v) => Number.isInteger(v) && v >= 0) ? pid : null;
+}
 
 // ---- the spec ----
 
@@ -33,17 +46,24 @@ function getSpec() {
 }
 
 function setSpec(spec, uiState = {}) {
+  const saved = uiState && typeof uiState === "object" ? uiState : {};
   loadedSpec = structuredClone(spec);
-  ui.pid = uiState.pid || null;
+  ui.pid = validPid(saved.pid);
   lastResult = null;
-  emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: uiState.pane || null } });
-  showTab(uiState.pane || ui.pane || "results");
+  emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: validPane(saved.pane) } });
+  showTab(validPane(saved.pane) || ui.pane || "results");
+}
+
+// A run of code from someone else's link, not yet edited here: the server keeps it away from this
+// browser's compiled kernels (it neither uses nor adds to them).
+function fromLink(spec) {
+  return linkSource !== null && spec.source === linkSource;
 }
 
 // ---- tabs and the diagram ----
 
 function showTab(name) {
-  if (!document.querySelector(`[data-tab="${name}"]`)) name = "results";
+  if (!PANES.includes(name)) name = "results";
   ui.pane = name;
   for (const tab of document.querySelectorAll("[data-tab]")) {
     tab.classList.toggle("active", tab.dataset.tab === name);
@@ -131,7 +151,8 @@ function connect() {
     waitingForAck = true;
     early = [];
     setRunning(true);
-    socket.timeout(20000).emit("run", { spec }, (timeout, ack) => {
+    const payload = fromLink(spec) ? { spec, from_link: true } : { spec };
+    socket.timeout(20000).emit("run", payload, (timeout, ack) => {
       waitingForAck = false;
       if (timeout) return fail("The server did not answer. Check that it is running, then press Run again.");
       if (!ack || ack.error) return fail((ack && ack.error && ack.error.message) || "The server refused the run.", (ack && ack.error && ack.error.phase) || "parse");
@@ -237,7 +258,7 @@ initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
-            getSpec, getUi: () => ({ ...ui }) });
+            getSpec, getUi: () => ({ ...ui }), isOurs: (spec) => !fromLink(spec) });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
 initExamples();
 initSplitters();
@@ -271,7 +292,7 @@ on("meta-parameter-changed", () => {
 });
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("show-program", ({ pid }) => {
-  ui.pid = Array.isArray(pid) ? pid : [pid, 0, 0];
+  ui.pid = validPid(Array.isArray(pid) ? pid : [pid, 0, 0]);
   diagramDrawn = false;
   showTab("diagram");
 });
@@ -282,10 +303,16 @@ on("spec-loaded", () => {
 window.addEventListener("popstate", () => location.reload());
 
 connect();
-setSpec(initial.spec, initial.ui || {});
-// A link shared with a picture on screen (the diagram, timings or IR, or a chosen program) opens
-// with that picture: run once, as the sharer did. Socket.IO holds the run until it is connected.
-if (initial.snippet_id && (["diagram", "timings", "ir"].includes(initial.ui?.pane) || initial.ui?.pid)) {
-  emit("run-requested");
+setSpec(initial.spec, initial.ui);
+// A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the
+// output a prompt whose button runs it (then the tab and program it was shared with are drawn).
+// Any run, or another spec loaded, takes the prompt away.
+if (initial.snippet_id) {
+  const own = isOwnSnippet(initial.snippet_id);
+  if (!own) linkSource = getSource(editorView);   // as the editor holds it (line endings normalized)
+  const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested") });
+  $(".tab-panels").append(prompt);
+  on("run-requested", () => prompt.remove());
+  on("spec-loaded", () => prompt.remove());
 }
 window.playground = { getSpec, setSpec, editorView };

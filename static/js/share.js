@@ -1,5 +1,51 @@
 // Taking the work away: Share saves the spec (and the selected program and tab) as a short link,
-// Export .py downloads a standalone script that runs the same launch.
+// Export .py downloads a standalone script that runs the same launch. Opening a link: the prompt
+// that stands in for the output until the reader chooses to run someone else's code.
+import { h } from "./dom.js";
+
+// The ids of the links this browser saved: opening one of those is opening our own code.
+const OWN_KEY = "playground.ownSnippets";
+const OWN_MAX = 500;
+
+function ownSnippets() {
+  try {
+    const ids = JSON.parse(localStorage.getItem(OWN_KEY) || "[]");
+    return Array.isArray(ids) ? ids.filter((id) => typeof id === "string") : [];
+  } catch {
+    return [];   // no storage (a private window's policy) or a value not ours: nothing is ours
+  }
+}
+
+function rememberOwnSnippet(id) {
+  try {
+    const ids = [id, ...ownSnippets().filter((other) => other !== id)].slice(0, OWN_MAX);
+    localStorage.setItem(OWN_KEY, JSON.stringify(ids));
+  } catch {
+    // without storage the link opens as anyone's would: with the prompt, its runs marked from_link
+  }
+}
+
+export function isOwnSnippet(id) {
+  return ownSnippets().includes(id);
+}
+
+const PANE_NAMES = { diagram: "Diagram", timings: "Timings", ir: "IR" };
+
+// What a shared link shows instead of its output until Run: whose code it is, and one button.
+export function linkPrompt({ own, pane, pid, onRun }) {
+  const program = pane === "diagram" && pid ? ` on program (${pid.join(", ")})` : "";
+  const then = PANE_NAMES[pane] ? h("p", { class: "link-prompt-then" }, `Once it has run, the ${PANE_NAMES[pane]} tab opens${program}, as it was shared.`) : null;
+  return h("div", { class: "link-prompt", id: "link-prompt", role: "region", "aria-label": "Shared kernel" },
+    h("div", { class: "link-prompt-card" },
+      h("div", { class: "link-prompt-title" }, own ? "A kernel you shared" : "A shared kernel", h("span", { class: "link-prompt-badge" }, "not run yet")),
+      h("p", { class: "link-prompt-what" }, own
+        ? "You saved this link from this browser. Nothing runs until you ask."
+        : "Running it executes Python that someone else wrote, in a sandbox on the server."),
+      own ? null : h("p", { class: "link-prompt-hint" }, "Read the kernel before you run it."),
+      h("button", { type: "button", class: "button primary link-prompt-run", onclick: onRun },
+        h("span", { class: "run-icon", "aria-hidden": "true" }), "Run this shared kernel"),
+      then));
+}
 
 async function errorMessage(response) {
   try {
@@ -19,7 +65,8 @@ async function copyText(text) {
   }
 }
 
-export function initShare({ button, popover, urlInput, note, getSpec, getUi }) {
+// isOurs(spec): whether a link to `spec` is this browser's own (not someone else's unedited code).
+export function initShare({ button, popover, urlInput, note, getSpec, getUi, isOurs = () => true }) {
   if (!button) return;
   const show = (text, bad = false) => {
     popover.hidden = false;
@@ -29,17 +76,20 @@ export function initShare({ button, popover, urlInput, note, getSpec, getUi }) {
   };
   button.addEventListener("click", async () => {
     button.disabled = true;
+    const spec = getSpec();
     try {
       const response = await fetch("/api/snippets", {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ spec: getSpec(), ui: getUi() }),
+        body: JSON.stringify({ spec, ui: getUi() }),
       });
       if (!response.ok) {
         urlInput.value = "";
         show(`Could not share: ${await errorMessage(response)}`, true);
         return;
       }
-      const { url } = await response.json();
+      const { id, url } = await response.json();
+      // A link to someone else's unedited code stays theirs, even when saved again from here.
+      if (isOurs(spec)) rememberOwnSnippet(id);
       const absolute = new URL(url, location.origin).href;
       urlInput.value = absolute;
       history.replaceState(null, "", new URL(absolute).pathname);
