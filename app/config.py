@@ -29,14 +29,14 @@ SETTINGS = [
     Setting("QUEUE_PER_OWNER", 4, "Runs one owner (a browser session, an API client's cookie) may have waiting; one more is refused (HTTP 429), so one tab cannot fill the queue for everyone."),
     Setting("QUEUE_WAIT_S", 120.0, "Longest a run may wait in the queue; a run that waited longer is dropped when its turn comes, with an error saying so. 120 s is four runs of the default timeout: a person has given up or pressed Run again by then, and running the old run would only delay the runs behind it."),
     Setting("OUTPUT_LIMIT_BYTES", 1 << 20, "What a run may print before it is stopped."),
-    Setting("RUN_MEMORY_MB", 8192, "Address space a CPU run may add to the warm worker's."),
+    Setting("RUN_MEMORY_MB", 8192, "Memory of one run, all its processes together (a cgroup; where none applies, address space per process on a CPU)."),
     Setting("TRACE_MAX_PROGRAMS", 4096, "Programs traced in full; beyond, a stated sample."),
     Setting("TRACE_MAX_BYTES", 2_000_000, "Bound on the trace part of a result."),
     Setting("TRACE_BUDGET_S", 10.0, "GPU runs: time for the trace and bounds check in the interpreter on CPU copies; a bigger launch runs untraced, with a note."),
-    Setting("SANDBOX", "auto", "Isolation of run processes: `auto` (network and mount namespaces, read-only filesystem, uid nobody or no capabilities, rlimits: each step where the host allows it) or `none` (rlimits only)."),
+    Setting("SANDBOX", "auto", "Isolation of runs: `auto` (the jail of the security model: PID, network, IPC and mount namespaces, a minimal read-only root, its own uid, seccomp, a cgroup: each step where the host allows it) or `none` (rlimits only)."),
     Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
     Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest snippet (run spec and UI state) that can be shared; a kernel's source is at most 128 KB in any spec."),
-    Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, hidden from runs (default: `playground-runs` under the temp dir)."),
+    Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, never inside a run's root (default: `playground-runs` under the temp dir)."),
     Setting("SECRET_KEY", "dev", "Flask secret key; set it in production."),
 ]
 

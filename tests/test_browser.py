@@ -561,7 +561,7 @@ def test_a_shared_link_runs_nothing_until_its_button_then_shows_the_result_and_t
         victim.context.close()
 
 
-def test_runs_of_someone_elses_link_say_from_link_until_its_source_is_edited(browser, page, live_server):
+def test_runs_of_someone_elses_link_say_from_link_even_after_its_kernel_is_edited(browser, page, live_server):
     url = share_from_elsewhere(page, live_server, "masked_tail", {"pane": "results", "pid": None})
     victim = new_page(browser)
     runs = record_runs(victim)
@@ -579,8 +579,8 @@ def test_runs_of_someone_elses_link_say_from_link_until_its_source_is_edited(bro
         victim.click(".cm-content")
         victim.keyboard.press("Control+End")
         victim.keyboard.type("\n# my change\n")
-        assert run_and_wait(victim) == "ok"
-        assert "from_link" not in runs[2] and "# my change" in runs[2]["spec"]["source"]
+        assert run_and_wait(victim) == "ok"  # its inputs, arguments and grid are still the link's code
+        assert runs[2]["from_link"] is True and "# my change" in runs[2]["spec"]["source"]
         assert not victim.errors, victim.errors
     finally:
         victim.context.close()

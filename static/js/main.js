@@ -15,7 +15,7 @@ const ui = { pid: null, pane: null };
 let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
 let diagramDrawn = false;
-let linkSource = null;      // the source of someone else's shared link, as the editor holds it; null on our own pages
+let fromSomeoneElsesLink = false;  // this page's spec came from someone else's link (until another is loaded)
 
 // ---- the UI state (a shared link's, checked again here: the server already drops bad fields) ----
 
@@ -54,10 +54,12 @@ function setSpec(spec, uiState = {}) {
   showTab(validPane(saved.pane) || ui.pane || "results");
 }
 
-// A run of code from someone else's link, not yet edited here: the server keeps it away from this
-// browser's compiled kernels (it neither uses nor adds to them).
-function fromLink(spec) {
-  return linkSource !== null && spec.source === linkSource;
+// A run of a spec from someone else's link: the server keeps it away from this browser's compiled
+// kernels (it neither uses nor adds to them). Not only the kernel is code: inputs, arguments, grid
+// and reference are Python too, so editing the kernel alone does not make the rest ours; loading
+// another spec (an example, a new kernel) does.
+function fromLink() {
+  return fromSomeoneElsesLink;
 }
 
 // ---- tabs and the diagram ----
@@ -151,7 +153,7 @@ function connect() {
     waitingForAck = true;
     early = [];
     setRunning(true);
-    const payload = fromLink(spec) ? { spec, from_link: true } : { spec };
+    const payload = fromLink() ? { spec, from_link: true } : { spec };
     socket.timeout(20000).emit("run", payload, (timeout, ack) => {
       waitingForAck = false;
       if (timeout) return fail("The server did not answer. Check that it is running, then press Run again.");
@@ -258,7 +260,7 @@ initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
-            getSpec, getUi: () => ({ ...ui }), isOurs: (spec) => !fromLink(spec) });
+            getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink() });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
 initExamples();
 initSplitters();
@@ -309,7 +311,8 @@ setSpec(initial.spec, initial.ui);
 // Any run, or another spec loaded, takes the prompt away.
 if (initial.snippet_id) {
   const own = isOwnSnippet(initial.snippet_id);
-  if (!own) linkSource = getSource(editorView);   // as the editor holds it (line endings normalized)
+  fromSomeoneElsesLink = !own;
+  on("spec-loaded", () => { fromSomeoneElsesLink = false; });
   const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested") });
   $(".tab-panels").append(prompt);
   on("run-requested", () => prompt.remove());

@@ -65,7 +65,7 @@ async function copyText(text) {
   }
 }
 
-// isOurs(spec): whether a link to `spec` is this browser's own (not someone else's unedited code).
+// isOurs(spec): whether a link to `spec` is this browser's own (not a page opened from someone else's link).
 export function initShare({ button, popover, urlInput, note, getSpec, getUi, isOurs = () => true }) {
   if (!button) return;
   const show = (text, bad = false) => {
