@@ -96,6 +96,7 @@ class RunProcess:
         self.fds = {self.job_w, self.msg_r, self.out_r}
         RunProcess.parent_fds.update(self.fds)
         self.lines = b""
+        self.status = None  # its wait status, once it has ended
         self.ready = None
         self.owner = None  # whose kernel cache it was lent, to collect back
         self.keep_kernels = True  # collect what it compiled into the owner's cache
@@ -185,16 +186,18 @@ class RunProcess:
             self.fds.discard(fd)
             RunProcess.parent_fds.discard(fd)
 
-    def _wait(self, grace_s):
-        """The run process's wait status if it ends within `grace_s`, else None."""
+    def wait(self, grace_s=0.0):
+        """The run process's wait status if it has ended or ends within `grace_s`, else None."""
         deadline = time.monotonic() + grace_s
-        while True:
+        while self.status is None:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
-                return status
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.002)
+                self.status = status
+            elif time.monotonic() >= deadline:
+                break
+            else:
+                time.sleep(0.002)
+        return self.status
 
     def hold_kernel_cache(self, kernel_caches):
         """Take the owner's lock until finish() collects what this run compiled."""
@@ -207,7 +210,7 @@ class RunProcess:
         """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
         what it compiled, remove its scratch dir and cgroup. Returns (wait status, whether it ran
         out of memory)."""
-        status = self._wait(grace_s)
+        status = self.wait(grace_s)
         if status is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)

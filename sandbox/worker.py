@@ -88,10 +88,12 @@ class Worker:
             try:
                 if candidate.ready is None:
                     candidate.wait_ready(READY_TIMEOUT_S)
-                return candidate
+                if candidate.wait() is None:
+                    return candidate
             except RuntimeError:
-                candidate.finish(self.kernel_caches)
-                self.next_run = self.new_run_process()
+                pass
+            candidate.finish(self.kernel_caches)
+            self.next_run = self.new_run_process()
         raise RuntimeError("run processes fail to start")
 
     def start_job(self, job, owner, keep_kernels):

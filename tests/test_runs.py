@@ -375,3 +375,26 @@ def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp
     assert len(mine()) == 1  # the next run's, forked ahead of need
     app.extensions["dispatcher"].stop()
     assert mine() == []
+
+
+def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_next_run(tmp_path, spec):
+    import signal
+    from app import create_app
+    from conftest import wait_until_ready
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "db.sqlite"), "WORKERS": 1,
+                      "RUN_ROOT": str(tmp_path / "runs")})
+    try:
+        wait_until_ready(app)
+        client = app.test_client()
+        assert run(client, spec)["status"] == "ok"
+        worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]
+        with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as f:
+            waiting = [int(pid) for pid in f.read().split()]
+        assert waiting, "the worker keeps a run process warm"
+        for pid in waiting:
+            os.kill(pid, signal.SIGKILL)  # as the host's OOM killer might
+        time.sleep(0.2)
+        result = run(client, spec)
+        assert result["status"] == "ok", result["error"]
+    finally:
+        app.extensions["dispatcher"].stop()
