@@ -22,6 +22,7 @@ import threading
 import time
 
 from sandbox import protocol
+from sandbox import result as results
 from sandbox.errors import RunError
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class Job:
         self.from_link = from_link  # its source is someone else's shared link, unedited: see the worker
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
+        self.stdout = []  # what the run printed, as relayed: the result carries it whole
         # Notifications reach the listener one at a time and in order: the slot's "starting" never
         # overtakes submit's "queued", though a free slot may take the job before submit returns.
         self.notifying = threading.RLock()
@@ -76,10 +78,12 @@ class Job:
     def notify(self, type, content):
         """Tell the listener; a listener that raises is logged, and the run and its slot go on."""
         with self.notifying:
+            if type == "stdout":
+                self.stdout.append(content.get("text", ""))
             if type == "result":
                 if self.finished:
                     return
-                content["result"]["run_id"] = self.run_id
+                results.delivered(content["result"], self.run_id, "".join(self.stdout))
                 self.finished = True
             try:
                 self.listener(self.run_id, type, content)
@@ -88,7 +92,7 @@ class Job:
 
     def fail(self, error):
         """End the job with `error` (a RunError) unless it already has its result."""
-        self.notify("result", {"result": error.result()})
+        self.notify("result", {"result": results.failed(error)})
 
 
 class JobQueue:

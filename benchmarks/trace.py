@@ -20,8 +20,8 @@ import torch
 import triton
 
 from app.gallery import load_example
-from sandbox.pipeline import interpreter_hygiene, load_module
-from sandbox.trace import Tracer
+from sandbox.kernel import load_module, write_source
+from sandbox.trace import Tracer, interpreter_hygiene
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "/usr/bin/chromium"
@@ -30,7 +30,8 @@ SOURCE = load_example("vector_add")["spec"]["source"]  # the gallery's vector ad
 
 def launcher(n, block):
     path = os.path.join(tempfile.mkdtemp(), "kernel.py")
-    kernel = load_module(SOURCE, path, True).add_kernel
+    write_source(SOURCE, path)
+    kernel = load_module(path, True).add_kernel
     tensors = {"x": torch.randn(n), "y": torch.randn(n), "out": torch.empty(n)}
     grid = (triton.cdiv(n, block), 1, 1)
 
@@ -43,7 +44,7 @@ def launcher(n, block):
             trace = None
         else:
             tracer = Tracer(tensors, path, record=(mode == "traced"))
-            with tracer, interpreter_hygiene():
+            with tracer:
                 kernel[grid](**args)
             trace = tracer.result(grid) if mode == "traced" else None
         return (time.perf_counter() - start) * 1e3, trace

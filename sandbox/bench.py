@@ -9,9 +9,15 @@ import statistics
 import sys
 import time
 
+import math
+
 import torch
 import triton.testing
 
+from sandbox import result as results
+from sandbox.trace import unique_bytes
+
+LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhead
 MAX_CPU_REPS = 100  # enough samples for stable quantiles of a fast CPU function
 PEAK_COPY_BYTES = 1 << 28  # 256 MiB each way: far past L2, so the copy runs from DRAM
 
@@ -121,3 +127,63 @@ def quantile(ordered, q):
     low = int(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+# ---------------------------------------------------------------- a run's timings
+
+def interpreter_timings(launch_ms, reference_ms, moved, flops, autotuner):
+    """The interpreter's wall clock, labelled as such: no bandwidth or TFLOP/s claims, only counts."""
+    notes, table = [], None
+    if autotuner is not None:
+        table = autotune_table(autotuner, {}, autotuner.configs[0])
+        notes.append("Triton's interpreter does not time autotune configs: this run used the first config.")
+    return results.timings(kernel_ms=summarize([launch_ms]), interpreter=True, reference_ms=reference_ms,
+                           bytes_moved=moved[0], bytes_source=moved[1], flops=flops, autotune=table, notes=notes)
+
+
+def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors, autotuner):
+    """Kernel and reference side by side (CUDA events, warmed up, L2 flushed), the first launch
+    (compile) apart, bandwidth against the measured copy peak, TFLOP/s when the FLOPs are known."""
+    peak, peak_kind = peak_tflops(torch.cuda.get_device_name(), tensors)
+    notes, table = [], None
+    if autotuner is not None:
+        table = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}) or {}, autotuner.best_config)
+        notes.append(autotune_note(autotuner))
+    if kernel_ms["median"] < LAUNCH_BOUND_MS:
+        notes.append(f"At {kernel_ms['median'] * 1e3:.1f} µs a launch is mostly fixed cost (a few µs on any GPU), "
+                     f"not memory traffic: give it more work (bigger inputs) to measure its bandwidth.")
+    return results.timings(kernel_ms=kernel_ms, interpreter=False, compile_ms=first_launch_ms,
+                           reference_ms=reference_ms, bytes_moved=moved[0], bytes_source=moved[1],
+                           gbps=bandwidth(moved[0], kernel_ms["median"]), peak_gbps=peak_gbps(),
+                           flops=flops, tflops=tflops(flops, kernel_ms["median"]),
+                           peak_tflops=peak if flops else None, peak_tflops_kind=peak_kind if flops else None,
+                           autotune=table, notes=notes)
+
+
+def bytes_moved(trace, tensors):
+    """(bytes, how counted): unique elements loaded plus stored, times their size, from a complete
+    trace (every program, every access); else the sizes of all the tensors."""
+    if trace and not trace.get("sampled") and not any(p.get("truncated") for p in trace["programs"]):
+        return unique_bytes(trace), "trace"
+    return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"
+
+
+def autotune_table(autotuner, timings, chosen):
+    """[{"config": {meta-parameters, num_warps, num_stages}, "ms", "chosen"}] for every config.
+    `timings` is the autotuner's configs_timings (do_bench's [median, p20, p80] per config); a config
+    it did not time, or one that failed to compile or run (inf), has ms None."""
+    table = []
+    for config in autotuner.configs:
+        ms = timings.get(config)
+        ms = ms[0] if isinstance(ms, (list, tuple)) else ms
+        table.append({"config": {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages},
+                      "ms": ms if ms is not None and math.isfinite(ms) else None,
+                      "chosen": config == chosen})
+    return table
+
+
+def autotune_note(autotuner):
+    if len(autotuner.configs) == 1:
+        return "One autotune config: the autotuner ran it without timing it."
+    return ("The autotuner timed each config (median ms) and launched the fastest; the first launch's time "
+            "includes compiling and timing them all. The trace comes from the interpreter, which runs the first config.")

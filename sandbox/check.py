@@ -37,7 +37,7 @@ def compare_one(name, actual, expected, poisoned, atol, rtol):
             expected = expected.broadcast_to(actual.shape)
         except RuntimeError:
             raise RunError("check", f"the reference for '{name}' has shape {tuple(expected.shape)} but '{name}' "
-                                    f"has shape {tuple(actual.shape)}") from None
+                                    f"has shape {tuple(actual.shape)}", field=f"reference.{name}") from None
     atol, rtol = tolerances(actual.dtype, atol, rtol)
     unwritten = unwritten_mask(actual, poisoned) & ~unwritten_mask(expected.to(actual.dtype), poisoned)
     a, e = actual.double(), expected.double()

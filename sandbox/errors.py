@@ -6,21 +6,30 @@ PHASES = ("parse", "build", "compile", "launch", "check", "bench", "trace", "ir"
 
 
 class RunError(Exception):
-    """A run failed in `phase`; `line` is a line of the user's source, `pid` a program id."""
+    """A run failed in `phase`. Fields, never text to parse back: `message` in plain words, `hint`
+    (what a beginner should try; found from the message when not given), `line` of the user's
+    source, `pid` the program id, `field` the spec field at fault ("args.n", "inputs.x", "grid",
+    "reference.out", "options.flops", "source", "kernel")."""
 
-    def __init__(self, phase, message, *, type=None, line=None, pid=None):
+    def __init__(self, phase, message, *, type=None, hint=None, line=None, pid=None, field=None):
         assert phase in PHASES, phase
         super().__init__(message)
-        self.phase, self.message, self.type, self.line, self.pid = phase, message, type, line, pid
+        self.phase, self.message, self.type = phase, message, type
+        self.hint = hint if hint is not None else hint_for(message)
+        self.line, self.pid, self.field = line, pid, field
 
     def to_dict(self):
         return {"phase": self.phase, "type": self.type or "RunError", "message": self.message,
-                "line": self.line, "pid": self.pid}
+                "hint": self.hint, "line": self.line, "pid": self.pid, "field": self.field}
 
-    def result(self):
-        """The result (DESIGN.md) of a run that ended with this error and nothing else to show."""
-        return {"status": "error", "device": None, "error": self.to_dict(), "stdout": "", "check": None,
-                "timings": None, "trace": None, "ir": None, "notes": []}
+
+def explain(exc):
+    """(type name, message) of the innermost meaningful exception: the interpreter wraps errors as
+    InterpreterError(repr(e)), the compiler as CompilationError."""
+    inner = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    return type(inner).__name__, f"{type(inner).__name__}: {inner}"
 
 
 # (pattern in Triton's message, what a beginner should read). Checked in order; first match wins.

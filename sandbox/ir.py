@@ -7,14 +7,12 @@ target, so the IR pane works on hosts without a GPU too; only launching a kernel
 import contextlib
 import functools
 import io
-import itertools
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-import types
 
 import torch
 import triton
@@ -23,16 +21,15 @@ from triton._utils import type_canonicalisation_dict
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
-from triton.runtime.autotuner import Autotuner, Heuristics
 from triton.runtime.jit import JITFunction
 
-from sandbox.errors import RunError, hint_for
+from sandbox.errors import RunError
+from sandbox.kernel import find_kernel, load_module, silenced
 
 DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
 DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
 
-_module_ids = itertools.count()
 
 
 def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arch=None):
@@ -40,15 +37,16 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
     local GPU, else sm90) with `args` (parameter name -> tensor, number or constexpr value).
 
     Kernels wrapped in @triton.autotune / @triton.heuristics are compiled as their inner
-    @triton.jit function with the given args. A meta-parameter missing from `args` is taken from
-    the heuristic, or from the first autotune config (whose num_warps/num_stages then apply too).
+    @triton.jit function with the given args (the caller passes the config that ran: its
+    meta-parameters in `args`, its num_warps and num_stages); a meta-parameter missing from `args`
+    comes from the heuristic.
     """
     capability = parse_arch(arch)
-    module = load_module(module_path)
-    kernel = getattr(module, kernel_name, None)
-    if kernel is None:
-        raise RunError("compile", f"there is no @triton.jit function named '{kernel_name}' in the source")
-    fn, args, options = unwrap(kernel, dict(args), {"num_warps": num_warps, "num_stages": num_stages})
+    with silenced():  # the run itself already showed what the module prints
+        module = load_module(module_path, interpret=False, phase="compile")
+    kernel = find_kernel(module, kernel_name, phase="compile")
+    fn, args = kernel.jit, with_heuristics(kernel, dict(args))
+    options = {"num_warps": num_warps, "num_stages": num_stages}
     signature, constexprs, attrs = specialize(fn, args)
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     start = time.perf_counter()
@@ -90,53 +88,16 @@ def parse_arch(arch):
 
 # ---------------------------------------------------------------- the kernel
 
-@contextlib.contextmanager
-def silenced():
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        yield
-
-
-def load_module(path):
-    """Import the user's file afresh with the interpreter off, so @triton.jit gives a real JITFunction
-    even in a worker that runs kernels in the interpreter."""
-    with open(path) as f:
-        source = f.read()
-    module = types.ModuleType(f"playground_ir_{next(_module_ids)}")
-    module.__file__ = path
-    before = triton.knobs.runtime.interpret
-    triton.knobs.runtime.interpret = False
-    try:
-        with silenced():  # the run itself already showed what the module prints
-            exec(compile(source, path, "exec"), module.__dict__)
-    except Exception as e:
-        raise RunError("compile", f"loading the source failed: {type(e).__name__}: {e}",
-                       type=type(e).__name__, line=traceback_line(e, path)) from None
-    finally:
-        triton.knobs.runtime.interpret = before
-    return module
-
-
-def unwrap(kernel, args, options):
-    """The JITFunction under any @autotune / @heuristics, with the meta-parameters those would supply."""
-    while not isinstance(kernel, JITFunction):
-        if isinstance(kernel, Autotuner) and kernel.configs:
-            config = kernel.configs[0]
-            missing = {k: v for k, v in config.kwargs.items() if k not in args}
-            if missing:
-                args.update(missing)
-                options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-        elif isinstance(kernel, Heuristics):
-            for name, rule in kernel.values.items():
-                if name not in args:
-                    try:
-                        args[name] = rule(dict(args))
-                    except Exception as e:
-                        raise RunError("compile", f"the heuristic for '{name}' failed: {type(e).__name__}: {e}",
-                                       type=type(e).__name__) from None
-        if not hasattr(kernel, "fn"):
-            raise RunError("compile", f"{type(kernel).__name__} is not a @triton.jit kernel")
-        kernel = kernel.fn
-    return kernel, args, options
+def with_heuristics(kernel, args):
+    """`args` with what @triton.heuristics computes for the meta-parameters they lack."""
+    for name, rule in kernel.heuristics.items():
+        if name not in args:
+            try:
+                args[name] = rule(dict(args))
+            except Exception as e:
+                raise RunError("compile", f"the heuristic for '{name}' failed: {type(e).__name__}: {e}",
+                               type=type(e).__name__, field="source") from None
+    return args
 
 
 def specialize(fn, args):
@@ -208,9 +169,7 @@ def compile_error(exc, module):
         text = innermost.error_message
     else:
         text = str(root)
-    message = f"{type(root).__name__}: {text}"
-    hint = hint_for(message)
-    return RunError("compile", f"{message}\n\n{hint}" if hint else message, type=type(root).__name__, line=line)
+    return RunError("compile", f"{type(root).__name__}: {text}", type=type(root).__name__, line=line)
 
 
 def jit_function_lines(module):
@@ -223,15 +182,6 @@ def jit_function_lines(module):
             decorators = next(i for i, text in enumerate(obj.raw_src) if text.lstrip().startswith("def "))
             starts[obj.src] = obj.starting_line_number + decorators
     return starts
-
-
-def traceback_line(exc, path):
-    tb, line = exc.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return getattr(exc, "lineno", None) if line is None and isinstance(exc, SyntaxError) else line
 
 
 # ---------------------------------------------------------------- the cubin

@@ -22,12 +22,16 @@ NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a
 
 
 class SpecError(ValueError):
-    """The spec is malformed; the message names the field."""
+    """The spec is malformed; the message names the field, and `field` holds its path."""
+
+    def __init__(self, message, field=None):
+        super().__init__(message)
+        self.field = field
 
 
-def _expect(cond, message):
+def _expect(cond, message, field=None):
     if not cond:
-        raise SpecError(message)
+        raise SpecError(message, field)
 
 
 def _is_number(value):
@@ -47,7 +51,7 @@ def check_finite(value, path=""):
     JSON has no such numbers but Python's parsers accept them, and one that reached a worker would
     fail there (protocol.encode refuses it) instead of here, with a message that names nothing."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise SpecError(f"{path or 'the value'} must be a finite number, not {_json_name(value)}")
+        raise SpecError(f"{path or 'the value'} must be a finite number, not {_json_name(value)}", path or None)
     if isinstance(value, dict):
         for key, item in value.items():
             check_finite(item, f"{path}.{key}" if path else str(key))
@@ -63,42 +67,43 @@ def normalize(raw):
     spec = copy.deepcopy(raw)
     _expect(spec.get("version", VERSION) == VERSION, f"unsupported spec version {spec.get('version')!r} (expected {VERSION})")
     spec["version"] = VERSION
-    _expect(isinstance(spec.get("source"), str) and spec["source"].strip(), "'source' must be the kernel's Python source")
-    _expect(len(spec["source"].encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB")
+    _expect(isinstance(spec.get("source"), str) and spec["source"].strip(), "'source' must be the kernel's Python source", "source")
+    _expect(len(spec["source"].encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB", "source")
     _expect(isinstance(spec.get("kernel"), str) and spec["kernel"].isidentifier(),
-            "'kernel' must name the @triton.jit function to launch")
+            "'kernel' must name the @triton.jit function to launch", "kernel")
     for field in ("inputs", "args", "reference"):
         spec.setdefault(field, {})
-        _expect(_is_expr_map(spec[field]), f"'{field}' must map names (identifiers) to expressions")
+        _expect(_is_expr_map(spec[field]), f"'{field}' must map names (identifiers) to expressions", field)
     for name, expr in spec["inputs"].items():
-        _expect(isinstance(expr, str) and expr.strip(), f"input '{name}' needs a torch expression")
+        _expect(isinstance(expr, str) and expr.strip(), f"input '{name}' needs a torch expression", f"inputs.{name}")
     for name, value in spec["args"].items():
         _expect(isinstance(value, (str, int, float, bool)) or value is None,
-                f"argument '{name}' must be an expression (string) or a literal")
+                f"argument '{name}' must be an expression (string) or a literal", f"args.{name}")
     for name, expr in spec["reference"].items():
-        _expect(name in spec["inputs"], f"reference '{name}' is not an input: references describe the expected value of an output tensor")
-        _expect(isinstance(expr, str) and expr.strip(), f"reference for '{name}' needs an expression")
-    _expect(isinstance(spec.get("grid"), str) and spec["grid"].strip(), "'grid' must be an expression such as (triton.cdiv(n, meta['BLOCK_SIZE']),)")
+        _expect(name in spec["inputs"], f"reference '{name}' is not an input: references describe the expected value of an output tensor", f"reference.{name}")
+        _expect(isinstance(expr, str) and expr.strip(), f"reference for '{name}' needs an expression", f"reference.{name}")
+    _expect(isinstance(spec.get("grid"), str) and spec["grid"].strip(), "'grid' must be an expression such as (triton.cdiv(n, meta['BLOCK_SIZE']),)", "grid")
     options = dict(DEFAULT_OPTIONS)
     user_options = spec.get("options") or {}
-    _expect(isinstance(user_options, dict), "'options' must be an object")
+    _expect(isinstance(user_options, dict), "'options' must be an object", "options")
     unknown = set(user_options) - set(DEFAULT_OPTIONS)
-    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}")
+    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}", "options")
     options.update(user_options)
-    _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}")
+    _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}", "options.device")
     for key in ("num_warps", "num_stages"):
-        _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32")
+        _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32", f"options.{key}")
     _expect(options["num_warps"] in NUM_WARPS,
-            f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}")
-    _expect(isinstance(options["seed"], int), "options.seed must be an integer")
+            f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}",
+            "options.num_warps")
+    _expect(isinstance(options["seed"], int), "options.seed must be an integer", "options.seed")
     for key in ("check", "bench", "trace", "ir", "sanitize"):
-        _expect(isinstance(options[key], bool), f"options.{key} must be true or false")
+        _expect(isinstance(options[key], bool), f"options.{key} must be true or false", f"options.{key}")
     for key in ("atol", "rtol"):
         _expect(options[key] is None or _is_number(options[key]) and options[key] >= 0,
-                f"options.{key} must be a non-negative number, or null for the dtype's default")
+                f"options.{key} must be a non-negative number, or null for the dtype's default", f"options.{key}")
     _expect(options["flops"] is None or _is_number(options["flops"]) or isinstance(options["flops"], str),
-            "options.flops must be a number or an expression such as \"2 * M * N * K\"")
-    _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"")
+            "options.flops must be a number or an expression such as \"2 * M * N * K\"", "options.flops")
+    _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
     spec["options"] = options
     return spec
 

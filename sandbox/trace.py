@@ -261,6 +261,8 @@ class Tracer:
 
     def __enter__(self):
         patch_interpreter_compat()
+        self.hygiene = interpreter_hygiene()
+        self.hygiene.__enter__()
         builder = interpreter.InterpreterBuilder
         tracer = self
 
@@ -312,6 +314,7 @@ class Tracer:
         for name, original in self.saved.items():
             setattr(builder, name, original)
         self.saved = {}
+        self.hygiene.__exit__(None, None, None)
         self.finish_program()
         error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
         if error is not None and error is not exc:
@@ -438,7 +441,6 @@ class Tracer:
     def out_of_bounds(self, op, addresses, builder, atomic, ndim):
         pid = list(builder.grid_idx)
         line = self.user_line()
-        where = f"line {line}: " if line else ""
         who = f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]}"
         first = int(addresses[0])
         tensor = self.nearest(first)
@@ -446,16 +448,15 @@ class Tracer:
             elements = tensor.offsets(addresses)
             low, high = int(elements.min()), int(elements.max())
             at = f"offset {low}" if low == high else f"offsets {low}..{high}"
-            message = (f"{where}{who} `{tensor.name}` at {at}, but `{tensor.name}` has "
-                       f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}). "
-                       f"{self.fix(op, atomic, ndim)}")
+            message = (f"{who} `{tensor.name}` at {at}, but `{tensor.name}` has "
+                       f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}).")
         else:
             names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
             nearest = f"; the nearest, `{tensor.name}`, is {tensor.distance(first)} bytes away" if tensor else ""
-            message = (f"{where}{who} memory at address {first:#x}, which is not inside any tensor passed to "
+            message = (f"{who} memory at address {first:#x}, which is not inside any tensor passed to "
                        f"the kernel (tensors: {names}){nearest}. A pointer must be a tensor argument plus "
                        f"offsets inside that tensor.")
-        return RunError("launch", message, type="OutOfBounds", line=line, pid=pid)
+        return RunError("launch", message, type="OutOfBounds", hint=self.fix(op, atomic, ndim), line=line, pid=pid)
 
     def fix(self, op, atomic, ndim):
         if self.block_pointer:
@@ -502,6 +503,53 @@ def unique_bytes(trace):
             itemsize = getattr(torch, trace["tensors"][name]["dtype"]).itemsize
             total += np.unique(np.concatenate(elements or [[]])).size * itemsize
     return int(total)
+
+
+@contextlib.contextmanager
+def interpreter_hygiene():
+    """Run the interpreter without leaving it patched into triton.language afterwards.
+
+    Two fixes, both needed by a process that compiles for a GPU after an interpreted launch (a GPU
+    run's trace pass; the IR of a CPU run):
+    - triton.language's own @jit functions (tl.cdiv, tl.sum, ...) are compiled-mode JITFunctions in
+      a process that imported triton with the interpreter off, and refuse to be called in a kernel:
+      call them as interpreted functions instead;
+    - the interpreter patches triton.language for each device-function call and never restores
+      it (only the launch's own patches are undone): undo each call's patches when it returns.
+    """
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+    scopes, interpreted = [], {}
+    original_patch, original_device_call = interpreter._patch_lang, interpreter.InterpretedFunction.__call__
+    original_jit_call = JITFunction.__call__
+
+    def patch_lang(fn):
+        scope = original_patch(fn)
+        scopes.append(scope)
+        return scope
+
+    def device_call(self, *args, **kwargs):
+        mark = len(scopes)
+        try:
+            return original_device_call(self, *args, **kwargs)
+        finally:
+            while len(scopes) > mark:
+                scopes.pop().restore()
+
+    def jit_call(self, *args, **kwargs):
+        if self.fn not in interpreted:
+            interpreted[self.fn] = interpreter.InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = patch_lang, device_call
+    JITFunction.__call__ = jit_call
+    try:
+        yield
+    finally:
+        interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = original_patch, original_device_call
+        JITFunction.__call__ = original_jit_call
+        while scopes:
+            scopes.pop().restore()
 
 
 # ---------------------------------------------------------------- Triton 3.6 compatibility

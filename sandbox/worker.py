@@ -7,6 +7,7 @@ warm-up, CUDA init included, happen off the critical path), hands it its one job
 messages and output, enforces the wall-clock timeout and the output limit, and turns a run process
 that dies into a clear error. No state of one run reaches the next.
 """
+import codecs
 import collections
 import contextlib
 import os
@@ -15,6 +16,7 @@ import tempfile
 import time
 
 from sandbox import isolation, protocol
+from sandbox import result as results
 from sandbox.errors import RunError
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
@@ -72,7 +74,10 @@ class Worker:
         self.checked = CheckedLaunches()
 
     def send(self, msg):
-        self.channel.write(protocol.encode(protocol.jsonable(msg)))
+        self.send_line(protocol.encode(protocol.jsonable(msg)))
+
+    def send_line(self, line):
+        self.channel.write(line)
         self.channel.flush()
 
     def start(self):
@@ -113,14 +118,15 @@ class Worker:
 
     def relay(self, run_id, key, line, charged, output_limit):
         """One line from the run's message pipe: checked for shape, charged to the output limit
-        (except the result), relayed. Returns (result, error, charged)."""
+        (except the result), relayed. Returns (the result line, error, charged): a result is passed
+        on as the run encoded it (a trace is up to megabytes: never encoded twice)."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         if msg is None or msg["run_id"] != run_id:
             return None, RunError("sandbox", "the run process sent a malformed message"), charged
         content = msg["content"]
         if msg["type"] == "result":
-            if isinstance(content.get("result"), dict):
-                return content["result"], None, charged
+            if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
+                return line + b"\n", None, charged
             return None, RunError("sandbox", "the run process sent a malformed result"), charged
         charged += len(line)
         if charged > output_limit:
@@ -142,7 +148,7 @@ class Worker:
         content["checked_before"] = key in self.checked
         run = self.start_job(job, owner, keep_kernels=not content.get("from_link"))
         deadline = time.monotonic() + timeout_s
-        output = bytearray()
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
         died = False
@@ -153,8 +159,7 @@ class Worker:
                 if charged > output_limit:
                     error = RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped")
                 else:
-                    output += data
-                    self.send(protocol.message("stdout", run_id, text=data.decode(errors="replace")))
+                    self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
                 result, error, charged = self.relay(run_id, key, data, charged, output_limit)
             elif kind == "timeout":
@@ -174,12 +179,12 @@ class Worker:
             else:
                 error = RunError("sandbox", f"the run's process {describe_exit(status)}. The server is fine; "
                                             f"only this run was lost.")
-        if error is not None:
-            result = error.result()
-        result["stdout"] = output.decode(errors="replace")
         if not died:  # collected below, after the reply: the owner's next run waits for it
             run.hold_kernel_cache(self.kernel_caches)
-        self.send(protocol.message("result", run_id, result=result))
+        if error is not None:
+            self.send(protocol.message("result", run_id, result=results.failed(error)))
+        else:
+            self.send_line(result)
         # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
         # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init
         # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown

@@ -26,6 +26,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_browser)
 
 
+@pytest.fixture(autouse=True)
+def results_conform(monkeypatch):
+    """Every result that leaves the server during a test conforms to the result's one definition
+    (sandbox.result); a test that meets one that does not fails."""
+    from sandbox import result as results
+    delivered, found = results.delivered, []
+
+    def checked(result, run_id, stdout):
+        result = delivered(result, run_id, stdout)
+        found.extend(results.problems(result))
+        return result
+
+    monkeypatch.setattr(results, "delivered", checked)
+    yield
+    assert found == [], f"a result departs from sandbox.result: {found}"
+
+
 @pytest.fixture(scope="session")
 def app(tmp_path_factory):
     """One real app for the whole session: a real worker pool (interpreter on CPU), a temp database."""

@@ -3,6 +3,7 @@ import pytest
 
 from app.gallery import list_examples, load_example
 from sandbox.pipeline import run_spec
+from sandbox.result import problems
 from sandbox.spec import normalize
 
 EXAMPLES = [example["name"] for example in list_examples()]
@@ -42,6 +43,7 @@ def test_unknown_or_unsafe_names_give_none(name):
 def test_example_runs_and_passes_its_check(name):
     result = run_spec(load_example(name)["spec"])
     assert result["error"] is None, result["error"]
+    assert problems(result) == []  # trace, check, timings and IR as the result's definition says
     if name in BUGGY:
         assert result["status"] == "mismatch"
         assert not result["check"]["ok"]

@@ -7,7 +7,7 @@ import triton
 
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir, nvidia_tool, parse_arch
-from tests.conftest import VECTOR_ADD
+from tests.conftest import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
 
@@ -112,7 +112,7 @@ def test_arange_of_3_is_refused_with_the_beginner_hint_and_line(tmp_path):
     error = caught.value
     assert error.phase == "compile"
     assert error.line == 8  # offs = pid * BLOCK_SIZE + tl.arange(0, 3)
-    assert "power of 2" in error.message and "triton.next_power_of_2" in error.message
+    assert "power of 2" in error.message and "triton.next_power_of_2" in error.hint
 
 
 def test_error_in_a_helper_reports_the_helpers_line(tmp_path):
@@ -140,15 +140,18 @@ def test_compiles_a_real_kernel_while_the_interpreter_is_on(tmp_path):
     assert "tt.load" in ir["ttir"]
 
 
-def test_autotuned_kernel_takes_missing_meta_parameters_from_its_first_config(tmp_path):
-    source = VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
+def test_an_autotuned_kernels_ir_is_that_of_the_config_that_ran():
+    # In the interpreter the first config runs: its BLOCK_SIZE and its num_warps, not options.num_warps.
+    from sandbox.pipeline import run_spec
+    spec = vector_add_spec(n=1000, source=VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
         @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
-                                  triton.Config({"BLOCK_SIZE": 512}, num_warps=4)], key=["n"])
-        @triton.jit'''))
-    args = vector_add_args()
-    del args["BLOCK_SIZE"]
-    ir = compile_ir(write(tmp_path, source), "add_kernel", args, arch="sm90")
-    assert "tensor<256xf32" in ir["ttir"] and '"ttg.num-warps" = 2' in ir["ttgir"]
+                                  triton.Config({"BLOCK_SIZE": 512}, num_warps=8)], key=["n"])
+        @triton.jit''')), ir=True, bench=False, device="interpreter", num_warps=4)
+    del spec["args"]["BLOCK_SIZE"]
+    spec["grid"] = "lambda meta: (triton.cdiv(meta['n'], meta['BLOCK_SIZE']),)"
+    result = run_spec(spec)
+    assert result["status"] == "ok", result["error"]
+    assert "tensor<256xf32" in result["ir"]["ttir"] and '"ttg.num-warps" = 2' in result["ir"]["ttgir"]
 
 
 def test_heuristics_fill_their_meta_parameter(tmp_path):

@@ -54,7 +54,7 @@ def test_non_power_of_two_arange_is_explained(client):
     error = result["error"]
     assert result["status"] == "error"
     assert error["line"] == 8
-    assert "power of 2" in error["message"] and "mask" in error["message"]
+    assert "power of 2" in error["message"] and "mask" in error["hint"]
 
 
 def test_unmapped_argument_is_named(client):

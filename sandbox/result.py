@@ -1,0 +1,113 @@
+"""The result of a run: its one definition. Built here, by the run pipeline, the worker (for a run
+that timed out, crashed or broke a limit) and the server's dispatcher; documented in docs/result.md;
+`problems(result)` checks a result against this definition (the tests check every result they meet).
+
+A run process builds its result once and encodes it once; its worker checks the line's shape and
+passes it on unchanged; the dispatcher decodes it once and adds what only it knows (`run_id`, and
+`stdout`, which it has relayed as the run printed).
+"""
+from sandbox.errors import PHASES, RunError
+
+STATUSES = ("ok", "mismatch", "error")
+NUMBER = (int, float)
+OPTIONAL_NUMBER = (int, float, type(None))
+OPTIONAL_STR = (str, type(None))
+
+# key: allowed types (a tuple), or a nested definition (a dict, for an object that may be null)
+ERROR = {"phase": (str,), "type": (str,), "message": (str,), "hint": OPTIONAL_STR,
+         "line": (int, type(None)), "pid": (list, type(None)), "field": OPTIONAL_STR}
+SUMMARY = {"median": NUMBER, "p20": NUMBER, "p80": NUMBER, "n": (int,)}
+TIMINGS = {"compile_ms": OPTIONAL_NUMBER, "kernel_ms": SUMMARY, "reference_ms": SUMMARY,
+           "interpreter": (bool,), "speedup": OPTIONAL_NUMBER, "bytes": OPTIONAL_NUMBER,
+           "bytes_source": OPTIONAL_STR, "gbps": OPTIONAL_NUMBER, "peak_gbps": OPTIONAL_NUMBER,
+           "flops": OPTIONAL_NUMBER, "tflops": OPTIONAL_NUMBER, "peak_tflops": OPTIONAL_NUMBER,
+           "peak_tflops_kind": OPTIONAL_STR, "autotune": (list, type(None)), "notes": (list,)}
+CHECK = {"ok": (bool,), "outputs": (dict,)}
+OUTPUT_CHECK = {"ok": (bool,), "max_abs_err": OPTIONAL_NUMBER, "max_rel_err": OPTIONAL_NUMBER,
+                "mismatched": (int,), "unwritten": (int,), "atol": NUMBER, "rtol": NUMBER, "numel": (int,)}
+TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "sampled": (bool,),
+         "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,)}
+DEVICE = {"kind": (str,), "name": (str,), "triton": (str,), "torch": (str,)}
+RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
+          "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
+          "run_ms": OPTIONAL_NUMBER}
+
+
+def new(device=None):
+    """A result with every field, as a run starts: nothing to show yet."""
+    return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
+            "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None}
+
+
+def failed(error, device=None):
+    """The result of a run that ended with `error` (a RunError) and nothing else to show."""
+    return fail(new(device), error)
+
+
+def fail(result, error):
+    result["status"], result["error"] = "error", error.to_dict()
+    return result
+
+
+def timings(*, kernel_ms, interpreter, compile_ms=None, reference_ms=None, bytes_moved=None, bytes_source=None,
+            gbps=None, peak_gbps=None, flops=None, tflops=None, peak_tflops=None, peak_tflops_kind=None,
+            autotune=None, notes=()):
+    """The timings of a run: one builder for the interpreter's wall clock and the GPU's CUDA events."""
+    return {"compile_ms": compile_ms, "kernel_ms": kernel_ms, "reference_ms": reference_ms, "interpreter": interpreter,
+            "speedup": (reference_ms["median"] / kernel_ms["median"]  # the interpreter's clock says nothing of speed
+                        if reference_ms and kernel_ms["median"] and not interpreter else None),
+            "bytes": bytes_moved, "bytes_source": bytes_source, "gbps": gbps, "peak_gbps": peak_gbps,
+            "flops": flops, "tflops": tflops, "peak_tflops": peak_tflops, "peak_tflops_kind": peak_tflops_kind,
+            "autotune": autotune, "notes": list(notes)}
+
+
+def delivered(result, run_id, stdout):
+    """What the dispatcher adds before a result leaves the server."""
+    result["run_id"], result["stdout"] = run_id, stdout
+    return result
+
+
+def problems_at_top(result):
+    """The cheap part of `problems`, for every result on its way: its fields and their types, not
+    what they hold (a trace can be megabytes)."""
+    found = [f"result.{key} is missing" for key in RESULT if key not in result]
+    found += [f"result.{key} is not part of the result" for key in result if key not in RESULT]
+    if result.get("status") not in STATUSES:
+        found.append(f"result.status is {result.get('status')!r}")
+    return found
+
+
+def problems(result):
+    """Where `result` departs from this definition: a list of sentences, empty when it conforms."""
+    found = _problems(result, RESULT, "result")
+    if isinstance(result, dict):
+        if result.get("status") not in STATUSES:
+            found.append(f"result.status is {result.get('status')!r}, not one of {STATUSES}")
+        error = result.get("error")
+        if (result.get("status") == "error") != isinstance(error, dict):
+            found.append("result.error must be set exactly when result.status is 'error'")
+        if isinstance(error, dict) and error.get("phase") not in PHASES:
+            found.append(f"result.error.phase is {error.get('phase')!r}, not one of {PHASES}")
+        for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
+            found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
+    return found
+
+
+def _problems(value, definition, path):
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [f"{path} must be an object"]
+    found = [f"{path}.{key} is missing" for key in definition if key not in value]
+    found += [f"{path}.{key} is not part of the result" for key in value if key not in definition]
+    for key, kind in definition.items():
+        if key not in value:
+            continue
+        if isinstance(kind, dict):
+            found += _problems(value[key], kind, f"{path}.{key}")
+        elif not isinstance(value[key], kind) or (isinstance(value[key], bool) and bool not in kind):
+            found.append(f"{path}.{key} is a {type(value[key]).__name__}")
+    return found
+
+
+__all__ = ["RunError", "new", "failed", "fail", "timings", "delivered", "problems"]
