@@ -39,6 +39,18 @@ WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
 WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
 
+WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUTPUT_LIMIT_BYTES",
+                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S")
+
+
+def worker_env(config):
+    env = {k: v for k, v in os.environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
+    env.update({name: str(config[name]) for name in WORKER_SETTINGS if config.get(name) is not None})
+    env.update({"RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")),
+                "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
+    return env
+
+
 class QueueFull(Exception):
     """The queue holds QUEUE_LIMIT runs: the server as a whole is busy (503)."""
 
@@ -270,9 +282,8 @@ class Slot:
         timeout_s = self.dispatcher.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
         try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
-            line = protocol.encode(protocol.message(
-                "job", job.run_id, spec=job.spec, owner=job.owner, from_link=job.from_link, timeout_s=timeout_s,
-                output_limit=self.dispatcher.config["OUTPUT_LIMIT_BYTES"], limits=self.dispatcher.trace_limits()))
+            line = protocol.encode(protocol.message("job", job.run_id, spec=job.spec, owner=job.owner,
+                                                    from_link=job.from_link))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return
@@ -324,18 +335,9 @@ class Dispatcher:
 
     def worker_env(self):
         """What workers (and so user code) see of the environment: what Python, CUDA and Triton need,
-        never the server's secrets (SECRET_KEY, credentials)."""
-        env = {k: v for k, v in os.environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
-        env.update({"SANDBOX": self.config["SANDBOX"], "RUN_MEMORY_MB": str(self.config["RUN_MEMORY_MB"]),
-                    "RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(self.config["DATABASE"])),
-                    "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
-        if self.config["RUN_ROOT"]:
-            env["RUN_ROOT"] = self.config["RUN_ROOT"]
-        return env
-
-    def trace_limits(self):
-        return {"max_programs": self.config["TRACE_MAX_PROGRAMS"], "max_bytes": self.config["TRACE_MAX_BYTES"],
-                "trace_budget_s": self.config["TRACE_BUDGET_S"]}
+        and the worker's settings (read once when it starts: jobs carry only the job); never the
+        server's secrets (SECRET_KEY, credentials)."""
+        return worker_env(self.config)
 
     def submit(self, spec, listener, owner, client=None, from_link=False):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id.

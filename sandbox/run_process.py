@@ -31,23 +31,29 @@ JOB_FD, MESSAGE_FD = 3, 4
 
 @dataclass(frozen=True)
 class Settings:
-    """A worker's settings, read once from its environment (set by the server's dispatcher)."""
+    """A worker's settings, read once from its environment, where the server's dispatcher puts them
+    (app.dispatcher.worker_env; their defaults and meanings are app.config's)."""
     mode: str
     run_root: str
     hidden: tuple  # directories no run may see: the runs, the workers' cache, the database
     has_gpu: bool
     can_mount: bool
     limits: isolation.Limits
+    timeout_s: float
+    output_limit: int
+    trace_limits: dict
     devices: tuple = field(default=())
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
-        run_root = os.environ.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
-        hidden = (run_root, os.environ["TRITON_CACHE_DIR"],
-                  *filter(None, os.environ.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
-        limits = isolation.Limits(memory_mb=int(os.environ.get("RUN_MEMORY_MB") or isolation.Limits.memory_mb))
-        return cls(os.environ.get("SANDBOX", "auto"), run_root, hidden, has_gpu, can_mount, limits,
-                   tuple(isolation.gpu_devices()) if has_gpu else ())
+        env = os.environ
+        run_root = env.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
+        hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
+        trace_limits = {"max_programs": int(env["TRACE_MAX_PROGRAMS"]), "max_bytes": int(env["TRACE_MAX_BYTES"]),
+                        "trace_budget_s": float(env["TRACE_BUDGET_S"])}
+        return cls(env["SANDBOX"], run_root, hidden, has_gpu, can_mount,
+                   isolation.Limits(memory_mb=int(env["RUN_MEMORY_MB"])), float(env["RUN_TIMEOUT_S"]),
+                   int(env["OUTPUT_LIMIT_BYTES"]), trace_limits, tuple(isolation.gpu_devices()) if has_gpu else ())
 
     @property
     def jailed(self):
@@ -284,7 +290,7 @@ def user_process(settings, uid, cgroup, scratch, steps):
         send(protocol.message(type, run_id, **payload))
 
     start = time.perf_counter()
-    result = pipeline.run_spec(content["spec"], emit, scratch, content.get("limits"), content.get("checked_before", False))
+    result = pipeline.run_spec(content["spec"], emit, scratch, settings.trace_limits, content.get("checked_before", False))
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
     sys.stdout.flush()
     sys.stderr.flush()
@@ -292,6 +298,7 @@ def user_process(settings, uid, cgroup, scratch, steps):
 
 
 # ---------------------------------------------------------------- what runs leave behind
+
 
 def children():
     """Pids of this process's children (from /proc: a stray's pid is known to no one here)."""

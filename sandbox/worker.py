@@ -141,8 +141,7 @@ class Worker:
         from sandbox.run_process import describe_exit
         from sandbox.spec import launch_key
         run_id, content = job["run_id"], job["content"]
-        timeout_s = float(content["timeout_s"])
-        output_limit = int(content["output_limit"])
+        timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         owner = content.get("owner")
         key = (owner, launch_key(content["spec"]))  # the server sends normalized specs only
         content["checked_before"] = key in self.checked
@@ -198,8 +197,11 @@ def main():
     # Before any thread exists (importing torch starts one): a mount namespace of the worker's own.
     can_mount = isolation.prepare_worker()
     # Fork-safety: torch asks NVML, not the CUDA driver, whether there is a GPU, so this process
-    # never initialises CUDA (a CUDA context does not survive fork).
+    # never initialises CUDA (a CUDA context does not survive fork); and numpy's OpenBLAS starts no
+    # thread pool (a thread per core, from the import on): this process stays single-threaded, so no
+    # lock can be held by another thread when it forks a run process (a test checks it).
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
     # This process's own Triton cache (the launcher utilities it builds before any fork), hidden
     # from runs: they compile into their scratch dirs, and their kernels are kept per owner.
     cache = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-worker-cache"))

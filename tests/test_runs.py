@@ -172,13 +172,13 @@ print('runs visible:', os.path.exists({run_root!r}))
 
 def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(app, client, spec):
     import tempfile
-    from app.dispatcher import WORKER_ENV, WORKER_ENV_PREFIXES
+    from app.dispatcher import WORKER_ENV, WORKER_ENV_PREFIXES, WORKER_SETTINGS
     health = client.get("/healthz").get_json()
     snoop = SNOOP.format(database=app.config["DATABASE"], run_root=os.path.join(tempfile.gettempdir(), "playground-runs"))
     result = run(client, {**spec, "source": spec["source"] + snoop})
     assert result["status"] == "ok", result["error"]
     environment = eval(result["stdout"].split("environment:")[1].splitlines()[0])
-    allowed = WORKER_ENV | {"SANDBOX", "RUN_MEMORY_MB", "RUN_HIDDEN_PATHS", "PYTHONPATH", "PYTHONUNBUFFERED"}
+    allowed = WORKER_ENV | set(WORKER_SETTINGS) | {"RUN_HIDDEN_PATHS", "PYTHONPATH", "PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS"}
     assert [k for k in environment if k not in allowed and not k.startswith(WORKER_ENV_PREFIXES)] == []
     if "minimal read-only root" in health["isolation"]:
         assert "database visible: False" in result["stdout"]
@@ -398,3 +398,8 @@ def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_ne
         assert result["status"] == "ok", result["error"]
     finally:
         app.extensions["dispatcher"].stop()
+
+
+def test_a_worker_is_single_threaded_so_its_forks_inherit_no_held_lock(app):
+    for worker in app.extensions["dispatcher"].health()["workers"]:
+        assert len(os.listdir(f"/proc/{worker['pid']}/task")) == 1
