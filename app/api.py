@@ -8,7 +8,7 @@ from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response
 from app.export import export_script
 from app.owners import current_owner
-from sandbox.spec import SpecError, check_finite, normalize
+from sandbox.spec import SpecError, check_finite, normalize, schema
 
 bp = Blueprint("api", __name__)
 
@@ -59,6 +59,12 @@ def run():
         return error_response(429, str(e))
     except (QueueFull, RunLost) as e:
         return error_response(503, str(e))
+
+
+@bp.get("/api/spec")
+def spec_schema():
+    """Each option's default and allowed values: what a client needs to build a valid run spec."""
+    return jsonify(schema())
 
 
 @bp.get("/api/examples")

@@ -6,6 +6,7 @@ from flask import Blueprint, abort, render_template, request, send_file, url_for
 
 from app import gallery, share
 from app.owners import current_owner
+from sandbox.spec import schema as spec_schema
 
 bp = Blueprint("editor", __name__)
 DEFAULT_EXAMPLE = "vector_add"
@@ -15,7 +16,8 @@ PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plot
 def render_editor(spec, ui=None, snippet_id=None, example=None):
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
-               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id, "example": example}
+               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id, "example": example,
+               "spec_schema": spec_schema()}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
 

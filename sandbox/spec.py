@@ -1,4 +1,4 @@
-"""The run spec, version 1: the unit of work, of sharing and of the gallery (see DESIGN.md).
+"""The run spec, version 1: the unit of work, of sharing and of the gallery (docs/run-spec.md).
 
 Pure Python and free of user-code evaluation, so the web process can validate specs too.
 """
@@ -19,6 +19,17 @@ DEFAULT_OPTIONS = {
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
+NUM_STAGES = (1, 32)  # software-pipelining depth of loads in loops, inclusive range
+
+
+def schema():
+    """What the page and API clients need to build a valid spec: each option's default and its
+    allowed values (served as `GET /api/spec` and in the editor page), from the definitions above."""
+    rules = {"num_warps": {"choices": list(NUM_WARPS)},
+             "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
+             "device": {"choices": list(DEVICES)}}
+    return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES,
+            "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
 
 
 class SpecError(ValueError):
@@ -90,9 +101,11 @@ def normalize(raw):
     _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}", "options")
     options.update(user_options)
     _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}", "options.device")
-    for key in ("num_warps", "num_stages"):
-        _expect(isinstance(options[key], int) and 1 <= options[key] <= 32, f"options.{key} must be an integer from 1 to 32", f"options.{key}")
-    _expect(options["num_warps"] in NUM_WARPS,
+    low, high = NUM_STAGES
+    _expect(isinstance(options["num_stages"], int) and not isinstance(options["num_stages"], bool)
+            and low <= options["num_stages"] <= high, f"options.num_stages must be an integer from {low} to {high}",
+            "options.num_stages")
+    _expect(type(options["num_warps"]) is int and options["num_warps"] in NUM_WARPS,
             f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}",
             "options.num_warps")
     _expect(isinstance(options["seed"], int), "options.seed must be an integer", "options.seed")
