@@ -474,7 +474,7 @@ class Tracer:
     # -- the result
 
     def result(self, grid):
-        """The trace of the launch (DESIGN.md `trace`), plus `sample` ({first, last, every}: what a
+        """The trace of the launch (docs/result.md `trace`), plus `sample` ({first, last, every}: what a
         sampled trace kept, else None), per-tensor `coverage` of written tensors, and
         `"truncated": true` on a program whose own accesses outgrew a third of `max_bytes`."""
         self.finish_program()
