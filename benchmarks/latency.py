@@ -2,11 +2,13 @@
 
     make bench            # or: python -m benchmarks.latency [--runs 20]
 
-Starts the real server (gunicorn, as `make run` does) on a free port, runs vector add
-(n=98432, check only) N times over a websocket, and prints a table in milliseconds. On a GPU a
-check-only run bounds-checks its launch in the interpreter first, and a worker remembers the
-launches that passed: re-running the same spec skips the pass. The second variant makes every run
-a new launch (a new seed) to show what the pass costs; the third turns it off (options.sanitize).
+Starts the real server (gunicorn, as `make run` does, default settings: two workers) on a free
+port and, as one person would from one tab, runs vector add (n=98432, check only) N times over a
+websocket with a think time between runs (0.3, 1 and 2 s), and prints a table in milliseconds. On a
+GPU a check-only run bounds-checks its launch in the interpreter first, and the server remembers the
+launches that passed: re-running the same spec skips the pass, whichever worker takes it. One
+variant makes every run a new launch (a new seed) to show what the pass costs; another turns it off
+(options.sanitize).
 """
 import argparse
 import json
@@ -25,10 +27,12 @@ from sandbox import protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK_ONLY = {"check": True, "bench": False, "trace": False, "ir": False}
-# name: (options, a new launch each run)
-VARIANTS = {"check only": (CHECK_ONLY, False),
-            "check only, new seed each run": (CHECK_ONLY, True),
-            "check only, no bounds check": ({**CHECK_ONLY, "sanitize": False}, False)}
+# name: (options, a new launch each run, seconds a person reads the result before the next run)
+VARIANTS = {"same spec again, 0.3 s think": (CHECK_ONLY, False, 0.3),
+            "same spec again, 1 s think": (CHECK_ONLY, False, 1.0),
+            "same spec again, 2 s think": (CHECK_ONLY, False, 2.0),
+            "new seed each run, 1 s think": (CHECK_ONLY, True, 1.0),
+            "no bounds check, 1 s think": ({**CHECK_ONLY, "sanitize": False}, False, 1.0)}
 
 
 def free_port():
@@ -58,7 +62,7 @@ def cold_start():
 
 
 def start_server(port):
-    env = {**os.environ, "PORT": str(port), "WORKERS": "1"}
+    env = {**os.environ, "PORT": str(port)}  # the default settings, as a user meets them
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "1",
                                "--threads", "8", "-b", f"127.0.0.1:{port}", "app:create_app()"],
                               cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
@@ -102,8 +106,6 @@ def measure(port, runs, options, new_launch, pause_s):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--pause", type=float, default=0.5,
-                        help="seconds between runs, as a person reading a result before the next (default 0.5)")
     args = parser.parse_args()
     cold_ms = cold_start()
     port = free_port()
@@ -111,18 +113,18 @@ def main():
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
             device = json.load(r)["device"]
-        rows = {name: measure(port, args.runs, *variant, args.pause) for name, variant in VARIANTS.items()}
+        rows = {name: measure(port, args.runs, *variant) for name, variant in VARIANTS.items()}
     finally:
         server.terminate()
         server.wait()
     print(f"vector add n=98432 on {device['name']} (triton {device['triton']}), {args.runs} warm runs "
-          f"over Socket.IO, {args.pause:g} s apart, ms")
-    print(f"{'':30}{'end to end':>22}{'in run process':>16}{'server + transport':>22}")
-    print(f"{'':30}{'median':>11}{'p95':>11}{'median':>16}{'median':>11}{'p95':>11}")
+          f"over one Socket.IO connection, default settings, ms")
+    print(f"{'':32}{'end to end':>22}{'in run process':>16}{'server + transport':>22}")
+    print(f"{'':32}{'median':>11}{'p95':>11}{'median':>16}{'median':>11}{'p95':>11}")
     for name, pairs in rows.items():
         e2e, inside = [r[0] for r in pairs], [r[1] for r in pairs]
         overhead = [a - b for a, b in pairs]
-        print(f"{name:30}{statistics.median(e2e):11.1f}{percentile(e2e, 0.95):11.1f}"
+        print(f"{name:32}{statistics.median(e2e):11.1f}{percentile(e2e, 0.95):11.1f}"
               f"{statistics.median(inside):16.1f}{statistics.median(overhead):11.1f}{percentile(overhead, 0.95):11.1f}")
     print(f"worker cold start (python -m sandbox.worker to its first warm run process): {cold_ms:.0f} ms")
 

@@ -1,18 +1,19 @@
 """The server <-> worker protocol: JSON lines, one message per line, built by one function.
 
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
-sandbox.spec, the digest of the run's owner, and `from_link`; the worker's settings come once, in
+sandbox.spec, the digest of the run's owner, `from_link`, and `checked_before`: this launch passed
+the bounds check before; the worker's settings come once, in
 its environment); a worker sends `ready` once warm, then for each job any number of `status` and
-`stdout`, and exactly one `result` (sandbox.result), which is the run process's own line, passed on
-unchanged once its shape is checked. Between a run process and its worker there are also `ready`
-(warm, with the isolation steps taken) and `checked` (the launch passed the bounds check).
+`stdout`, `checked` (the launch passed the bounds check), and exactly one `result` (sandbox.result), which is the run process's own line, passed on
+unchanged once its shape is checked. Between a run process and its worker there is also
+`ready` (warm, with the isolation steps taken).
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
 """
 import json
 import uuid
 
 SERVER_TYPES = ("job",)
-WORKER_TYPES = ("ready", "status", "stdout", "result")
+WORKER_TYPES = ("ready", "status", "stdout", "checked", "result")
 RUN_TYPES = ("status", "checked", "result")  # a run process's messages to its worker, once it has its job
 MAX_LINE_BYTES = 16 * 1024 * 1024
 

@@ -8,7 +8,6 @@ messages and output, enforces the wall-clock timeout and the output limit, and t
 that dies into a clear error. No state of one run reaches the next.
 """
 import codecs
-import collections
 import contextlib
 import os
 import sys
@@ -40,27 +39,6 @@ def warm_compiler(has_gpu):
         triton.runtime.driver.active.utils  # noqa: B018
 
 
-class CheckedLaunches:
-    """The launch keys that passed the bounds check in this worker, least recently used first out.
-    On a GPU that check is a pass over the whole launch in the interpreter (~0.15 s for a vector add
-    of 98k elements): re-running the same launch, as one does to time it again, skips it."""
-
-    def __init__(self, capacity=1024):
-        self.keys, self.capacity = collections.OrderedDict(), capacity
-
-    def __contains__(self, key):
-        if key in self.keys:
-            self.keys.move_to_end(key)
-            return True
-        return False
-
-    def add(self, key):
-        self.keys[key] = True
-        self.keys.move_to_end(key)
-        while len(self.keys) > self.capacity:
-            self.keys.popitem(last=False)
-
-
 def status_shape_ok(content):
     return isinstance(content.get("phase"), str) and isinstance(content.get("message"), str)
 
@@ -71,7 +49,6 @@ class Worker:
         self.new_run_process = lambda: RunProcess(settings)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         self.next_run = None
-        self.checked = CheckedLaunches()
 
     def send(self, msg):
         self.send_line(protocol.encode(protocol.jsonable(msg)))
@@ -116,7 +93,7 @@ class Worker:
             pass  # it died meanwhile: the relay below reports it
         return run
 
-    def relay(self, run_id, key, line, charged, output_limit):
+    def relay(self, run_id, line, charged, output_limit):
         """One line from the run's message pipe: checked for shape, charged to the output limit
         (except the result), relayed. Returns (the result line, error, charged): a result is passed
         on as the run encoded it (a trace is up to megabytes: never encoded twice)."""
@@ -132,19 +109,16 @@ class Worker:
         if charged > output_limit:
             return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
         if msg["type"] == "checked":
-            self.checked.add(key)
+            self.send(protocol.message("checked", run_id))
         elif status_shape_ok(content):
             self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
         return None, None, charged
 
     def run(self, job):
         from sandbox.run_process import describe_exit
-        from sandbox.spec import launch_key
         run_id, content = job["run_id"], job["content"]
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         owner = content.get("owner")
-        key = (owner, launch_key(content["spec"]))  # the server sends normalized specs only
-        content["checked_before"] = key in self.checked
         run = self.start_job(job, owner, keep_kernels=not content.get("from_link"))
         deadline = time.monotonic() + timeout_s
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -160,7 +134,7 @@ class Worker:
                 else:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
-                result, error, charged = self.relay(run_id, key, data, charged, output_limit)
+                result, error, charged = self.relay(run_id, data, charged, output_limit)
             elif kind == "timeout":
                 error = RunError("timeout", f"the run took longer than {timeout_s:g} s and was stopped. "
                                             f"Look for an endless loop (a while loop whose condition never changes, "

@@ -58,16 +58,18 @@ def test_check_only_without_sanitizer_skips_the_cpu_pass(client):
     assert "no bounds check" in result["notes"][0].lower()
 
 
-def test_rerunning_the_same_launch_skips_the_repeated_bounds_check(client):
+def test_rerunning_the_same_launch_skips_the_repeated_bounds_check_on_any_worker(client):
+    import time
     spec = vector_add_spec(n=7777, block=256)
     spec["options"].update({"trace": False, "bench": False, "ir": False})
     notes = []
-    for _ in range(3):  # two workers: one of the second and third runs lands where the first did
+    for _ in range(4):  # two workers, a person's pause between runs: they land on either
         result = run(client, spec)
         assert result["status"] == "ok", result["error"]
         notes.append(" ".join(result["notes"]))
+        time.sleep(0.5)
     assert "not repeated" not in notes[0]
-    assert any("not repeated" in n for n in notes[1:])
+    assert all("not repeated" in n for n in notes[1:])
 
 
 def test_a_loop_over_tl_cdiv_works(client):
