@@ -7,7 +7,8 @@ ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 
-# The venv lives outside /root so run processes, dropped to uid nobody, can still import from it.
+# The venv lives outside /root: where namespaces are not allowed, a run (dropped to a uid of its own)
+# still imports from it.
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 COPY requirements.txt /srv/requirements.txt
