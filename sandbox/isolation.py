@@ -21,8 +21,10 @@ import ctypes
 import errno
 import os
 import resource
+import shutil
 import signal
 import sys
+import time
 from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
@@ -155,7 +157,6 @@ class Scratch:
     def remove(self):
         if self.capped:
             libc.umount2(_encode(self.path), MNT_DETACH)
-        import shutil
         shutil.rmtree(self.path, ignore_errors=True)
 
 
@@ -229,7 +230,6 @@ class RunCgroup:
         return False
 
     def remove(self):
-        import time
         for path in self.paths:
             for _ in range(50):  # the last processes of the run may still be exiting
                 try:

@@ -16,6 +16,7 @@ import itertools
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -345,7 +346,6 @@ def describe_exit(status):
 
 def sweep_scratch_dirs(run_root):
     """Remove the scratch dirs a killed worker left behind (they are named after their worker's pid)."""
-    import shutil
     for name in os.listdir(run_root):
         pid = name.split("-")[1] if name.startswith("run-") and name.count("-") >= 2 else ""
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
