@@ -12,9 +12,10 @@ from contextlib import closing
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+from tests.fake_results import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
+                                LAUNCH_ERROR, OLD_SHAPE_ERROR, RACE_RESULT)
+from tests.frontend_harness import CHROMIUM, CHROMIUM_ARGS
+
 RUN_TIMEOUT_MS = 60_000
 
 pytestmark = [pytest.mark.browser,
@@ -89,7 +90,8 @@ def tensor_cells(page, tensor):
 
 
 def inject_result(page, result):
-    """Shows `result` as if the server had sent it (results a CPU-only server cannot produce: GPU runs)."""
+    """Shows `result` as if the server had sent it: results a CPU-only server cannot produce (GPU runs),
+    and results of a given shape (tests/fake_results.py)."""
     page.evaluate("async (result) => { const { emit } = await import('/static/js/hub.js'); emit('run-result', { run_id: null, result }); }",
                   result)
 
@@ -106,21 +108,6 @@ def visible_in(page, inner, outer):
 
 def overlap(a, b):
     return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
-
-
-GPU_RESULT = {  # a matmul on an H100, as the GPU pipeline reports it; its trace pass ran out of time
-    "status": "ok", "device": {"kind": "gpu", "name": "NVIDIA H100 80GB HBM3", "triton": "3.6.0", "torch": "2.11.0"},
-    "error": None, "stdout": "", "trace": None, "ir": None, "check": None,
-    "notes": ["the trace and bounds check stopped after 10 s, at program 2048 of 65536"],
-    "timings": {"compile_ms": 2400.0, "kernel_ms": {"median": 0.231, "p20": 0.229, "p80": 0.236, "n": 400},
-                "reference_ms": {"median": 0.262, "p20": 0.26, "p80": 0.27, "n": 380}, "speedup": 1.134,
-                "interpreter": False, "bytes": 100663296, "bytes_source": "tensors", "gbps": 435.8, "peak_gbps": 2950.0,
-                "flops": 2 * 4096 ** 3, "tflops": 595.0, "peak_tflops": 989.5,
-                "peak_tflops_kind": "fp16/bf16 tensor core, dense (datasheet)",
-                "autotune": [{"config": {"BLOCK_M": 128, "num_warps": 8, "num_stages": 3}, "ms": 0.231, "chosen": True},
-                             {"config": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4}, "ms": 0.298, "chosen": False},
-                             {"config": {"BLOCK_M": 256, "num_warps": 8, "num_stages": 4}, "ms": None, "chosen": False}],
-                "notes": ["The autotuner timed each config and launched the fastest."]}}
 
 
 def share(page):
@@ -434,7 +421,7 @@ def test_gpu_timings_draw_a_roofline_with_the_kernel_under_both_ceilings(page, l
 
     # A new result replaces the plot: the old one is purged, the new one has only the memory roof.
     page.evaluate("window.oldRoofline = document.querySelector('.roofline-plot')")
-    inject_result(page, {**GPU_RESULT, "timings": {**GPU_RESULT["timings"], "peak_tflops": None, "peak_tflops_kind": None}})
+    inject_result(page, GPU_RESULT_NO_COMPUTE_PEAK)
     page.wait_for_selector(".roofline-plot .scatterlayer .point")
     assert page.evaluate("!window.oldRoofline.isConnected && window.oldRoofline.data === undefined")
     assert page.locator("#timings .js-plotly-plot").count() == 1
@@ -443,8 +430,7 @@ def test_gpu_timings_draw_a_roofline_with_the_kernel_under_both_ceilings(page, l
 
 def test_gpu_timings_without_a_flop_count_say_how_to_get_the_roofline(page, live_server):
     open_playground(page, live_server + "/examples/matmul")
-    inject_result(page, {**GPU_RESULT, "timings": {**GPU_RESULT["timings"], "flops": None, "tflops": None,
-                                                    "peak_tflops": None, "peak_tflops_kind": None}})
+    inject_result(page, GPU_RESULT_NO_FLOPS)
     page.click("[data-tab=timings]")
     assert page.inner_text(".roofline-hint") == "No roofline without a FLOP count: set FLOPs in the Options row (e.g. 2 * M * N * K) and run again."
     assert page.locator("#timings .js-plotly-plot").count() == 0
@@ -635,3 +621,120 @@ def test_a_snippet_with_a_bad_ui_in_the_database_opens_on_results_without_an_err
     page.evaluate("(spec) => window.playground.setSpec(spec, 'diagram')", spec)
     assert page.get_attribute("[data-tab].active", "data-tab") == "results"
     assert not page.errors, page.errors
+
+
+# ---- errors as fields, one verdict per tensor, options from the server's schema ------------------
+
+def test_an_errors_message_hint_line_and_program_are_shown_from_its_fields(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    inject_result(page, LAUNCH_ERROR)
+    error = LAUNCH_ERROR["error"]
+    assert page.text_content("#error-card .phase") == "launch error"
+    assert page.text_content("#error-card .type") == "ValueError"
+    assert page.text_content("#error-card pre") == error["message"]
+    assert page.text_content("#error-card .hint") == error["hint"]
+    assert page.eval_on_selector_all("#error-card .where button", "buttons => buttons.map(b => b.textContent)") == [
+        "line 35", "program (0, 0, 0)"]
+    assert page.inner_text(".cm-error-gutter") == "35"  # the editor marks the error's line
+    assert page.get_attribute("#status-line", "data-state") == "error"
+
+
+def test_an_errors_field_outlines_its_control_in_the_launch_form_until_the_next_run(page, live_server):
+    controls = {"args.n": "input[data-param=n]", "inputs.x": "#inputs-table tr[data-input=x] .cell-shape input",
+                "grid": "#grid-input", "reference.out": "#inputs-table tr[data-input=out] .cell-ref input",
+                "options.num_warps": "#opt-num_warps", "kernel": "#kernel-select"}
+    assert set(controls) == set(FIELD_ERRORS)
+    open_playground(page, live_server + "/examples/masked_tail")
+    for field, selector in controls.items():
+        inject_result(page, FIELD_ERRORS[field])
+        assert page.locator(".error-field").count() == 1, field
+        assert page.locator(selector).evaluate("e => e.classList.contains('error-field')"), field
+    page.evaluate("async () => { const { emit } = await import('/static/js/hub.js'); emit('run-started', { run_id: 'next' }); }")
+    assert page.locator(".error-field").count() == 0
+
+
+def test_an_error_without_a_hint_or_a_field_is_shown_as_it_comes(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    inject_result(page, OLD_SHAPE_ERROR)
+    assert page.text_content("#error-card pre") == OLD_SHAPE_ERROR["error"]["message"]
+    assert page.locator("#error-card .hint").count() == 0
+    assert page.locator(".error-field").count() == 0
+
+
+def coverage_verdicts(page):
+    """The Results tab's coverage notes and the Diagram tab's coverage verdicts, as text."""
+    results = page.eval_on_selector_all("#results .coverage-notes li", "items => items.map(i => i.textContent)")
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+    diagram = page.eval_on_selector_all(".diagram-coverage li", "items => items.map(i => [i.className, i.textContent])")
+    return results, diagram
+
+
+def test_stores_of_two_programs_to_every_element_are_the_same_race_in_results_and_diagram(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    inject_result(page, RACE_RESULT)  # a (cdiv(n, BLOCK), 2) grid: each element of out stored by 2 programs
+    assert page.inner_text("#status-line .verdict") == "✓ outputs match"  # the values agree; the stores still race
+    results, diagram = coverage_verdicts(page)
+    race = "10 elements of out were stored by more than one program (the last store wins, in no fixed order)."
+    assert diagram == [["diagram-warn", race]]
+    assert results == [race]
+
+
+def test_programs_adding_atomically_into_one_element_are_no_race_in_either_pane(page, live_server):
+    open_playground(page, live_server + "/examples/atomic_sum")
+    inject_result(page, ATOMIC_RESULT)
+    results, diagram = coverage_verdicts(page)
+    assert results == []  # nothing to warn about
+    assert diagram == [["diagram-ok", "Every element of out was written; out[0] was updated atomically by 10 programs "
+                                      "(tl.atomic_add), which is not a race."]]
+    assert "more than one" not in page.inner_text("#diagram")
+
+
+def select_options(page, selector):
+    return page.eval_on_selector_all(f"{selector} option", "options => options.map(o => [o.value, o.textContent, o.selected])")
+
+
+def patch_initial_state(page, patch):
+    """Changes the page's initial state as the parser puts it in the page (before main.js reads it)."""
+    page.add_init_script(f"""new MutationObserver((records, observer) => {{
+        const state = document.getElementById("initial-state");
+        try {{ state.textContent = JSON.stringify({{ ...JSON.parse(state.textContent), ...{json.dumps(patch)} }}); }} catch {{ return; }}
+        observer.disconnect();
+    }}).observe(document, {{ childList: true, subtree: true }});""")
+
+
+def test_the_launch_forms_options_follow_the_servers_spec_schema(page, live_server):
+    schema = page.request.get(f"{live_server}/api/spec").json()
+    open_playground(page, live_server + "/")
+    warps = schema["options"]["num_warps"]
+    assert select_options(page, "#opt-num_warps") == [[str(w), str(w), w == warps["default"]] for w in warps["choices"]]
+    stages = schema["options"]["num_stages"]
+    assert [int(value) for value, _, _ in select_options(page, "#opt-num_stages")] == list(range(stages["min"], stages["max"] + 1))
+    assert [label for _, label, _ in select_options(page, "#opt-device")] == ["auto", "GPU", "interpreter"]
+
+    # Another schema, as a server might serve it: the form offers its choices and defaults.
+    other = {"version": 1, "options": {**schema["options"],
+                                       "num_warps": {"default": 8, "choices": [2, 4, 8]},
+                                       "num_stages": {"default": 2, "min": 1, "max": 4},
+                                       "device": {"default": "interpreter", "choices": ["auto", "interpreter"]},
+                                       "bench": {"default": False}}}
+    spec = page.request.get(f"{live_server}/api/examples/masked_tail").json()["spec"]
+    spec["options"] = {}  # a spec that leaves every option to its default
+
+    patch_initial_state(page, {"spec_schema": other, "spec": spec})
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert select_options(page, "#opt-num_warps") == [["2", "2", False], ["4", "4", False], ["8", "8", True]]
+    assert select_options(page, "#opt-num_stages") == [[str(s), str(s), s == 2] for s in range(1, 5)]
+    assert select_options(page, "#opt-device") == [["auto", "auto", False], ["interpreter", "interpreter", True]]
+    assert not page.is_checked("#opt-bench") and page.is_checked("#opt-check")
+    options = page.evaluate("window.playground.getSpec().options")
+    assert (options["num_warps"], options["num_stages"], options["device"], options["bench"]) == (8, 2, "interpreter", False)
+
+
+def test_a_server_without_a_spec_schema_gets_the_forms_own_options(page, live_server):
+    patch_initial_state(page, {"spec_schema": None})
+    open_playground(page, live_server + "/")
+    assert select_options(page, "#opt-num_warps") == [[str(w), str(w), w == 4] for w in (1, 2, 4, 8, 16, 32)]
+    assert select_options(page, "#opt-num_stages") == [[str(s), str(s), s == 3] for s in range(1, 9)]
+    assert select_options(page, "#opt-device") == [["auto", "auto", True], ["gpu", "GPU", False], ["interpreter", "interpreter", False]]
+    assert all(page.is_checked(f"#opt-{key}") for key in ("check", "bench", "trace", "ir"))

@@ -1,156 +1,25 @@
 """The block-assignment diagram in a real browser, on a standalone page (tests/diagram_harness.html).
 
-Traces are written by hand here, in the shape the run pipeline returns, so these tests need no
-kernel run: they check what the learner sees for a given trace.
+Traces are written by hand (tests/fake_results.py), in the shape the run pipeline returns, so these
+tests need no kernel run: they check what the learner sees for a given trace.
 """
-import functools
-import http.server
 import json
 import os
-import threading
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+from tests.fake_results import LOAD_X, LOAD_Y, STORE_OUT, row_sum_2d_trace, vector_add_trace
+from tests.frontend_harness import CHROMIUM, harness_page, static_server
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")]
 
-# Source lines of the accesses in the traces below, as a vector-add kernel would have them.
-LOAD_X, LOAD_Y, STORE_OUT = 14, 15, 17
-
-
-# ---- traces ----------------------------------------------------------------------------------
-
-def runs_of(offsets):
-    """[start, length] runs of a sorted list of offsets."""
-    runs = []
-    for offset in offsets:
-        if runs and runs[-1][0] + runs[-1][1] == offset:
-            runs[-1][1] += 1
-        else:
-            runs.append([offset, 1])
-    return runs
-
-
-def coverage_of(numel, stored_runs, atomic_runs=()):
-    """Unwritten and multiply-stored elements, swept over run boundaries (no per-element lists).
-    As in the tracer, atomics write an element without ever making it a conflict."""
-    edges = {0: [0, 0], numel: [0, 0]}  # offset -> change in [stores, atomics] covering it
-    for kind, runs in enumerate((stored_runs, atomic_runs)):
-        for start, length in runs:
-            edges.setdefault(start, [0, 0])[kind] += 1
-            edges.setdefault(start + length, [0, 0])[kind] -= 1
-    unwritten, multi, stores, atomics = [], [], 0, 0
-    points = sorted(edges)
-    for here, following in zip(points, points[1:]):
-        stores, atomics = stores + edges[here][0], atomics + edges[here][1]
-        if here >= numel:
-            break
-        piece = [here, min(following, numel) - here]
-        if stores == 0 and atomics == 0:
-            unwritten.append(piece)
-        elif stores > 1:
-            multi.append(piece)
-    return {"numel": numel, "unwritten": sum(n for _, n in unwritten), "multiply_written": sum(n for _, n in multi),
-            "unwritten_runs": unwritten, "multi_runs": multi}
-
-
-def vector_add_trace(n, block, programs=None, grid=None):
-    """out = x + y, one program per block of `block` elements, lanes at offsets >= n masked off."""
-    count = -(-n // block) if programs is None else programs
-    traced = []
-    for pid in range(count):
-        start = pid * block
-        active = [[start, max(0, min(block, n - start))]]
-        masked = [[max(start, n), start + block - max(start, n)]] if start + block > n else []
-        active = [r for r in active if r[1] > 0]
-        traced.append({"pid": [pid, 0, 0], "accesses": [
-            {"op": "load", "tensor": "x", "line": LOAD_X, "offsets": active, "masked": masked},
-            {"op": "load", "tensor": "y", "line": LOAD_Y, "offsets": active, "masked": masked},
-            {"op": "store", "tensor": "out", "line": STORE_OUT, "offsets": active, "masked": masked}]})
-    grid = grid or [count, 1, 1]
-    total = grid[0] * grid[1] * grid[2]
-    written = [[0, min(n, total * block)]]  # coverage spans the whole launch, sampled or not
-    return {"grid": grid, "programs_total": total, "programs_traced": len(traced), "sampled": total > len(traced),
-            "tensors": {"x": {"shape": [n], "dtype": "float32", "role": "input"},
-                        "y": {"shape": [n], "dtype": "float32", "role": "input"},
-                        "out": {"shape": [n], "dtype": "float32", "role": "output"}},
-            "programs": traced, "coverage": {"out": coverage_of(n, written)}}
-
-
-def row_sum_2d_trace(m, n, block_m, block_n):
-    """out[r] += a[r, cols of the tile].sum() on a (cdiv(m, block_m), cdiv(n, block_n)) grid."""
-    gx, gy = -(-m // block_m), -(-n // block_n)
-    traced, written = [], []
-    for py in range(gy):
-        for px in range(gx):
-            rows = range(px * block_m, px * block_m + block_m)
-            cols = range(py * block_n, py * block_n + block_n)
-            active = [r * n + c for r in rows for c in cols if r < m and c < n]
-            masked = [r * n + c for r in rows for c in cols if not (r < m and c < n)]
-            out_active = runs_of([r for r in rows if r < m])
-            out_masked = runs_of([r for r in rows if r >= m])
-            written += out_active
-            traced.append({"pid": [px, py, 0], "accesses": [
-                {"op": "load", "tensor": "a", "line": 30, "offsets": runs_of(active), "masked": runs_of(masked)},
-                {"op": "atomic", "atomic": "add", "tensor": "out", "line": 32,
-                 "offsets": out_active, "masked": out_masked}]})
-    return {"grid": [gx, gy, 1], "programs_total": gx * gy, "programs_traced": gx * gy, "sampled": False,
-            "tensors": {"a": {"shape": [m, n], "dtype": "float32", "role": "input"},
-                        "out": {"shape": [m], "dtype": "float32", "role": "output"}},
-            "programs": traced, "coverage": {"out": coverage_of(m, [], written)}}
-
-
-# ---- a static server and a browser -----------------------------------------------------------
-
-def plotly_js_path():
-    import plotly
-    return os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
-
-
-class HarnessHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves /static from the project, the harness page and plotly.min.js from the plotly package."""
-
-    def translate_path(self, path):
-        path = path.split("?", 1)[0]
-        if path == "/plotly.min.js":
-            return plotly_js_path()
-        if path == "/harness.html":
-            return os.path.join(ROOT, "tests", "diagram_harness.html")
-        if path.startswith("/static/"):
-            return os.path.join(ROOT, path.lstrip("/"))
-        return os.path.join(ROOT, "missing")
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture(scope="module")
-def harness_url():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(HarnessHandler, directory=ROOT))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/harness.html"
-    server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def harness(harness_url):
+def harness():
     """One browser page with the harness loaded (plotly takes seconds to load); tests render into it."""
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(harness_url)
-        page.wait_for_function("window.harnessReady === true")
+    with static_server() as base, harness_page(base + "/harness.html") as (page, errors):
         yield page, errors
-        browser.close()
 
 
 @pytest.fixture
@@ -277,7 +146,10 @@ def test_a_2d_grid_shows_tiles_and_lanes_masked_into_the_next_row(page):
     assert figure_state(page, "a") == {"highlighted": [[16, 4], [36, 4]], "masked": [[20, 4], [40, 4]], "cell_elements": 1}
     assert "loads a[0..1, 16..19]" in caption(page)
     assert "updates out[0..1] with tl.atomic_add" in caption(page)
-    assert "Every element of out was written exactly once." in page.locator(".diagram-coverage").inner_text()
+    # Three programs add into each row's total: atomics, counted as such, not a race.
+    assert page.locator(".diagram-coverage").inner_text() == (
+        "Every element of out was written; out[0..4] were updated atomically by 3 programs each (tl.atomic_add), "
+        "which is not a race.")
 
     page.evaluate("window.selectProgram([2, 1, 0])")
     # Row 5 does not exist (M = 5): its lanes are masked and drawn past the end of a.
@@ -330,3 +202,20 @@ def test_the_row_width_control_refolds_1d_tensors(page):
     rows = page.evaluate("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].z.length""")
     assert rows == 3  # offsets 0..11 (the masked lanes too) in rows of 5
     assert figure_state(page, "out") == {"highlighted": [[8, 2]], "masked": [[10, 2]], "cell_elements": 1}
+
+
+def test_a_3d_grid_shows_one_z_slice_at_a_time_and_follows_the_selected_program(page):
+    trace = vector_add_trace(16, 4)  # four programs, drawn as a (2, 1, 2) grid
+    for index, program in enumerate(trace["programs"]):
+        program["pid"] = [index % 2, 0, index // 2]
+    trace["grid"] = [2, 1, 2]
+    render(page, trace)
+    outlined = "document.querySelector('.diagram-grid-plot').layout.shapes.length"
+    page.evaluate("window.selectProgram([1, 0, 1])")
+    assert page.locator(".diagram-field", has_text="grid z").inner_text().strip().endswith("1")
+    assert page.evaluate(outlined) == 1
+    assert figure_state(page, "out")["highlighted"] == [[12, 4]]
+
+    page.locator(".diagram-field input[type=range]").fill("0")  # the other slice: the selected program is not in it
+    page.wait_for_function(f"{outlined} === 0")
+    assert page.locator(".diagram-field", has_text="grid z").inner_text().strip().endswith("0")

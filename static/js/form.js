@@ -5,9 +5,21 @@ import { h, replaceChildren } from "./dom.js";
 import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
 
 const EXPRESSION = "expr";         // the init select's entry for a free torch expression
-const WARPS = [1, 2, 4, 8, 16, 32];
-const STAGES = [1, 2, 3, 4, 5, 6, 7, 8];
 const CHECKBOXES = ["check", "bench", "trace", "ir"];
+const DEVICE_LABELS = { gpu: "GPU" };
+
+// The spec's options as the server defines them: initial.spec_schema (also GET /api/spec) gives
+// each option's default and its choices or range. Until every server sends it, this copy of the
+// schema stands in; it is the only place the form states them, and goes once the server's is there.
+const FALLBACK_SPEC_SCHEMA = {
+  version: 1,
+  options: {
+    num_warps: { default: 4, choices: [1, 2, 4, 8, 16, 32] },
+    num_stages: { default: 3, min: 1, max: 8 },
+    device: { default: "auto", choices: ["auto", "gpu", "interpreter"] },
+    check: { default: true }, bench: { default: true }, trace: { default: true }, ir: { default: true },
+  },
+};
 
 const state = {
   functions: [],        // the last successful parse of the source
@@ -18,6 +30,7 @@ const state = {
   loadedFlops: null,    // the spec's options.flops, kept as is while the field still shows it
 };
 let els = null;
+let schema = FALLBACK_SPEC_SCHEMA.options;   // the spec's options: {name: {default, choices | min, max}}
 
 // ---- arguments ----
 
@@ -243,13 +256,25 @@ function removeRow(row) {
 
 // ---- options ----
 
+// An option's values: its choices, or every integer of its range.
+function choicesOf(option) {
+  if (option.choices) return option.choices;
+  return Array.from({ length: option.max - option.min + 1 }, (_, i) => option.min + i);
+}
+
+function fillSelect(select, option, current, label = String) {
+  const values = choicesOf(option);
+  replaceChildren(select, (values.includes(current) ? values : [...values, current])
+    .map((value) => h("option", { value, selected: value === current }, label(value))));
+  select.value = String(current);
+}
+
 function setOptions(options) {
-  replaceChildren(els.warps, [...selectOf(WARPS, options.num_warps ?? 4, {}).children]);
-  replaceChildren(els.stages, [...selectOf(STAGES, options.num_stages ?? 3, {}).children]);
-  els.warps.value = String(options.num_warps ?? 4);
-  els.stages.value = String(options.num_stages ?? 3);
-  for (const key of CHECKBOXES) els.options[key].checked = options[key] !== false;
-  els.device.value = options.device || "auto";
+  const value = (key) => options[key] ?? schema[key].default;
+  fillSelect(els.warps, schema.num_warps, value("num_warps"));
+  fillSelect(els.stages, schema.num_stages, value("num_stages"));
+  fillSelect(els.device, schema.device, value("device"), (device) => DEVICE_LABELS[device] ?? device);
+  for (const key of CHECKBOXES) els.options[key].checked = Boolean(value(key));
   state.loadedFlops = options.flops ?? null;
   els.flops.value = state.loadedFlops === null ? "" : String(state.loadedFlops);
 }
@@ -300,7 +325,9 @@ export function readLaunch() {
   return { kernel: state.kernel, inputs, args, grid: els.grid.value.trim(), reference, options: readOptions() };
 }
 
-export function initLaunch(root) {
+// specSchema: the server's schema of the spec (initial.spec_schema), or nothing from a server without one.
+export function initLaunch(root, specSchema) {
+  schema = specSchema?.options ?? FALLBACK_SPEC_SCHEMA.options;
   els = {
     kernel: root.querySelector("#kernel-select"),
     grid: root.querySelector("#grid-input"),
@@ -310,6 +337,7 @@ export function initLaunch(root) {
     stages: root.querySelector("#opt-num_stages"),
     device: root.querySelector("#opt-device"),
     flops: root.querySelector("#opt-flops"),
+    optionsRow: root.querySelector("#options-row"),
     options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
   };
   els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });
@@ -324,17 +352,28 @@ export function initLaunch(root) {
   on("run-result", ({ result }) => markField(root, result.error));
 }
 
-// A build error names the field it came from ("argument 'n' ...", "input 'x' = ...", "grid = ..."):
-// outline that field until the next run.
+// The control of a spec field ("args.n", "inputs.x", "reference.out", "grid", "kernel",
+// "options.num_warps"); a field the form has no control of names its section, or nothing.
+function controlOf(field) {
+  const dot = field.indexOf(".");
+  const [kind, name] = dot < 0 ? [field, null] : [field.slice(0, dot), field.slice(dot + 1)];
+  const row = name && els.tbody.querySelector(`tr[data-input="${CSS.escape(name)}"]`);
+  switch (kind) {
+    case "kernel": return els.kernel;
+    case "grid": return els.grid;
+    case "args": return name ? els.args.querySelector(`input[data-param="${CSS.escape(name)}"]`) : els.args;
+    case "inputs": return name ? row?.querySelector(":is(.cell-expr, .cell-shape) input") : els.tbody.closest("table");
+    case "reference": return name ? row?.querySelector(".cell-ref input") : els.tbody.closest("table");
+    case "options": {
+      const controls = { num_warps: els.warps, num_stages: els.stages, device: els.device, flops: els.flops, ...els.options };
+      return controls[name] ?? els.optionsRow;
+    }
+    default: return null;
+  }
+}
+
+// The spec field a run's error names (error.field): its control is outlined until the next run.
 function markField(root, error) {
   for (const el of root.querySelectorAll(".error-field")) el.classList.remove("error-field");
-  if (!error || error.phase !== "build") return;
-  const message = error.message || "";
-  const argument = message.match(/^argument '(\w+)'/);
-  const input = message.match(/^input '(\w+)'/);
-  let field = null;
-  if (argument) field = els.args.querySelector(`input[data-param="${CSS.escape(argument[1])}"]`);
-  else if (input) field = els.tbody.querySelector(`tr[data-input="${CSS.escape(input[1])}"] :is(.cell-expr, .cell-shape) input`);
-  else if (message.startsWith("grid")) field = els.grid;
-  field?.classList.add("error-field");
+  if (error?.field) controlOf(error.field)?.classList.add("error-field");
 }

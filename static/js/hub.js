@@ -1,20 +1,30 @@
-// The page's event hub: panes talk through named events, never to each other directly.
+// The page's event hub: panes talk through named events, never to each other directly (nor import
+// each other: what two panes share lives in a module of its own).
 //
-// Events (detail):
-//   run-requested   {}                         Run button or Ctrl/Cmd+Enter
-//   run-started     {run_id}
-//   run-status      {run_id, phase, message, progress?}
-//   run-stdout      {run_id, text}
-//   run-result      {run_id, result}
-//   program-selected {pid: [x, y, z], lines: [source line, ...]}   from the diagram
-//   source-line-selected {line}                from the editor (cursor line)
-//   spec-loaded     {spec, ui}                 a spec replaced the page's state
-//   source-changed  {source}                   the editor's text changed (debounced)
-//   ir-line-selected {line}                    an IR line was clicked; line: its source line or null
-//   ir-target-selected {arch}                  the IR tab's target changed ("sm80", or null: auto)
-//   jump-to-line    {line}                     move the editor's cursor there (error card's "line N")
-//   show-program    {pid}                      open the diagram on this program (error card)
-//   tab-shown       {tab}                      results | diagram | timings | ir became visible
+// Every event, its detail, and who emits it:
+//   run-requested          {}                          Run, Ctrl/Cmd+Enter, a shared link's prompt, a new
+//                                                      meta-parameter value or IR target (main.js, editor.js)
+//   run-started            {run_id}                    the server took the run (main.js)
+//   run-status             {run_id, phase, message, position?}
+//                                                      a phase of the run: queued (position: its place in
+//                                                      line, 1 is next), starting, compiling, running,
+//                                                      checking, bench, ir (main.js, from the server)
+//   run-stdout             {run_id, text}              what the kernel printed, as it prints (main.js)
+//   run-result             {run_id, result}            the run's result (main.js; run_id null for a run
+//                                                      refused before it started). result.error, when set:
+//                                                      {phase, type, message, hint, line, pid, field}
+//   spec-loaded            {spec, ui: {pid, pane}}     a spec replaced the page's state (main.js)
+//   source-changed         {source}                    the editor's text changed, debounced (editor.js)
+//   source-line-selected   {line}                      the editor's cursor moved to another line (editor.js)
+//   meta-parameter-changed {name}                      a constexpr argument, num_warps or num_stages got
+//                                                      a new value (form.js)
+//   program-selected       {pid: [x, y, z] | null, lines: [source line, ...]}
+//                                                      a program was picked in the diagram, or none (diagram.js)
+//   ir-line-selected       {line}                      an IR line was clicked; line: its source line or null (ir.js)
+//   ir-target-selected     {arch}                      the IR tab's target changed ("sm80", or null: auto) (ir.js)
+//   jump-to-line           {line}                      put the editor's cursor there (error card's "line N")
+//   show-program           {pid}                       open the diagram on this program (error card's "program (x, y, z)")
+//   tab-shown              {tab}                       results | diagram | timings | ir became visible (main.js)
 const target = new EventTarget();
 
 export function on(name, handler) {

@@ -7,8 +7,9 @@ import {
 } from "codemirror";
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { playgroundTheme } from "./editor.js";
-import { errorCard } from "./results.js";
+import { formatCount } from "./format.js";
+import { playgroundTheme } from "./cm-theme.js";
+import { errorCard } from "./error-card.js";
 
 const STAGES = [["ttir", "TTIR"], ["ttgir", "TTGIR"], ["llir", "LLIR"], ["ptx", "PTX"], ["sass", "SASS"]];
 // options.arch values Triton 3.7 compiles for on a host without a GPU (each checked there, down to
@@ -155,7 +156,7 @@ class IrPane {
         ir.target ? h("span", { class: "pill ir-compiled-for", title: "the target this IR was compiled for" }, "compiled for ", h("b", {}, ir.target)) : null,
         pill("regs", ir.n_regs),
         pill("spills", ir.n_spills, ir.n_spills > 0),
-        ir.shared_bytes !== null && ir.shared_bytes !== undefined ? pill("shared", `${ir.shared_bytes.toLocaleString("en-US")} B`) : null)),
+        ir.shared_bytes !== null && ir.shared_bytes !== undefined ? pill("shared", `${formatCount(ir.shared_bytes)} B`) : null)),
       notes.length ? h("div", { class: "ir-notes" }, notes.map((note) => h("p", {}, note))) : null,
       host,
       h("div", { class: "ir-help" }, "Move the cursor in the editor to light up the IR of that line; click an IR line to find its source line."));

@@ -139,11 +139,15 @@ function connect() {
   socket.on("run_result", receive("run-result"));
   socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
 
-  const fail = (message, phase = "sandbox") => {
+  // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a
+  // result of its own, shaped as the server's.
+  const fail = ({ message, phase = "sandbox", field = null }) => {
     currentRun = null;
     inFlight = false;
     setRunning(false);
-    emit("run-result", { run_id: null, result: { status: "error", error: { phase, type: null, message, line: null, pid: null } } });
+    const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field };
+    emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
+                                                 timings: null, trace: null, ir: null, notes: [], run_ms: null } });
   };
 
   on("run-requested", () => {
@@ -156,8 +160,8 @@ function connect() {
     const payload = fromLink() ? { spec, from_link: true } : { spec };
     socket.timeout(20000).emit("run", payload, (timeout, ack) => {
       waitingForAck = false;
-      if (timeout) return fail("The server did not answer. Check that it is running, then press Run again.");
-      if (!ack || ack.error) return fail((ack && ack.error && ack.error.message) || "The server refused the run.", (ack && ack.error && ack.error.phase) || "parse");
+      if (timeout) return fail({ message: "The server did not answer. Check that it is running, then press Run again." });
+      if (!ack || ack.error) return fail({ phase: "parse", message: "The server refused the run.", ...ack?.error });
       currentRun = ack.run_id;
       emit("run-started", { run_id: currentRun });
       for (const [name, data] of early) deliver(name, data);
@@ -255,7 +259,7 @@ $("#run-shortcut").textContent = mac ? "⌘ ↵" : "Ctrl ↵";
 $("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+Enter)`;
 
 const editorView = createEditor($("#editor"), "");
-initLaunch($("#launch"));
+initLaunch($("#launch"), initial.spec_schema);
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));

@@ -1,31 +1,18 @@
 // The status line (the phases of the current run as they stream in) and the Results tab:
-// the verdict, the error card, the launch, the run's notes, each checked output, and the kernel's stdout.
-import { on, emit } from "./hub.js";
+// the verdict, the error card, the launch, the run's notes, the coverage verdicts of the written
+// tensors, each checked output, and the kernel's stdout.
+import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
+import { formatCount, formatElapsed, formatNumber, formatTuple, plural } from "./format.js";
+import { errorCard } from "./error-card.js";
+import { coverageVerdicts } from "./trace-model.js";
+import { coverageText, UNWRITTEN_ADVICE } from "./trace-words.js";
 
+// The phases a run reports (run-status), as the status line names them.
 const PHASE_LABELS = {
-  queued: "queued", compiling: "compiling", tracing: "tracing", running: "running",
-  checking: "checking", bench: "timing", ir: "IR", done: "done",
+  queued: "queued", starting: "starting", compiling: "compiling", running: "running",
+  checking: "checking", bench: "timing", ir: "IR",
 };
-
-export function formatPid(pid) {
-  return Array.isArray(pid) ? `(${pid.join(", ")})` : String(pid);
-}
-
-function formatError(value) {
-  if (value === null || value === undefined) return "–";
-  if (!Number.isFinite(value)) return String(value);
-  if (value === 0) return "0";
-  return Math.abs(value) < 1e-3 || Math.abs(value) >= 1e4 ? value.toExponential(2) : value.toPrecision(3);
-}
-
-function formatCount(value) {
-  return value === null || value === undefined ? "–" : value.toLocaleString("en-US");
-}
-
-function formatSeconds(ms) {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
 
 // ---- status line ----
 
@@ -47,11 +34,8 @@ class StatusLine {
     this.phase({ phase: "queued", message: "sending the run to the server" });
   }
 
-  phase({ phase, message, progress }) {
+  phase({ phase, message }) {
     if (!this.phases.includes(phase)) this.phases.push(phase);
-    // A phase that reports its progress (0..1) gets a real bar instead of the sweeping one.
-    if (typeof progress === "number") this.el.style.setProperty("--progress", `${Math.round(100 * progress)}%`);
-    else this.el.style.removeProperty("--progress");
     const current = this.phases[this.phases.length - 1];
     const steps = this.phases.flatMap((p, i) => [
       i ? h("span", { class: "sep" }, "›") : null,
@@ -62,7 +46,7 @@ class StatusLine {
   }
 
   finish(result) {
-    const seconds = this.startedAt ? formatSeconds(performance.now() - this.startedAt) : null;
+    const seconds = this.startedAt ? formatElapsed(performance.now() - this.startedAt) : null;
     const verdict = {
       ok: result.check && result.check.ok ? "✓ outputs match" : "✓ ran",
       mismatch: "✗ mismatch",
@@ -70,7 +54,7 @@ class StatusLine {
     }[result.status] || result.status;
     const trace = result.trace;
     const facts = [
-      trace && trace.programs_total !== undefined ? `${formatCount(trace.programs_total)} program${trace.programs_total === 1 ? "" : "s"}` : null,
+      trace && trace.programs_total !== undefined ? plural(trace.programs_total, "program") : null,
       result.device ? (result.device.kind === "gpu" ? result.device.name : "interpreter") : null,
       seconds,
     ].filter(Boolean).join(" · ");
@@ -113,36 +97,6 @@ function summary(result) {
       h("div", { class: "sub" }, "Nothing was checked: give an output a reference in the Inputs table to compare it with PyTorch.")));
 }
 
-// The message without what the card's head already says: its type ("ValueError: ...") and its
-// line ("line 37: ...", "... (line 41)"). Triton's error comes first; a plain-words hint, if any,
-// follows a blank line.
-function errorText(error) {
-  let text = error.message || "(no message)";
-  if (error.type) text = text.replace(`${error.type}: `, "");
-  if (error.line) text = text.replace(`line ${error.line}: `, "").replace(` (line ${error.line})`, "");
-  const [message, ...hint] = text.split("\n\n");
-  return { message, hint: hint.join("\n\n") };
-}
-
-// The card for a failed run (or a failed IR compile, under its own title).
-export function errorCard(error, title = `${error.phase || "run"} error`) {
-  const where = h("span", { class: "where" },
-    error.line ? h("button", { type: "button", class: "link-button", title: "Show this line in the editor",
-                                onclick: () => emit("jump-to-line", { line: error.line }) }, `line ${error.line}`) : null,
-    error.pid !== null && error.pid !== undefined
-      ? h("button", { type: "button", class: "link-button", title: "Show this program in the diagram",
-                      onclick: () => emit("show-program", { pid: error.pid }) }, `program ${formatPid(error.pid)}`)
-      : null);
-  const { message, hint } = errorText(error);
-  return h("div", { class: "card error-card" },
-    h("div", { class: "card-head" },
-      h("span", { class: "phase" }, title),
-      error.type && error.type !== "RunError" ? h("span", { class: "type" }, error.type) : null,  // RunError names no cause
-      where),
-    h("pre", {}, message),
-    hint ? h("p", { class: "hint" }, hint) : null);
-}
-
 function launchFacts(result) {
   const trace = result.trace;
   if (!trace) return null;
@@ -150,7 +104,7 @@ function launchFacts(result) {
   const traced = trace.programs_traced !== undefined && trace.programs_traced !== trace.programs_total
     ? h("span", {}, "traced ", h("b", {}, formatCount(trace.programs_traced))) : null;
   return h("div", { class: "launch-facts" },
-    h("span", {}, "grid ", h("b", {}, `(${grid.join(", ")})`)),
+    h("span", {}, "grid ", h("b", {}, formatTuple(grid))),
     h("span", {}, "programs ", h("b", {}, formatCount(trace.programs_total))),
     traced);
 }
@@ -165,21 +119,30 @@ const COLUMNS = [
   ["rtol", "relative tolerance", "tol"],
 ];
 
-function outputsCard(check) {
+// What the trace says of each written tensor, where it is not simply "written exactly once": the
+// Diagram tab's verdict (trace-model.js), in its words.
+function coverageNotes(verdicts) {
+  const items = [...verdicts.values()].filter((verdict) => !verdict.ok).map((verdict) =>
+    h("li", { dataset: { tensor: verdict.tensor } }, coverageText(verdict).text, verdict.unwritten ? ` ${UNWRITTEN_ADVICE}` : ""));
+  return items.length ? h("ul", { class: "coverage-notes" }, items) : null;
+}
+
+// The check per output; the trace's coverage verdict, where there is one, speaks for unwritten elements.
+function outputsCard(check, verdicts) {
   const entries = Object.entries(check.outputs || {});
   if (!entries.length) return null;
   const rows = entries.map(([name, o]) => h("tr", { dataset: { output: name } },
     h("td", { class: "name" }, name, h("span", { class: `badge ${o.ok ? "ok" : "bad"}`,
-      title: `within atol ${formatError(o.atol)} + rtol ${formatError(o.rtol)} × |reference|` }, o.ok ? "ok" : "mismatch")),
-    h("td", { class: o.max_abs_err > o.atol ? "bad" : "" }, formatError(o.max_abs_err)),
-    h("td", { class: "rel" }, formatError(o.max_rel_err)),
+      title: `within atol ${formatNumber(o.atol)} + rtol ${formatNumber(o.rtol)} × |reference|` }, o.ok ? "ok" : "mismatch")),
+    h("td", { class: o.max_abs_err > o.atol ? "bad" : "" }, formatNumber(o.max_abs_err)),
+    h("td", { class: "rel" }, formatNumber(o.max_rel_err)),
     h("td", { class: o.mismatched ? "bad" : "zero" }, formatCount(o.mismatched)),
     h("td", { class: o.unwritten ? "bad" : "zero" }, formatCount(o.unwritten)),
-    h("td", { class: "zero tol" }, formatError(o.atol)),
-    h("td", { class: "zero tol" }, formatError(o.rtol))));
-  const notes = entries.filter(([, o]) => o.unwritten).map(([name, o]) =>
-    h("p", { class: "output-note" }, `${formatCount(o.unwritten)} element${o.unwritten === 1 ? "" : "s"} of ${name} were never written: `
-      + "no program stored there. Check that the grid covers the whole tensor and that the mask does not cut off real elements."));
+    h("td", { class: "zero tol" }, formatNumber(o.atol)),
+    h("td", { class: "zero tol" }, formatNumber(o.rtol))));
+  const notes = entries.filter(([name, o]) => o.unwritten && !verdicts.has(name)).map(([name, o]) =>
+    h("p", { class: "output-note" }, `${plural(o.unwritten, "element")} of ${name} ${o.unwritten === 1 ? "was" : "were"} never written: `
+      + `no program stored there. ${UNWRITTEN_ADVICE}`));
   return h("div", { class: "card" },
     h("div", { class: "card-head" }, "Check", h("span", { class: "muted" }, "kernel output vs. the PyTorch reference")),
     h("div", { class: "table-scroll" }, h("table", { class: "outputs" },
@@ -204,7 +167,7 @@ export function initResults(statusEl, resultsEl) {
     status.start();
     resultsEl.classList.add("stale");   // the last run's results stay readable until the new ones arrive
   });
-  on("run-status", (event) => { if (event.phase !== "done") status.phase(event); });
+  on("run-status", (event) => status.phase(event));
   on("run-stdout", ({ text }) => {
     liveStdout += text;
     const card = stdoutCard(liveStdout, true);
@@ -215,11 +178,13 @@ export function initResults(statusEl, resultsEl) {
   on("run-result", ({ result }) => {
     status.finish(result);
     resultsEl.classList.remove("stale");
+    const verdicts = coverageVerdicts(result.trace);
     replaceChildren(resultsEl,
       result.error ? Object.assign(errorCard(result.error), { id: "error-card" }) : summary(result),
       launchFacts(result),
       notesList(result.notes),
-      result.check ? outputsCard(result.check) : null,
+      coverageNotes(verdicts),
+      result.check ? outputsCard(result.check, verdicts) : null,
       result.stdout ? stdoutCard(result.stdout, false) : null);
   });
   on("spec-loaded", () => { status.idle(); replaceChildren(resultsEl, emptyState()); });

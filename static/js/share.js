@@ -2,6 +2,7 @@
 // Export .py downloads a standalone script that runs the same launch. Opening a link: the prompt
 // that stands in for the output until the reader chooses to run someone else's code.
 import { h } from "./dom.js";
+import { formatPid } from "./format.js";
 
 // The ids of the links this browser saved: opening one of those is opening our own code.
 const OWN_KEY = "playground.ownSnippets";
@@ -33,7 +34,7 @@ const PANE_NAMES = { diagram: "Diagram", timings: "Timings", ir: "IR" };
 
 // What a shared link shows instead of its output until Run: whose code it is, and one button.
 export function linkPrompt({ own, pane, pid, onRun }) {
-  const program = pane === "diagram" && pid ? ` on program (${pid.join(", ")})` : "";
+  const program = pane === "diagram" && pid ? ` on program ${formatPid(pid)}` : "";
   const then = PANE_NAMES[pane] ? h("p", { class: "link-prompt-then" }, `Once it has run, the ${PANE_NAMES[pane]} tab opens${program}, as it was shared.`) : null;
   return h("div", { class: "link-prompt", id: "link-prompt", role: "region", "aria-label": "Shared kernel" },
     h("div", { class: "link-prompt-card" },

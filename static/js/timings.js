@@ -3,24 +3,7 @@
 // and notes. Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
-
-export function formatMs(ms) {
-  if (ms === null || ms === undefined || !Number.isFinite(ms)) return "–";
-  if (ms < 1) return `${(ms * 1000).toPrecision(3)} µs`;
-  if (ms < 1000) return `${ms.toPrecision(3)} ms`;
-  return `${(ms / 1000).toFixed(2)} s`;
-}
-
-// 1.18 MB, 137 GFLOP: decimal units, three digits.
-function formatScaled(value, unit, prefixes = ["", "K", "M", "G", "T"]) {
-  let scaled = value, step = 0;
-  while (scaled >= 1000 && step < prefixes.length - 1) { scaled /= 1000; step += 1; }
-  return `${step ? scaled.toPrecision(3) : scaled} ${prefixes[step]}${unit}`;
-}
-
-function formatBytes(bytes) {
-  return formatScaled(bytes, "B");
-}
+import { formatBytes, formatCount, formatMs, formatRate, formatScaled } from "./format.js";
 
 function metric(label, value, detail, cls = "") {
   return h("div", { class: `metric ${cls}` }, h("div", { class: "label" }, label),
@@ -31,7 +14,7 @@ function metric(label, value, detail, cls = "") {
 // between the parts, never inside one.
 function spread(stats) {
   if (!stats) return null;
-  const parts = stats.n > 1 ? [`p20 ${formatMs(stats.p20)}`, `p80 ${formatMs(stats.p80)}`, `${stats.n.toLocaleString("en-US")} runs`] : ["one run"];
+  const parts = stats.n > 1 ? [`p20 ${formatMs(stats.p20)}`, `p80 ${formatMs(stats.p80)}`, `${formatCount(stats.n)} runs`] : ["one run"];
   return parts.flatMap((part, i) => [i ? " · " : null, h("span", { class: "part" }, part)]);
 }
 
@@ -57,7 +40,7 @@ const BYTES_SOURCE = {
 // An achieved rate as a bar against its ceiling (or alone when the ceiling is unknown).
 function ceilingCard({ title, achieved, peak, unit, peakName, peakNote, caption }) {
   const share = peak ? achieved / peak : null;
-  const value = (x) => `${x >= 100 ? Math.round(x).toLocaleString("en-US") : x.toPrecision(3)}\u00a0${unit}`;  // no break before the unit
+  const value = (x) => formatRate(x, unit, "\u00a0");  // no break before the unit
   return h("div", { class: "card ceiling" },
     h("div", { class: "card-head" }, title,
       h("span", { class: "muted" }, share !== null ? `${(100 * share).toFixed(0)}% of the ${peakName}` : "")),
@@ -93,10 +76,6 @@ function computeCard(t) {
 let tabVisible = false;
 let pendingRoofline = null;   // {host, t, facts}: a roofline waiting for the tab to be shown
 let rooflineObserver = null;  // resizes the drawn roofline with its pane (splitters, window)
-
-function formatRate(x, unit) {
-  return `${x >= 100 ? Math.round(x).toLocaleString("en-US") : x.toPrecision(3)} ${unit}`;
-}
 
 // What the roofline says about the kernel: its intensity, the roof above it and the share it reaches.
 function rooflineFacts(t) {

@@ -1,0 +1,477 @@
+// What a run's trace says, as plain data: the programs in launch order, each tensor's accesses,
+// which program owns which element (and which cell of a folded, binned drawing), the masked-off
+// lanes, the atomics, and every written tensor's coverage verdict. No DOM: the diagram draws
+// this, trace-words.js says it, and the Results pane reads the same coverage verdicts.
+//
+// Runs are [start, length] pairs of element offsets, as the trace gives them.
+
+// ---- colour classes ---------------------------------------------------------------------------
+
+// Every drawn cell holds a colour class (a small integer); the figures map classes to colours, so a
+// selection only recomputes an array of classes. Programs cycle through PROGRAM_COLOURS colours.
+export const PROGRAM_COLOURS = 10;
+const K = PROGRAM_COLOURS;
+const UNTOUCHED = 0;
+const vividClass = (linear) => 1 + (linear % K);
+const dimClass = (linear) => 1 + K + (linear % K);
+const ghostClass = (linear) => 1 + 2 * K + (linear % K);
+const GHOST_DIM = 1 + 3 * K;
+export const CLASS_COUNT = GHOST_DIM + 1;
+
+const TENSOR_CELL_BUDGET = 65536; // drawn cells per tensor; more elements are binned
+const GRID_CELL_BUDGET = 16384; // drawn cells of the program grid
+
+// ---- runs -------------------------------------------------------------------------------------
+
+export function runsLength(runs) {
+  return runs.reduce((sum, [, length]) => sum + length, 0);
+}
+
+// Sorted, overlapping and touching runs joined.
+export function mergeRuns(runs) {
+  const sorted = runs.filter(([, length]) => length > 0).map(([s, n]) => [s, n]).sort((a, b) => a[0] - b[0]);
+  const merged = [];
+  for (const [start, length] of sorted) {
+    const last = merged[merged.length - 1];
+    if (last && start <= last[0] + last[1]) last[1] = Math.max(last[1], start + length - last[0]);
+    else merged.push([start, length]);
+  }
+  return merged;
+}
+
+// push(...items) without spreading: an access may hold more runs than a call takes arguments.
+function append(target, items) {
+  for (const item of items) target.push(item);
+}
+
+function runsContain(runs, offset) {
+  return runs.some(([s, n]) => offset >= s && offset < s + n);
+}
+
+// Runs that form rows r0..r1 x columns c0..c1 of a row-major matrix with `cols` columns, or null.
+export function asRectangle(runs, cols) {
+  if (runs.length === 1 && runs[0][0] % cols === 0 && runs[0][1] % cols === 0) {
+    const r0 = runs[0][0] / cols;
+    return { rows: [r0, r0 + runs[0][1] / cols - 1], cols: [0, cols - 1] };
+  }
+  const [start, length] = runs[0];
+  const c0 = start % cols;
+  if (c0 + length > cols) return null;
+  const r0 = Math.floor(start / cols);
+  const same = runs.every(([s, n], i) => n === length && s === start + i * cols);
+  return same ? { rows: [r0, r0 + runs.length - 1], cols: [c0, c0 + length - 1] } : null;
+}
+
+// ---- the trace, indexed -----------------------------------------------------------------------
+
+export function traceModel(trace) {
+  const [gx, gy, gz] = [0, 1, 2].map((axis) => trace.grid?.[axis] ?? 1);
+  const programs = (trace.programs ?? []).map((program) => {
+    const pid = [0, 1, 2].map((axis) => program.pid[axis] ?? 0);
+    return { pid, linear: pid[0] + gx * (pid[1] + gy * pid[2]), accesses: program.accesses, truncated: Boolean(program.truncated) };
+  }).sort((a, b) => a.linear - b.linear);
+  // Outputs first: what each program stored is the picture a learner came for; inputs follow, in order.
+  const stored = (info) => (info.role === "output" || info.role === "inout" ? 0 : 1);
+  const verdicts = coverageVerdicts(trace);
+  const tensors = Object.entries(trace.tensors ?? {}).sort(([, a], [, b]) => stored(a) - stored(b))
+    .map(([name, info]) => makeTensor(name, info, verdicts.get(name) ?? null));
+  const byName = new Map(tensors.map((tensor) => [tensor.name, tensor]));
+  programs.forEach((program, index) => {
+    for (const access of program.accesses) byName.get(access.tensor)?.accesses.push({ ...access, program: index });
+  });
+  tensors.forEach(measureExtent);
+  tensors.forEach((tensor) => { tensor.rowWidth = defaultRowWidth(tensor); });
+  return {
+    grid: [gx, gy, gz], programs, tensors,
+    programsTotal: trace.programs_total ?? programs.length,
+    sampled: isSampled(trace),
+    sample: trace.sample ?? null,
+  };
+}
+
+function isSampled(trace) {
+  return Boolean(trace.sampled) || (trace.programs_total ?? 0) > (trace.programs?.length ?? 0);
+}
+
+function makeTensor(name, info, coverage) {
+  const shape = info.shape ?? [];
+  return {
+    name, shape, dtype: info.dtype, role: info.role, coverage,
+    numel: shape.reduce((a, b) => a * b, 1),
+    oneD: shape.length <= 1,
+    writes: info.role !== "input",
+    accesses: [],
+    extent: 0,
+    rowWidth: 1, // elements per drawn row of a 1-D tensor, unless the user picks another
+    lanesNotDrawn: 0, // masked-off lanes that point before the start or far past the end
+  };
+}
+
+export function indexOfPid(model, pid) {
+  if (!Array.isArray(pid)) return null;
+  const index = model.programs.findIndex((p) => p.pid.every((v, axis) => v === (pid[axis] ?? 0)));
+  return index >= 0 ? index : null;
+}
+
+// The source lines of a program's accesses, in order.
+export function sourceLines(program) {
+  return [...new Set(program.accesses.map((a) => a.line).filter((line) => line != null))].sort((a, b) => a - b);
+}
+
+// How an access is named: "load", "store", "atomic" (unnamed) or "atomic_add", "atomic_cas", ...
+function accessKind(access) {
+  return access.op === "atomic" && access.atomic ? `atomic_${access.atomic}` : access.op;
+}
+
+// What one program touched, per kind of access and tensor, in the kernel's order:
+// [{kind, op, atomic, tensor, offsets, masked}] with merged runs.
+export function regionsOf(program) {
+  const regions = new Map();
+  for (const access of program.accesses) {
+    const kind = accessKind(access);
+    const key = `${kind}\u0000${access.tensor}`;
+    if (!regions.has(key)) regions.set(key, { kind, op: access.op, atomic: access.atomic ?? null, tensor: access.tensor, offsets: [], masked: [] });
+    const region = regions.get(key);
+    append(region.offsets, access.offsets);
+    append(region.masked, access.masked);
+  }
+  return [...regions.values()].map((region) => ({ ...region, offsets: mergeRuns(region.offsets), masked: mergeRuns(region.masked) }));
+}
+
+// Outputs are coloured by who stored them, inputs by who loaded them.
+function isDrawnOp(tensor, op) {
+  return tensor.writes ? op !== "load" : op === "load";
+}
+
+// The drawing reaches past the tensor's end where masked-off lanes point, up to as far again as
+// the tensor is long (at least 4096 elements): a masked lane may hold any address at all.
+function measureExtent(tensor) {
+  const reach = tensor.numel + Math.max(tensor.numel, 4096);
+  let extent = tensor.numel;
+  for (const access of tensor.accesses) {
+    for (const [start, length] of [...access.offsets, ...access.masked]) {
+      extent = Math.max(extent, Math.min(start + length, reach));
+      tensor.lanesNotDrawn += Math.max(0, Math.min(length, -start)) + Math.max(0, Math.min(length, start + length - reach));
+    }
+  }
+  tensor.extent = extent;
+}
+
+// A 1-D tensor is folded into rows one block wide: its largest access, lanes masked or not.
+// Accesses of one lane (one element per program) fold into a single row or a square instead.
+function defaultRowWidth(tensor) {
+  let lanes = 1;
+  for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked));
+  if (lanes > 1) return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
+  return tensor.extent <= 64 ? Math.max(1, tensor.extent) : 2 ** Math.ceil(Math.log2(Math.sqrt(tensor.extent)));
+}
+
+// Every access of the tensor at `offset`: [{access, masked}] (masked: a masked-off lane there).
+export function accessesAt(tensor, offset) {
+  const hits = [];
+  for (const access of tensor.accesses) {
+    if (runsContain(access.offsets, offset)) hits.push({ access, masked: false });
+    else if (runsContain(access.masked, offset)) hits.push({ access, masked: true });
+  }
+  return hits;
+}
+
+// ---- coverage: who wrote each element of a written tensor -------------------------------------
+
+// Per element, how many programs stored to it and how many updated it atomically, as pieces of
+// equal counts over [0, numel): [start, length, stores, atomics]. A program counts once per element.
+export function writeCounts(numel, storesByProgram, atomicsByProgram) {
+  const edges = new Map([[0, [0, 0]], [numel, [0, 0]]]);
+  const bump = (offset, kind, delta) => {
+    if (!edges.has(offset)) edges.set(offset, [0, 0]);
+    edges.get(offset)[kind] += delta;
+  };
+  [storesByProgram, atomicsByProgram].forEach((byProgram, kind) => {
+    for (const runs of byProgram) {
+      for (const [start, length] of mergeRuns(runs)) {
+        bump(start, kind, 1);
+        bump(start + length, kind, -1);
+      }
+    }
+  });
+  const points = [...edges.keys()].sort((a, b) => a - b);
+  const pieces = [];
+  let stores = 0, atomics = 0;
+  for (let i = 0; i + 1 < points.length; i++) {
+    stores += edges.get(points[i])[0];
+    atomics += edges.get(points[i])[1];
+    const start = Math.max(points[i], 0);
+    const end = Math.min(points[i + 1], numel);
+    if (end > start) pieces.push([start, end - start, stores, atomics]);
+  }
+  return pieces;
+}
+
+function piecesWhere(pieces, test) {
+  return mergeRuns(pieces.filter((piece) => test(piece)).map(([start, length]) => [start, length]));
+}
+
+// A written tensor's verdict: elements never written, elements stored by more than one program (a
+// race: the last store wins, in no fixed order), and elements updated atomically (how programs share
+// an element on purpose: never a race). The server's coverage is exact for the whole launch and
+// wins; without it a complete trace is counted here. Atomics are counted over the traced programs.
+//   {tensor, numel, unwritten, unwrittenRuns, multi, multiRuns, truncated, ok,
+//    atomic: null | {elements, runs, fewest, most, kinds, complete}}
+function verdictOf(name, info, served, byProgram, complete) {
+  const numel = (info.shape ?? []).reduce((a, b) => a * b, 1);
+  const hasAtomics = byProgram.some((p) => p.atomics.length);
+  const pieces = !served || hasAtomics ? writeCounts(numel, byProgram.map((p) => p.stores), byProgram.map((p) => p.atomics)) : [];
+  let found = null;
+  if (served) {
+    found = { unwritten: served.unwritten ?? 0, unwrittenRuns: served.unwritten_runs ?? [], multi: served.multiply_written ?? 0,
+              multiRuns: served.multi_runs ?? [], truncated: Boolean(served.truncated) };
+  } else if (complete) {
+    const unwrittenRuns = piecesWhere(pieces, ([, , stores, atomics]) => stores === 0 && atomics === 0);
+    const multiRuns = piecesWhere(pieces, ([, , stores]) => stores > 1);
+    found = { unwritten: runsLength(unwrittenRuns), unwrittenRuns, multi: runsLength(multiRuns), multiRuns, truncated: false };
+  }
+  if (!found) return null;
+  const atomicPieces = pieces.filter(([, , , atomics]) => atomics > 0);
+  const kinds = [...new Set(byProgram.flatMap((p) => p.kinds))];
+  const atomic = atomicPieces.length ? {
+    elements: atomicPieces.reduce((sum, [, length]) => sum + length, 0),
+    runs: piecesWhere(atomicPieces, () => true),
+    fewest: atomicPieces.reduce((least, [, , , atomics]) => Math.min(least, atomics), Infinity),
+    most: atomicPieces.reduce((most, [, , , atomics]) => Math.max(most, atomics), 0),
+    kinds, complete,
+  } : null;
+  return { tensor: name, numel, ...found, ok: found.unwritten === 0 && found.multi === 0, atomic };
+}
+
+const verdictCache = new WeakMap();
+
+// Map tensor name -> verdict, for every tensor the launch wrote; computed once per trace.
+export function coverageVerdicts(trace) {
+  if (!trace) return new Map();
+  if (verdictCache.has(trace)) return verdictCache.get(trace);
+  const complete = !isSampled(trace);
+  const writes = new Map(); // tensor name -> [{stores, atomics, kinds}] per program that wrote it
+  for (const program of trace.programs ?? []) {
+    const mine = new Map();
+    for (const access of program.accesses) {
+      if (access.op === "load") continue;
+      if (!mine.has(access.tensor)) mine.set(access.tensor, { stores: [], atomics: [], kinds: [] });
+      const entry = mine.get(access.tensor);
+      if (access.op === "atomic") {
+        append(entry.atomics, access.offsets);
+        entry.kinds.push(accessKind(access));
+      } else {
+        append(entry.stores, access.offsets);
+      }
+    }
+    for (const [name, entry] of mine) {
+      if (!writes.has(name)) writes.set(name, []);
+      writes.get(name).push(entry);
+    }
+  }
+  const verdicts = new Map();
+  for (const [name, info] of Object.entries(trace.tensors ?? {})) {
+    const served = trace.coverage?.[name];
+    if (info.role === "input" && !served) continue;
+    const verdict = verdictOf(name, info, served, writes.get(name) ?? [], complete);
+    if (verdict) verdicts.set(name, verdict);
+  }
+  verdictCache.set(trace, verdicts);
+  return verdicts;
+}
+
+// ---- folding and binning ----------------------------------------------------------------------
+
+// Linear index i sits at row floor(i / width), column i % width. The drawing shows a window of
+// rows x cols starting at (row0, col0) (the area; all of it unless zoomed); a cell covers bx columns x by rows.
+function makeLayout(length, width, budget, area = null) {
+  const allRows = Math.max(1, Math.ceil(length / width));
+  const { row0 = 0, rows = allRows, col0 = 0, cols = width } = area ?? {};
+  let bx = 1;
+  let by = 1;
+  while (Math.ceil(rows / by) * Math.ceil(cols / bx) > budget) {
+    if (Math.ceil(cols / bx) >= Math.ceil(rows / by)) bx *= 2;
+    else by *= 2;
+  }
+  return { length, width, allRows, row0, col0, rows, cols, bx, by, cellRows: Math.ceil(rows / by), cellCols: Math.ceil(cols / bx) };
+}
+
+export function cellCount(layout) {
+  return layout.cellRows * layout.cellCols;
+}
+
+// Visits every cell of the window that holds an element of [start, start + length), some of them
+// more than once. Whole rows go a cell row at a time, so long runs cost cells, not elements.
+function forEachCell(layout, start, length, visit) {
+  const { width, row0, col0, rows, cols, bx, by, cellCols } = layout;
+  const begin = Math.max(0, start);
+  const end = Math.min(start + length, layout.length);
+  if (begin >= end) return;
+  const lastRow = Math.min(Math.floor((end - 1) / width), row0 + rows - 1);
+  let row = Math.max(Math.floor(begin / width), row0);
+  while (row <= lastRow) {
+    const from = Math.max(begin - row * width, 0);
+    const to = Math.min(end - row * width, width);
+    if (from === 0 && to === width) {
+      const lastFullRow = Math.min(lastRow, Math.floor(end / width) - 1);
+      for (let r = Math.floor((row - row0) / by); r <= Math.floor((lastFullRow - row0) / by); r++) {
+        for (let c = 0; c < cellCols; c++) visit(r * cellCols + c);
+      }
+      row = lastFullRow + 1;
+      continue;
+    }
+    const low = Math.max(from, col0);
+    const high = Math.min(to, col0 + cols);
+    const base = Math.floor((row - row0) / by) * cellCols;
+    for (let c = Math.floor((low - col0) / bx); low < high && c <= Math.floor((high - 1 - col0) / bx); c++) visit(base + c);
+    row += 1;
+  }
+}
+
+export function firstIndexOfCell(layout, cell) {
+  const row = layout.row0 + Math.floor(cell / layout.cellCols) * layout.by;
+  return row * layout.width + layout.col0 + (cell % layout.cellCols) * layout.bx;
+}
+
+// The zoomed window of an axis range change, snapped to whole elements; null for everything.
+export function windowOf(full, xRange, yRange) {
+  const clamp = (v, low, high) => Math.min(high, Math.max(low, v));
+  const col0 = clamp(Math.floor(Math.min(...xRange) + 0.5), 0, full.width - 1);
+  const colEnd = clamp(Math.ceil(Math.max(...xRange) + 0.5), col0 + 1, full.width);
+  const row0 = clamp(Math.floor(Math.min(...yRange) + 0.5), 0, full.allRows - 1);
+  const rowEnd = clamp(Math.ceil(Math.max(...yRange) + 0.5), row0 + 1, full.allRows);
+  if (col0 === 0 && row0 === 0 && colEnd === full.width && rowEnd === full.allRows) return null;
+  return { row0, rows: rowEnd - row0, col0, cols: colEnd - col0 };
+}
+
+// Runs of set flags: [first cell, count].
+export function cellRuns(flags) {
+  const runs = [];
+  for (let c = 0; c < flags.length; c++) {
+    if (!flags[c]) continue;
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === c) last[1] += 1;
+    else runs.push([c, 1]);
+  }
+  return runs;
+}
+
+// ---- one tensor's cells -----------------------------------------------------------------------
+
+// The tensor folded `width` elements a row (a matrix: its own rows) and binned into cells; per
+// cell the first program (in launch order) that drew it, the first with a masked-off lane there,
+// and its coverage flag (1: never written, 2: stored by more than one program).
+export function tensorView(tensor, width, area = null) {
+  const cols = tensor.oneD ? Math.min(width, Math.max(1, tensor.extent)) : tensor.shape[tensor.shape.length - 1] || 1;
+  const full = makeLayout(Math.max(1, tensor.extent), cols, TENSOR_CELL_BUDGET);
+  const layout = area ? makeLayout(full.length, full.width, TENSOR_CELL_BUDGET, area) : full;
+  const cells = cellCount(layout);
+  const owner = new Int32Array(cells).fill(-1);
+  const ghostOwner = new Int32Array(cells).fill(-1);
+  for (const access of tensor.accesses) {
+    if (isDrawnOp(tensor, access.op)) {
+      for (const [s, n] of access.offsets) forEachCell(layout, s, n, (c) => { if (owner[c] < 0) owner[c] = access.program; });
+    }
+    for (const [s, n] of access.masked) forEachCell(layout, s, n, (c) => { if (ghostOwner[c] < 0) ghostOwner[c] = access.program; });
+  }
+  const coverage = new Uint8Array(cells);
+  for (const [s, n] of tensor.coverage?.unwrittenRuns ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 1; });
+  for (const [s, n] of tensor.coverage?.multiRuns ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 2; });
+  return { tensor, full, layout, owner, ghostOwner, coverage };
+}
+
+// The program a click on `cell` follows: its owner, else the program with a masked lane there; -1: none.
+export function programAtCell(view, cell) {
+  return view.owner[cell] >= 0 ? view.owner[cell] : view.ghostOwner[cell];
+}
+
+// The cells the selected program (an index, or null) touched and those where its lanes were masked off.
+export function selectionMarks(view, program) {
+  const cells = cellCount(view.layout);
+  const touched = new Uint8Array(cells);
+  const masked = new Uint8Array(cells);
+  if (program === null) return { touched, masked };
+  for (const access of view.tensor.accesses) {
+    if (access.program !== program) continue;
+    for (const [s, n] of access.offsets) forEachCell(view.layout, s, n, (c) => { touched[c] = 1; });
+    for (const [s, n] of access.masked) forEachCell(view.layout, s, n, (c) => { masked[c] = 1; });
+  }
+  return { touched, masked };
+}
+
+// Each cell's colour class; NaN past the tensor's end where nothing is drawn.
+export function tensorClasses(view, marks, selected, programs) {
+  const { layout, owner, ghostOwner } = view;
+  const classes = new Float32Array(cellCount(layout));
+  for (let c = 0; c < classes.length; c++) {
+    const own = owner[c] >= 0 ? programs[owner[c]].linear : -1;
+    const ghost = ghostOwner[c] >= 0 ? programs[ghostOwner[c]].linear : -1;
+    const inTensor = firstIndexOfCell(layout, c) < view.tensor.numel;
+    let value = inTensor ? UNTOUCHED : NaN;
+    if (selected === null) {
+      if (own >= 0) value = vividClass(own);
+      else if (ghost >= 0) value = ghostClass(ghost);
+    } else if (marks.touched[c]) value = vividClass(programs[selected].linear);
+    else if (marks.masked[c] && own < 0) value = ghostClass(programs[selected].linear);
+    else if (own >= 0) value = dimClass(own);
+    else if (ghost >= 0) value = GHOST_DIM;
+    classes[c] = value;
+  }
+  return classes;
+}
+
+// Cells hatched as masked-off lanes: the selected program's, or every unowned one.
+export function hatchedCells(view, marks, selected) {
+  const cells = [];
+  for (let c = 0; c < view.owner.length; c++) {
+    const hatched = selected === null ? view.owner[c] < 0 && view.ghostOwner[c] >= 0 : marks.masked[c] === 1;
+    if (hatched) cells.push(c);
+  }
+  return cells;
+}
+
+// ---- the program grid -------------------------------------------------------------------------
+
+// A 1-D grid of many programs is folded into rows: a power of two near twice its square root.
+function foldWidth(count) {
+  return Math.min(256, Math.max(16, 2 ** Math.round(Math.log2(Math.sqrt(count * 4)))));
+}
+
+// One z slice of the launch grid as cells: each cell's colour class and traced program (-1: none
+// traced there; the selected program wins its cell).
+export function gridCells(model, slice, selected) {
+  const { grid, programs } = model;
+  const [gx, gy] = grid;
+  const cols = gy === 1 && gx > 16 ? foldWidth(gx) : gx;
+  const layout = makeLayout(gx * gy, cols, GRID_CELL_BUDGET);
+  const classes = new Float32Array(cellCount(layout)).fill(UNTOUCHED);
+  const sliceStart = slice * gx * gy;
+  const selectedLinear = selected === null ? -1 : programs[selected].linear;
+  for (let c = 0; c < classes.length; c++) if (firstIndexOfCell(layout, c) >= gx * gy) classes[c] = NaN;
+  const cellProgram = new Int32Array(classes.length).fill(-1);
+  for (const [index, program] of programs.entries()) {
+    const local = program.linear - sliceStart;
+    if (local < 0 || local >= gx * gy) continue;
+    forEachCell(layout, local, 1, (c) => {
+      if (program.linear === selectedLinear || cellProgram[c] < 0) cellProgram[c] = index;
+    });
+  }
+  for (let c = 0; c < classes.length; c++) {
+    const index = cellProgram[c];
+    if (index < 0) continue;
+    const linear = programs[index].linear;
+    classes[c] = selectedLinear < 0 || linear === selectedLinear ? vividClass(linear) : dimClass(linear);
+  }
+  const selectedCells = [];
+  if (selectedLinear >= sliceStart && selectedLinear < sliceStart + gx * gy) {
+    forEachCell(layout, selectedLinear - sliceStart, 1, (c) => selectedCells.push(c));
+  }
+  return { layout, classes, cellProgram, selectedCells, folded: cols !== gx, cols, twoD: gy > 1, slice };
+}
+
+// The program id of a grid cell's first program (whether traced or not).
+export function pidOfGridCell(model, grid, cell) {
+  const local = firstIndexOfCell(grid.layout, cell);
+  const [gx, gy] = model.grid;
+  return [local % gx, Math.floor(local / gx) % gy, grid.slice];
+}
