@@ -25,11 +25,12 @@ class RunError(Exception):
 
 def explain(exc):
     """(type name, message) of the innermost meaningful exception: the interpreter wraps errors as
-    InterpreterError(repr(e)), the compiler as CompilationError."""
+    InterpreterError(repr(e)), the compiler as CompilationError. The type is a field of its own:
+    the message does not repeat it."""
     inner = exc
     while inner.__cause__ is not None:
         inner = inner.__cause__
-    return type(inner).__name__, f"{type(inner).__name__}: {inner}"
+    return type(inner).__name__, str(inner) or type(inner).__name__
 
 
 # (pattern in Triton's message, what a beginner should read). Checked in order; first match wins.

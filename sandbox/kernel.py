@@ -44,7 +44,7 @@ def write_source(source, path):
     try:
         compile(source, path, "exec")
     except SyntaxError as e:
-        raise RunError("parse", f"{e.msg} (line {e.lineno})", type="SyntaxError", line=e.lineno, field="source") from None
+        raise RunError("parse", e.msg, type="SyntaxError", line=e.lineno, field="source") from None
 
 
 def load_module(path, interpret, phase="build"):
@@ -60,7 +60,7 @@ def load_module(path, interpret, phase="build"):
             exec(code, module.__dict__)
         except Exception as e:
             kind, message = explain(e)
-            raise RunError(phase, f"running the module failed: {message}", type=kind, line=user_line(e, path),
+            raise RunError(phase, f"running the module failed: {kind}: {message}", type=kind, line=user_line(e, path),
                            field="source") from None
     return module
 

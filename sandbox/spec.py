@@ -19,7 +19,7 @@ DEFAULT_OPTIONS = {
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
-NUM_STAGES = (1, 32)  # software-pipelining depth of loads in loops, inclusive range
+NUM_STAGES = (1, 8)  # software-pipelining depth of loads in loops, inclusive (Triton's own configs use 1 to 7)
 
 
 def schema():

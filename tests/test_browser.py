@@ -730,11 +730,3 @@ def test_the_launch_forms_options_follow_the_servers_spec_schema(page, live_serv
     options = page.evaluate("window.playground.getSpec().options")
     assert (options["num_warps"], options["num_stages"], options["device"], options["bench"]) == (8, 2, "interpreter", False)
 
-
-def test_a_server_without_a_spec_schema_gets_the_forms_own_options(page, live_server):
-    patch_initial_state(page, {"spec_schema": None})
-    open_playground(page, live_server + "/")
-    assert select_options(page, "#opt-num_warps") == [[str(w), str(w), w == 4] for w in (1, 2, 4, 8, 16, 32)]
-    assert select_options(page, "#opt-num_stages") == [[str(s), str(s), s == 3] for s in range(1, 9)]
-    assert select_options(page, "#opt-device") == [["auto", "auto", True], ["gpu", "GPU", False], ["interpreter", "interpreter", False]]
-    assert all(page.is_checked(f"#opt-{key}") for key in ("check", "bench", "trace", "ir"))

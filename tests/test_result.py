@@ -35,3 +35,12 @@ def test_a_build_error_names_its_field_and_line():
     spec = vector_add_spec(n=64, block=16, device="interpreter", source="def broken(:\n")
     error = run_spec(spec)["error"]
     assert (error["phase"], error["field"], error["line"]) == ("parse", "source", 1)
+
+
+def test_the_browser_tests_fake_results_conform_too():
+    from tests.fake_results import ALL_RESULTS, ALL_TRACES, OLD_SHAPE_ERROR
+    for fake in ALL_RESULTS:
+        assert results.problems(fake) == [], fake
+    for trace in ALL_TRACES:
+        assert results.problems({**results.new(), "trace": trace}) == []
+    assert results.problems(OLD_SHAPE_ERROR)  # kept to show the page copes with an older server

@@ -9,18 +9,7 @@ const CHECKBOXES = ["check", "bench", "trace", "ir"];
 const DEVICE_LABELS = { gpu: "GPU" };
 
 // The spec's options as the server defines them: initial.spec_schema (also GET /api/spec) gives
-// each option's default and its choices or range. Until every server sends it, this copy of the
-// schema stands in; it is the only place the form states them, and goes once the server's is there.
-const FALLBACK_SPEC_SCHEMA = {
-  version: 1,
-  options: {
-    num_warps: { default: 4, choices: [1, 2, 4, 8, 16, 32] },
-    num_stages: { default: 3, min: 1, max: 8 },
-    device: { default: "auto", choices: ["auto", "gpu", "interpreter"] },
-    check: { default: true }, bench: { default: true }, trace: { default: true }, ir: { default: true },
-  },
-};
-
+// each option's default and its choices or range (sandbox/spec.py is their one definition).
 const state = {
   functions: [],        // the last successful parse of the source
   kernel: null,
@@ -30,7 +19,7 @@ const state = {
   loadedFlops: null,    // the spec's options.flops, kept as is while the field still shows it
 };
 let els = null;
-let schema = FALLBACK_SPEC_SCHEMA.options;   // the spec's options: {name: {default, choices | min, max}}
+let schema = null;   // the spec's options: {name: {default, choices | min, max}}
 
 // ---- arguments ----
 
@@ -325,9 +314,9 @@ export function readLaunch() {
   return { kernel: state.kernel, inputs, args, grid: els.grid.value.trim(), reference, options: readOptions() };
 }
 
-// specSchema: the server's schema of the spec (initial.spec_schema), or nothing from a server without one.
+// specSchema: the server's schema of the spec (initial.spec_schema).
 export function initLaunch(root, specSchema) {
-  schema = specSchema?.options ?? FALLBACK_SPEC_SCHEMA.options;
+  schema = specSchema.options;
   els = {
     kernel: root.querySelector("#kernel-select"),
     grid: root.querySelector("#grid-input"),
