@@ -1,0 +1,907 @@
+"""The hostile corpus: each case is one attack a user's run (or a request) makes, and asserts
+(a) the denial, precisely (the errno, the exception, the file that is not there), (b) that the
+server is alive (GET /healthz is 200 and ok) and (c) that the next normal run works.
+
+Runs go through one app with real workers (the interpreter on this CPU); the attacks on the web
+server process itself go through a real gunicorn server started as a subprocess. The attack sources
+are in tests/hostile_cases.py. The jail these cases describe: a run sees only its own processes (its
+own PID namespace), a minimal read-only root whose only writable place is its capped /tmp, an
+unprivileged uid, no capabilities, no new privileges, a seccomp filter, limits for the run as a
+whole (memory, tasks, file size), no inherited descriptors, no network and no server secrets.
+"""
+import contextlib
+import glob
+import http.client
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from tests import hostile_cases as H
+from tests.conftest import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready
+
+SECRET = "hostile-secret-" + secrets.token_hex(8)
+RUN_TIMEOUT_S = 20.0
+FINDINGS = "HOSTILE-FINDINGS "
+
+
+# ---------------------------------------------------------------- what a denial looks like
+
+class Denied:
+    """The step raised: an exception of one of these names, or an OSError with one of these errnos."""
+
+    def __init__(self, *codes, words=()):
+        self.codes, self.words = codes, words
+
+    def __call__(self, outcome):
+        return ("raised" in outcome and (outcome["raised"] in self.codes or outcome["errno"] in self.codes)
+                and all(word in outcome["message"] for word in self.words))
+
+    def __repr__(self):
+        return "denied with " + " or ".join(self.codes) + "".join(f", saying {w!r}" for w in self.words)
+
+
+class Returns:
+    """The step returned this value (or one the predicate accepts)."""
+
+    def __init__(self, expected, meaning=None):
+        self.expected, self.meaning = expected, meaning
+
+    def __call__(self, outcome):
+        if "returned" not in outcome:
+            return False
+        value = outcome["returned"]
+        return self.expected(value) if callable(self.expected) else value == self.expected
+
+    def __repr__(self):
+        return self.meaning or f"returns {self.expected!r}"
+
+
+ENOENT = Denied("ENOENT")
+EPERM = Denied("EPERM")
+ENOSPC = Denied("ENOSPC")
+GONE = Denied("ProcessLookupError")
+NOT_THERE = Denied("ENOENT", "EACCES", "EPERM")
+READ_ONLY = Denied("EROFS", "EACCES", "EPERM")
+NOT_THERE_OR_READ_ONLY = Denied("ENOENT", "EROFS", "EACCES", "EPERM")
+NO_NETWORK = Denied("ENETUNREACH", "EHOSTUNREACH", "ECONNREFUSED", "EPERM", "EACCES", "EAFNOSUPPORT")
+UNREACHABLE = Denied("ENOENT", "ECONNREFUSED", "EACCES", "EPERM")
+DEV_NODES = {"null", "zero", "full", "random", "urandom", "shm", "fd", "stdin", "stdout", "stderr"}
+
+
+@dataclass
+class Expect:
+    denials: dict
+    status: str = "ok"           # the run's own result; "error" with one of `phases` for limits
+    phases: tuple = ()
+    words: tuple = ()            # what the error message names (what was exceeded)
+    host_absent: tuple = ()      # host paths (formatted with the context) the attack must not leave
+    strays: bool = False         # no process carrying the case's marker may outlive the run
+    real_result: bool = False    # the result is the run's real one, not one the run forged
+    alive: tuple = ()            # host processes (context keys) that must still be running
+
+
+def case(name, attack, *, status="ok", phases=(), words=(), host_absent=(), strays=False, real_result=False,
+         alive=(), **denials):
+    return pytest.param(attack, Expect(denials, status, phases, words, host_absent, strays, real_result, alive), id=name)
+
+
+# ---------------------------------------------------------------- the corpus
+
+UNSHARE_FLAGS = {"newns": 0x00020000, "newnet": 0x40000000, "newpid": 0x20000000, "newuts": 0x04000000,
+                 "newipc": 0x08000000, "newcgroup": 0x02000000, "newtime": 0x80, "no_flags": 0}
+
+RUN_CASES = [
+    # processes: a run sees and signals only its own
+    case("proc_lists_only_the_runs_own_processes", H.PROC_LISTING,
+         pids=Returns(lambda pids: 1 in pids and len(pids) <= 16 and max(pids) < 1000,
+                      "a handful of small pids, the run's init being 1")),
+    case("host_processes_cannot_be_signalled", H.KILL_HOST_PROCESSES, alive=("victim_pid",),
+         kill_victim=GONE, signal_test_process=GONE, signal_worker=GONE),
+    # who the run is
+    case("uid_is_not_root", "attempt('uid', os.getuid)\nattempt('euid', os.geteuid)",
+         uid=Returns(lambda uid: uid != 0, "a uid other than 0"), euid=Returns(lambda uid: uid != 0, "not 0")),
+    case("no_capabilities_and_no_new_privileges",
+         "attempt('proc_status', status_fields, 'CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs')",
+         proc_status=Returns({**{cap: "0000000000000000" for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
+                              "NoNewPrivs": "1"})),
+    case("seccomp_filter_is_on", "attempt('seccomp', status_fields, 'Seccomp')", seccomp=Returns({"Seccomp": "2"})),
+    case("home_and_temp_dir_are_the_scratch_tmp",
+         "attempt('places', lambda: {'cwd': os.getcwd(), 'HOME': os.environ.get('HOME'), 'TMPDIR': os.environ.get('TMPDIR')})",
+         places=Returns({"cwd": "/tmp", "HOME": "/tmp", "TMPDIR": "/tmp"})),
+    # files the run must not find
+    case("etc_shadow_does_not_exist", "attempt('read', read, '/etc/shadow')", read=ENOENT),
+    case("root_home_does_not_exist", "attempt('list', os.listdir, '/root')", list=ENOENT),
+    case("home_does_not_exist", "attempt('list', os.listdir, '/home')", list=ENOENT),
+    case("server_config_does_not_exist", "attempt('read', read, CONTEXT['checkout'] + '/app/config.py')", read=ENOENT),
+    case("server_code_dir_does_not_exist", "attempt('list', os.listdir, CONTEXT['checkout'] + '/app')", list=ENOENT),
+    case("database_does_not_exist", "attempt('read', read, CONTEXT['database'])", read=ENOENT),
+    case("passwd_and_group_name_only_the_run_user", H.PASSWD,
+         other_users=Returns([]), other_groups=Returns([])),
+    case("other_runs_scratch_dirs_are_out_of_sight", H.OTHER_SCRATCH,
+         other_scratch_dirs=Returns([]), run_root=ENOENT),
+    case("dev_holds_only_harmless_nodes", H.DEV_LISTING,
+         dev=Returns(lambda names: not [n for n in names if n not in DEV_NODES and not n.startswith("nvidia")],
+                     "only null, zero, full, random, urandom, shm (and nvidia*)")),
+    case("host_disk_cannot_be_read", "attempt('disk', read, CONTEXT['disk'], 512)", disk=NOT_THERE),
+    # the host's settings: each write puts back the value read, so a write that passes changes nothing
+    case("write_core_pattern", "attempt('write', write_back, '/proc/sys/kernel/core_pattern')", write=READ_ONLY),
+    case("write_overcommit_memory", "attempt('write', write_back, '/proc/sys/vm/overcommit_memory')", write=READ_ONLY),
+    case("write_hostname", "attempt('write', write_back, '/proc/sys/kernel/hostname')", write=READ_ONLY),
+    case("create_a_file_in_dev", "attempt('create', create, '/dev/' + CONTEXT['marker'])",
+         host_absent=("/dev/{marker}",), create=READ_ONLY),
+    case("fill_dev_shm_with_1_gb", H.SHM_FILL, host_absent=("/dev/shm/{marker}-0",), shm=ENOSPC),
+    case("create_a_cgroup", H.CGROUP_MKDIR, host_absent=("/sys/fs/cgroup/pids/{marker}", "/sys/fs/cgroup/{marker}"),
+         mkdir=NOT_THERE_OR_READ_ONLY),
+    case("write_cgroup_release_agent", H.CGROUP_RELEASE_AGENT, release_agent=NOT_THERE_OR_READ_ONLY),
+    case("write_into_etc", "attempt('create', create, '/etc/' + CONTEXT['marker'])",
+         host_absent=("/etc/{marker}",), create=NOT_THERE_OR_READ_ONLY),
+    case("write_into_usr", "attempt('create', create, '/usr/' + CONTEXT['marker'])",
+         host_absent=("/usr/{marker}",), create=NOT_THERE_OR_READ_ONLY),
+    case("write_into_the_checkouts_sandbox_dir",
+         "attempt('create', create, CONTEXT['checkout'] + '/sandbox/' + CONTEXT['marker'] + '.py')",
+         host_absent=(os.path.join(ROOT, "sandbox", "{marker}.py"),), create=NOT_THERE_OR_READ_ONLY),
+    # the scratch dir (/tmp) is capped in bytes and files; any one file is capped in size
+    case("scratch_720_mb_and_20000_files",
+         H.SCRATCH_FILL + "attempt('bytes', fill_bytes, 720)\nattempt('files', fill_files, 20000)",
+         bytes=ENOSPC, files=ENOSPC),
+    case("scratch_2_gb", H.SCRATCH_FILL + "attempt('bytes', fill_bytes, 2048)", bytes=ENOSPC),
+    case("scratch_50000_files", H.SCRATCH_FILL + "attempt('files', fill_files, 50000)", files=ENOSPC),
+    case("one_file_over_the_size_limit", H.ONE_BIG_FILE, one_file=Denied("EFBIG")),
+    # system calls the seccomp filter refuses
+    case("unshare_user_then_mount_namespace",
+         "attempt('newuser', syscall, 'unshare', 0x10000000)\nattempt('newns', syscall, 'unshare', 0x00020000)",
+         newuser=EPERM, newns=EPERM),
+    case("unshare_any_other_namespace",
+         "".join(f"attempt({name!r}, syscall, 'unshare', {flag})\n" for name, flag in UNSHARE_FLAGS.items()),
+         **{name: EPERM for name in UNSHARE_FLAGS}),
+    case("setns", "attempt('setns', lambda: syscall('setns', os.open('/proc/self/ns/net', os.O_RDONLY), 0))",
+         setns=EPERM),
+    case("mount", H.MOUNT, mount_on_etc=EPERM, remount=EPERM),
+    case("umount", "attempt('umount_tmp', syscall, 'umount2', b'/tmp', 4)\n"  # MNT_EXPIRE: a first call only marks
+                   "attempt('umount_proc', syscall, 'umount2', b'/proc', 4)", umount_tmp=EPERM, umount_proc=EPERM),
+    case("pivot_root", H.PIVOT_ROOT, pivot_root=EPERM),
+    case("chroot", "attempt('chroot', os.chroot, '/tmp')", chroot=EPERM),
+    case("ptrace", H.PTRACE, seize_worker=EPERM, traceme=EPERM),
+    case("keyctl", "attempt('keyctl', syscall, 'keyctl', 1, None)", keyctl=EPERM),  # join a new session keyring
+    case("add_key", "attempt('add_key', syscall, 'add_key', b'user', b'hostile', b'secret', 6, -2)", add_key=EPERM),
+    case("bpf", H.BPF, bpf=EPERM),
+    case("perf_event_open", H.PERF_EVENT, perf=EPERM),
+    case("userfaultfd", "attempt('userfaultfd', syscall, 'userfaultfd', 0o2000000 | 1)", userfaultfd=EPERM),
+    case("process_vm_readv", H.PROCESS_VM_READV, read_worker=EPERM),
+    case("load_a_kernel_module", H.MODULES, init_module=EPERM, finit_module=EPERM),
+    case("kexec_load", "attempt('kexec', syscall, 'kexec_load', 0, 0, None, 0x7fff0000)", kexec=EPERM),
+    case("reboot", "attempt('reboot', syscall, 'reboot', 0, 0, 0, None)", reboot=EPERM),  # a wrong magic
+    case("prctl_set_dumpable",
+         "attempt('set_dumpable', lambda: checked(libc.prctl(4, 1, 0, 0, 0), 'prctl(PR_SET_DUMPABLE, 1)'))\n"
+         "attempt('dumpable', libc.prctl, 3, 0, 0, 0, 0)",
+         set_dumpable=EPERM, dumpable=Returns(0)),
+    # limits of the run as a whole
+    case("memory_bomb_across_three_forks", H.MEMORY_BOMB, status="error", phases=("limit", "sandbox"),
+         words=("memory",)),
+    case("thread_bomb", H.THREAD_BOMB, threads=Denied("RuntimeError", words=("can't start new thread",))),
+    case("fork_bomb", H.FORK_BOMB, strays=True, forks=Denied("EAGAIN")),
+    case("output_flood", H.OUTPUT_FLOOD, status="error", phases=("limit",), words=("printed more than",)),
+    # channels
+    case("forged_result_on_every_descriptor", H.FORGE_RESULT, real_result=True),
+    case("tcp_to_the_hosts_loopback", "attempt('tcp', tcp, '127.0.0.1', CONTEXT['tcp_port'])", tcp=NO_NETWORK),
+    case("tcp_to_the_internet", "attempt('tcp', tcp, '1.1.1.1', 53)", tcp=NO_NETWORK),
+    case("udp", "attempt('local', udp, '127.0.0.1', CONTEXT['udp_port'])\nattempt('remote', udp, '8.8.8.8', 53)",
+         local=NO_NETWORK, remote=NO_NETWORK),
+    case("abstract_unix_socket", "attempt('abstract', abstract_unix, CONTEXT['abstract'])", abstract=NO_NETWORK),
+    case("no_server_secret_in_the_environment", H.OWN_ENVIRONMENT,
+         secret_key=Returns(False), secret_value=Returns(False), test_process_environ=NOT_THERE),
+]
+
+# Attacks on the web server process itself: through a real gunicorn server.
+SERVER_RUN_CASES = [
+    case("kill_the_gunicorn_master", H.KILL_GUNICORN_MASTER, alive=("master_pid",),
+         servers_seen=Returns([]), kill_master=GONE),
+    case("kill_the_web_process", H.KILL_WEB_PROCESS, alive=("server_pid",), kill_web_process=GONE),
+    case("gunicorn_control_socket_shutdown", H.CONTROL_SOCKET, alive=("master_pid",),
+         server_control_socket=UNREACHABLE, home_control_socket=UNREACHABLE),
+    case("server_oom_score_adj", H.SERVER_OOM_SCORE,
+         master_oom_score_adj=NOT_THERE_OR_READ_ONLY, web_oom_score_adj=NOT_THERE_OR_READ_ONLY),
+    case("server_environment", H.SERVER_ENVIRON,
+         master_environ=NOT_THERE, web_environ=NOT_THERE, secret_in_own_environment=Returns(False)),
+]
+
+
+def spec_json(**changes):
+    """The vector add spec as a JSON body, with fields replaced (dotted names reach into a member)."""
+    spec = vector_add_spec(n=1024, block=256)
+    for name, value in changes.items():
+        if "." in name:
+            member, key = name.split(".")
+            spec[member] = {**(spec.get(member) or {}), key: value}
+        else:
+            spec[name.rstrip("_")] = value
+    return json.dumps(spec, allow_nan=True).encode()
+
+
+JSON = "application/json"
+# (body, content type, HTTP status, words the error names)
+REQUEST_CASES = [
+    pytest.param(b'{"source": "' + b"x" * (3 << 20) + b'"}', JSON, 413, (), id="body_of_3_mb"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, JSON, 400, (), id="json_nested_100000_deep"),
+    pytest.param(b'{"source": "\xff\xfe\xfd", "kernel": "\xc3("}', JSON, 400, (), id="body_not_utf8"),
+    pytest.param(spec_json(**{"options.atol": float("nan")}), JSON, 400, ("options.atol",), id="nan_tolerance"),
+    pytest.param(spec_json(**{"options.rtol": float("inf")}), JSON, 400, ("options.rtol",), id="infinite_tolerance"),
+    pytest.param(spec_json(**{"options.flops": float("-inf")}), JSON, 400, ("options.flops",), id="minus_infinity_flops"),
+    pytest.param(spec_json(**{"args.n": float("nan")}), JSON, 400, ("args.n",), id="nan_argument"),
+    pytest.param(spec_json(version="1"), JSON, 400, ("version",), id="version_a_string"),
+    pytest.param(spec_json(source=12), JSON, 400, ("'source'",), id="source_a_number"),
+    pytest.param(spec_json(kernel=["add_kernel"]), JSON, 400, ("'kernel'",), id="kernel_a_list"),
+    pytest.param(spec_json(inputs=["torch.randn(8)"]), JSON, 400, ("'inputs'",), id="inputs_a_list"),
+    pytest.param(spec_json(args="x_ptr=x"), JSON, 400, ("'args'",), id="args_a_string"),
+    pytest.param(spec_json(grid=4), JSON, 400, ("'grid'",), id="grid_a_number"),
+    pytest.param(spec_json(reference=["x + y"]), JSON, 400, ("'reference'",), id="reference_a_list"),
+    pytest.param(spec_json(options="fast"), JSON, 400, ("'options'",), id="options_a_string"),
+]
+
+
+# ---------------------------------------------------------------- host-side helpers
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def stat_fields(pid):
+    """(state, ppid) of a host process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def alive(pid):
+    found = stat_fields(pid)
+    return found is not None and found[0] not in ("Z", "X")
+
+
+def host_pids():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def children_of(pid):
+    return [p for p in host_pids() if (stat_fields(p) or (None, None))[1] == pid]
+
+
+def processes_carrying(*markers):
+    return [p for p in host_pids() if p != os.getpid() and any(m in cmdline(p) for m in markers)]
+
+
+def wait_for(predicate, timeout_s, interval_s=0.05):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval_s)
+
+
+def host_disk():
+    """A block device of this host, for a run to try to read."""
+    with open("/proc/partitions") as f:
+        names = [line.split()[3] for line in f.read().splitlines()[2:] if line.split()]
+    return f"/dev/{names[0]}" if names else "/dev/mem"
+
+
+def remove_host_path(path):
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)  # a cgroup goes with rmdir; a plain directory only when empty
+        else:
+            os.unlink(path)
+
+
+def result_summary(result):
+    shown = {k: v for k, v in result.items() if k in ("status", "error", "notes")}
+    shown["stdout"] = (result.get("stdout") or "")[-1500:]
+    return json.dumps(shown)[:3000]
+
+
+def findings_of(result):
+    for line in (result.get("stdout") or "").splitlines():
+        if line.startswith(FINDINGS):
+            return json.loads(line[len(FINDINGS):])
+    return None
+
+
+def hostile_spec(attack, context):
+    prelude = H.PRELUDE.replace("__CONTEXT__", repr(json.dumps(context)))
+    return {**vector_add_spec(n=1024, block=256),
+            "source": VECTOR_ADD + prelude + "\n" + textwrap.dedent(attack) + "\nreport()\n"}
+
+
+# ---------------------------------------------------------------- the one checker
+
+def check(result, expect, context, target=None):
+    """Every problem of a case at once: the denials, the run's own result, what it left on the host,
+    and then (with a target) that the server is alive and the next normal run works."""
+    problems = []
+    if expect.denials:
+        findings = findings_of(result)
+        if findings is None:
+            problems.append(f"the attack did not report its findings: {result_summary(result)}")
+        else:
+            for name, denied in expect.denials.items():
+                if name not in findings:
+                    problems.append(f"{name}: the attack never got that far ({findings})")
+                elif not denied(findings[name]):
+                    problems.append(f"{name}: expected {denied!r}, got {findings[name]}")
+    error = result.get("error") or {}
+    if expect.status == "ok":
+        if result.get("status") != "ok":
+            problems.append(f"the run did not end ok: {result_summary(result)}")
+    elif result.get("status") != expect.status or error.get("phase") not in expect.phases:
+        problems.append(f"expected a run ending with status {expect.status!r} in phase {' or '.join(expect.phases)}, "
+                        f"got {result_summary(result)}")
+    else:
+        missing = [w for w in expect.words if w not in (error.get("message") or "").lower()]
+        if missing:
+            problems.append(f"the error message does not name {missing}: {error.get('message')!r}")
+    if expect.real_result:
+        shown = json.dumps({k: v for k, v in result.items() if k != "stdout"})
+        if context["marker"] in shown:
+            problems.append(f"a forged result came back: {shown[:1500]}")
+        elif not ((result.get("check") or {}).get("outputs") or {}).get("out", {}).get("ok"):
+            problems.append(f"the result is not the run's real check: {shown[:1500]}")
+    for template in expect.host_absent:
+        path = template.format(**context)
+        if os.path.lexists(path):
+            problems.append(f"the run left {path} on the host")
+    for name in expect.alive:
+        if not alive(context[name]):
+            problems.append(f"the run killed {name} {context[name]} ({cmdline(context[name])!r})")
+    if expect.strays:
+        markers = (context["marker"], "29." + context["number"])
+        if not wait_for(lambda: not processes_carrying(*markers), 10):
+            problems.append(f"processes of the run outlived it: {processes_carrying(*markers)}")
+    if target is not None:
+        problems += target.survival_problems()
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- targets: the app, a gunicorn server
+
+class AppTarget:
+    """The module's app with real workers, through Flask's test client."""
+
+    def __init__(self, app):
+        self.app, self.client = app, app.test_client()
+
+    def new_client(self):
+        return self.app.test_client()  # another browser: another owner
+
+    def run(self, spec, client=None):
+        response = (client or self.client).post("/api/run", json=spec)
+        assert response.status_code == 200, response.get_data(as_text=True)[:2000]
+        return response.get_json()
+
+    def workers(self):
+        return self.app.extensions["dispatcher"].health()["workers"]
+
+    def worker_pids(self):
+        return [w["pid"] for w in self.workers() if w.get("pid")]
+
+    def survival_problems(self):
+        problems = []
+        response = self.client.get("/healthz")
+        if response.status_code != 200 or not (response.get_json() or {}).get("ok"):
+            problems.append(f"/healthz after the attack: {response.status_code} {response.get_data(as_text=True)[:500]}")
+        result = self.run(vector_add_spec(n=1024, block=256))
+        if result.get("status") != "ok":
+            problems.append(f"the next normal run failed: {result_summary(result)}")
+        return problems
+
+
+class GunicornServer:
+    """`gunicorn -w 1 --threads 8 'app:create_app()'` on a free port, its database, runs and HOME (so
+    its control socket, ~/.gunicorn/gunicorn.ctl) in a temp dir. Restarted when an attack took it down."""
+
+    def __init__(self, root):
+        self.root, self.proc, self.port = root, None, None
+        self.home = os.path.join(root, "home")
+        self.database = os.path.join(root, "db", "server.sqlite")
+        self.run_root = os.path.join(root, "runs")
+        for directory in (self.home, os.path.dirname(self.database)):
+            os.makedirs(directory, exist_ok=True)
+        self.log = open(os.path.join(root, "gunicorn.log"), "ab")
+
+    @property
+    def ctl_socket(self):
+        return os.path.join(self.home, ".gunicorn", "gunicorn.ctl")
+
+    @property
+    def master_pid(self):
+        return self.proc.pid
+
+    def worker_pids(self):
+        web = self.web_pid()
+        return [p for p in children_of(web) if "sandbox.worker" in cmdline(p)] if web else []
+
+    def web_pid(self):
+        kids = [p for p in children_of(self.proc.pid) if "gunicorn" in cmdline(p)]
+        return kids[0] if kids else None
+
+    def start(self):
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+        env.update({"DATABASE": self.database, "RUN_ROOT": self.run_root, "HOME": self.home, "SECRET_KEY": SECRET,
+                    "WORKERS": "1", "RUN_TIMEOUT_S": str(RUN_TIMEOUT_S)})
+        gunicorn = os.path.join(ROOT, ".venv", "bin", "gunicorn")
+        command = [gunicorn] if os.path.exists(gunicorn) else [sys.executable, "-m", "gunicorn"]
+        self.proc = subprocess.Popen(command + ["-w", "1", "--threads", "8", "-b", f"127.0.0.1:{self.port}",
+                                                "app:create_app()"],
+                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        if not wait_for(lambda: self.healthy() or self.proc.poll() is not None, 180, 0.3) or not self.healthy():
+            self.stop()
+            raise RuntimeError("the gunicorn server did not become healthy (see gunicorn.log in the test's temp dir)")
+
+    def ensure(self):
+        """A server to attack: this one if healthy (waiting a while for a respawned web process), else a new one."""
+        if self.proc is not None and self.proc.poll() is None and wait_for(self.healthy, 60, 0.3):
+            return
+        self.stop()
+        self.start()
+
+    def stop(self):
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the server's whole process group, workers included
+            self.proc.wait()
+            self.proc = None
+
+    def request(self, method, path, body=None, headers=None, timeout=90):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    def healthy(self):
+        try:
+            status, body = self.request("GET", "/healthz", timeout=5)
+            return status == 200 and json.loads(body)["ok"]
+        except (OSError, ValueError, KeyError, http.client.HTTPException):
+            return False
+
+    def run(self, spec, client=None):
+        try:
+            status, body = self.request("POST", "/api/run", json.dumps(spec).encode(), {"Content-Type": JSON})
+        except (OSError, http.client.HTTPException) as e:
+            raise AssertionError(f"the server dropped the run's request: {e!r}") from None
+        assert status == 200, body[:2000]
+        return json.loads(body)
+
+    def survival_problems(self):
+        problems = []
+        try:
+            status, body = self.request("GET", "/healthz", timeout=10)
+            if status != 200 or not json.loads(body).get("ok"):
+                problems.append(f"/healthz after the attack: {status} {body[:500]!r}")
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            return [f"the server no longer answers /healthz: {e!r}"]
+        try:
+            result = self.run(vector_add_spec(n=1024, block=256))
+        except AssertionError as e:
+            return problems + [f"the next normal run failed: {e}"]
+        if result.get("status") != "ok":
+            problems.append(f"the next normal run failed: {result_summary(result)}")
+        return problems
+
+
+class Listeners:
+    """Host sockets an attack tries to reach: TCP and UDP on 127.0.0.1, an abstract unix socket."""
+
+    def __init__(self):
+        self.tcp = socket.socket()
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(16)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.abstract_name = "hostile-" + secrets.token_hex(8)
+        self.abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.abstract.listen(16)
+        for s in (self.tcp, self.udp, self.abstract):
+            s.setblocking(False)
+
+    def context(self):
+        return {"tcp_port": self.tcp.getsockname()[1], "udp_port": self.udp.getsockname()[1],
+                "abstract": self.abstract_name}
+
+    def reached(self):
+        """What reached the host's sockets (drained, so one case's leak is reported once)."""
+        reached = []
+        for name, s, take in (("tcp", self.tcp, lambda s: s.accept()[0].close()),
+                              ("udp", self.udp, lambda s: s.recv(4096)),
+                              ("abstract unix", self.abstract, lambda s: s.accept()[0].close())):
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    take(s)
+                    reached.append(name)
+        return reached
+
+    def close(self):
+        for s in (self.tcp, self.udp, self.abstract):
+            s.close()
+
+
+class Harness:
+    """One target and what a case needs around it: a fresh context (markers, pids, paths), a victim
+    process to aim at, the host sockets, and the clean-up of whatever an attack may leave."""
+
+    def __init__(self, target, database, run_root, listeners):
+        self.target, self.database, self.run_root, self.listeners = target, database, run_root, listeners
+
+    def context(self, **extra):
+        marker = "hostile-" + secrets.token_hex(6)
+        scratch = sorted(glob.glob(os.path.join(self.run_root, "run-*")))
+        context = {"marker": marker, "number": str(secrets.randbelow(10 ** 9)).zfill(9), "test_pid": os.getpid(),
+                   "worker_pids": self.target.worker_pids(), "checkout": ROOT, "database": self.database,
+                   "run_root": self.run_root, "scratch_dirs": scratch, "secret": SECRET, "disk": host_disk(),
+                   **self.listeners.context()}
+        if isinstance(self.target, GunicornServer):
+            context.update(port=self.target.port, master_pid=self.target.master_pid,
+                           server_pid=self.target.web_pid(), ctl_socket=self.target.ctl_socket)
+        context.update(extra)
+        return context
+
+    def clean(self, context, victim=None):
+        if victim is not None:
+            victim.kill()
+            victim.wait()
+        for pid in processes_carrying(context["marker"], "29." + context["number"]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for path in (f"/dev/{context['marker']}", f"/etc/{context['marker']}", f"/usr/{context['marker']}",
+                     os.path.join(ROOT, "sandbox", context["marker"] + ".py"),
+                     f"/sys/fs/cgroup/pids/{context['marker']}", f"/sys/fs/cgroup/{context['marker']}",
+                     *glob.glob(f"/dev/shm/{context['marker']}*")):
+            if os.path.lexists(path):
+                remove_host_path(path)
+
+    def attack(self, attack, expect):
+        victim = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        context = self.context(victim_pid=victim.pid)
+        try:
+            result = self.target.run(hostile_spec(attack, context))
+            problems = []
+            try:
+                check(result, expect, context, self.target)
+            except AssertionError as e:
+                problems.append(str(e))
+            reached = self.listeners.reached()
+            if reached:
+                problems.append(f"the run reached the host's sockets: {reached}")
+            assert not problems, "\n".join(problems)
+        finally:
+            self.clean(context, victim)
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def listeners():
+    found = Listeners()
+    yield found
+    found.close()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, listeners):
+    """One app with two real workers, its own database and run root; SECRET_KEY set in the server's
+    environment, for a run to look for."""
+    from app import create_app
+    root = tmp_path_factory.mktemp("hostile-app")
+    database, run_root = str(root / "db" / "app.sqlite"), str(root / "runs")
+    os.makedirs(os.path.dirname(database))
+    before = os.environ.get("SECRET_KEY")
+    os.environ["SECRET_KEY"] = SECRET
+    app = create_app({"TESTING": True, "DATABASE": database, "RUN_ROOT": run_root, "WORKERS": 2,
+                      "RUN_TIMEOUT_S": RUN_TIMEOUT_S})
+    try:
+        wait_until_ready(app)
+        yield Harness(AppTarget(app), database, run_root, listeners)
+    finally:
+        app.extensions["dispatcher"].stop()
+        if before is None:
+            os.environ.pop("SECRET_KEY", None)
+        else:
+            os.environ["SECRET_KEY"] = before
+
+
+@pytest.fixture(scope="module")
+def gunicorn_server(tmp_path_factory):
+    server = GunicornServer(str(tmp_path_factory.mktemp("hostile-server")))
+    server.start()
+    yield server
+    server.stop()
+    server.log.close()
+
+
+@pytest.fixture
+def served(gunicorn_server, listeners):
+    gunicorn_server.ensure()
+    return Harness(gunicorn_server, gunicorn_server.database, gunicorn_server.run_root, listeners)
+
+
+# ---------------------------------------------------------------- the tests
+
+@pytest.mark.parametrize("attack, expect", RUN_CASES)
+def test_a_hostile_run_is_denied(hostile, attack, expect):
+    hostile.attack(attack, expect)
+
+
+@pytest.mark.parametrize("attack, expect", SERVER_RUN_CASES)
+def test_a_hostile_run_cannot_touch_the_web_server(served, attack, expect):
+    served.attack(attack, expect)
+
+
+@pytest.mark.parametrize("body, content_type, code, words", REQUEST_CASES)
+def test_a_hostile_request_is_refused(served, body, content_type, code, words):
+    server = served.target
+    status, answer = server.request("POST", "/api/run", body, {"Content-Type": content_type})
+    problems = []
+    try:
+        message = json.loads(answer)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = None
+        problems.append(f"the refusal is not a JSON error: {answer[:300]!r}")
+    if status != code:
+        problems.append(f"expected {code}, got {status}: {answer[:300]!r}")
+    missing = [w for w in words if w not in (message or "")]
+    if missing:
+        problems.append(f"the message does not name {missing}: {message!r}")
+    problems += server.survival_problems()
+    assert not problems, "\n".join(problems)
+
+
+# -- the attacks of more than one step
+
+def concurrent_run_of_another_owner(h):
+    """Run A (one owner) names itself and sleeps on one worker; run B (another owner) looks for it
+    and kills it. A must finish ok."""
+    comm = "h" + secrets.token_hex(7)
+    alice, bob = h.target.new_client(), h.target.new_client()
+    box = {}
+    sleeper = hostile_spec(H.SLEEPER, h.context(comm=comm))
+    thread = threading.Thread(target=lambda: box.update(a=h.target.run(sleeper, alice)))
+    thread.start()
+    try:
+        found = wait_for(lambda: [p for p in host_pids() if _comm(p) == comm], 30)
+        assert found, "run A never started"
+        context = h.context(comm=comm, other_run_pid=found[0])
+        result = h.target.run(hostile_spec(H.KILL_CONCURRENT_RUN, context), bob)
+        problems = []
+        try:
+            check(result, Expect({"seen": Returns([]), "kill_by_pid": GONE}), context)
+        except AssertionError as e:
+            problems.append(str(e))
+    finally:
+        thread.join(60)
+    if box.get("a", {}).get("status") != "ok":
+        problems.append(f"run A did not finish ok: {result_summary(box.get('a', {}))}")
+    assert not problems, "\n".join(problems)
+
+
+def _comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def idle_run_process_of_the_other_worker(h):
+    """Both workers idle, each with its run process forked ahead of need: a run kills every one
+    it is told of. The other worker's must live on."""
+    workers = h.target.worker_pids()
+
+    def idle_now():
+        """Each worker's one run process, once the last run's process is reaped and the next forked."""
+        first = {w: children_of(w) for w in workers}
+        time.sleep(0.3)
+        second = {w: children_of(w) for w in workers}
+        return first if first == second and all(len(kids) == 1 for kids in first.values()) else None
+
+    idle = wait_for(idle_now, 30)
+    assert idle and len(idle) == 2, f"two idle workers with one run process each: {idle}"
+    runs = lambda: {w["pid"]: w["runs"] for w in h.target.workers()}  # noqa: E731
+    runs_before = runs()
+    context = h.context(idle_runs=[p for kids in idle.values() for p in kids])
+    result = h.target.run(hostile_spec(H.KILL_IDLE_RUNS, context))
+    wait_for(lambda: sum(runs().values()) > sum(runs_before.values()), 10)
+    ran = {pid for pid, count in runs().items() if count != runs_before.get(pid, count)}
+    others = [p for w, kids in idle.items() if w not in ran for p in kids]
+    problems = []
+    try:
+        check(result, Expect({"kill_idle_runs": Returns(["ProcessLookupError"])}), context)
+    except AssertionError as e:
+        problems.append(str(e))
+    if not others or not all(alive(p) for p in others):
+        problems.append(f"the other worker's run process is gone: {[(p, stat_fields(p)) for p in others]}")
+    assert not problems, "\n".join(problems)
+
+
+def own_worker_killed_and_a_daemon_left(h):
+    """A run leaves a double-forked daemon (new session) and kills its worker: the worker lives,
+    and nothing of the run outlives it."""
+    context = h.context()
+    result = h.target.run(hostile_spec(H.KILL_WORKER_LEAVE_DAEMON, context))
+    try:
+        check(result, Expect({"daemon": Returns("started"), "kill_worker": Returns(["ProcessLookupError"])},
+                             strays=True), context)
+    finally:
+        h.clean(context)
+
+
+def dev_shm_is_not_shared_between_runs(h):
+    context = h.context()
+    try:
+        first = h.target.run(hostile_spec("attempt('plant', create, '/dev/shm/' + CONTEXT['marker'])", context))
+        assert first["status"] == "ok", result_summary(first)
+        second = h.target.run(hostile_spec("attempt('seen', os.path.exists, '/dev/shm/' + CONTEXT['marker'])", context))
+        check(second, Expect({"seen": Returns(False)}, host_absent=("/dev/shm/{marker}",)), context)
+    finally:
+        h.clean(context)
+
+
+def links_planted_in_the_kernel_cache_are_not_followed(h):
+    """An owner's run plants links in its kernel cache (to /etc/passwd, to a file and a directory
+    it cannot see); that owner's next run finds no link and none of their contents."""
+    context = h.context()
+    secret_file = os.path.join(os.path.dirname(h.database), context["marker"] + ".txt")
+    with open(secret_file, "w") as f:
+        f.write(SECRET)
+    context["secret_file"] = secret_file
+    owner = h.target.new_client()
+    try:
+        first = h.target.run(hostile_spec(H.PLANT_LINKS, context), owner)
+        assert first["status"] == "ok", result_summary(first)
+        second = h.target.run(hostile_spec(H.LOOK_FOR_LINKS, context), owner)
+        check(second, Expect({"cache": Returns({"links": [], "leaks": []})}), context)
+        kept = [os.path.join(top, name) for top, dirs, files in os.walk(os.path.join(h.run_root, "kernel-caches"))
+                for name in dirs + files]
+        assert not [p for p in kept if os.path.islink(p)], f"links kept in the owners' caches: {kept}"
+        for path in kept:
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    assert SECRET.encode() not in f.read(), f"{path} holds the hidden file's contents"
+    finally:
+        os.unlink(secret_file)
+
+
+def another_owners_kernels_are_out_of_reach(h):
+    alice, bob = h.target.new_client(), h.target.new_client()
+    compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, alice)
+    assert compiled["status"] == "ok", result_summary(compiled)
+    root = os.path.join(h.run_root, "kernel-caches")
+    caches = [os.path.join(root, n) for n in os.listdir(root) if not n.startswith(".")]
+    assert caches, "the owner's run left no compiled kernel to look for"
+    context = h.context(kernel_caches=caches, kernel_cache_root=root)
+    look = ("attempt('visible', lambda: [p for p in CONTEXT['kernel_caches'] if os.path.exists(p)])\n"
+            "attempt('listing', os.listdir, CONTEXT['kernel_cache_root'])")
+    result = h.target.run(hostile_spec(look, context), bob)
+    check(result, Expect({"visible": Returns([]), "listing": ENOENT}), context)
+
+
+def socketio_client(server):
+    import socketio
+    client = socketio.Client(reconnection=True, reconnection_delay=0.2)
+    events = []
+    for name in ("run_status", "run_result", "run_stdout"):
+        client.on(name, lambda data, name=name: events.append((name, data)))
+    client.on("disconnect", lambda *reason: events.append(("disconnect", reason)))
+    client.connect(f"http://127.0.0.1:{server.port}", transports=["websocket"], wait_timeout=10)
+    return client, events
+
+
+def socketio_run_ok(client, events, timeout_s=60):
+    ack = client.call("run", {"spec": vector_add_spec(n=1024, block=256)}, timeout=30)
+    assert ack and "run_id" in ack, f"a normal run was refused: {ack}"
+    results = wait_for(lambda: [d for n, d in events if n == "run_result" and d["run_id"] == ack["run_id"]], timeout_s)
+    assert results, f"no result for the normal run {ack['run_id']}"
+    assert results[0]["result"]["status"] == "ok", result_summary(results[0]["result"])
+
+
+def malformed_socketio_run_events(h):
+    """100 malformed `run` events from one client (not an object, no spec, a spec that is a string,
+    a list, the wrong shape, a huge one, no argument, two arguments): no run starts, every event
+    that reaches the handler gets an error ack, and the same connection then runs normally."""
+    client, events = socketio_client(h.target)
+    sid, acks = client.sid, []
+    good = vector_add_spec(n=1024, block=256)
+    shapes = [1, "run", [1, 2], True, {}, {"spec": None}, {"spec": "a string"}, {"spec": []},
+              {"spec": {"source": 5}}, {"spec": {**good, "grid": 5}}, {"spec": {**good, "source": "x" * 600_000}},
+              None, ("two", "arguments")]
+    try:
+        expected_acks = 0
+        for i in range(100):
+            shape = shapes[i % len(shapes)]
+            client.emit("run", shape, callback=lambda *ack: acks.append(ack))
+            expected_acks += not isinstance(shape, tuple) and shape is not None
+        wait_for(lambda: len(acks) >= expected_acks, 20)
+        problems = []
+        started = [a for a in acks if a and isinstance(a[0], dict) and "run_id" in a[0]]
+        if started:
+            problems.append(f"malformed events started runs: {started[:3]}")
+        if len(acks) < expected_acks:
+            problems.append(f"{expected_acks - len(acks)} malformed events got no error ack")
+        refused = lambda ack: ack and isinstance(ack[0], dict) and (ack[0].get("error") or {}).get("message")  # noqa: E731
+        if not all(refused(a) for a in acks):
+            problems.append(f"an ack without an error message: {[a for a in acks if not refused(a)][:3]}")
+        if any(name == "disconnect" for name, _ in events) or client.sid != sid:
+            problems.append("the server dropped the client's connection")
+        if not problems:
+            socketio_run_ok(client, events)
+        assert not problems, "\n".join(problems)
+    finally:
+        client.disconnect()
+
+
+def oversized_socketio_event(h):
+    """A 3 MB `run` event (over the transport's limit): no run starts, and the client, reconnected
+    if the server dropped it, runs normally."""
+    client, events = socketio_client(h.target)
+    acks = []
+    try:
+        client.emit("run", {"spec": {**vector_add_spec(), "source": "x" * (3 << 20)}},
+                    callback=lambda *ack: acks.append(ack))
+        wait_for(lambda: acks or any(n == "disconnect" for n, _ in events), 10)
+        assert not [a for a in acks if a and isinstance(a[0], dict) and "run_id" in a[0]], f"it started a run: {acks}"
+        assert acks or any(n == "disconnect" for n, _ in events), "neither refused nor dropped"
+        assert wait_for(lambda: client.connected, 15), "the client could not connect again"
+        socketio_run_ok(client, events)
+    finally:
+        client.disconnect()
+
+
+SCENARIOS = [
+    pytest.param(concurrent_run_of_another_owner, "hostile", id="kill_a_concurrent_run_of_another_owner"),
+    pytest.param(idle_run_process_of_the_other_worker, "hostile", id="kill_the_other_workers_idle_run_process"),
+    pytest.param(own_worker_killed_and_a_daemon_left, "hostile", id="kill_own_worker_and_leave_a_daemon"),
+    pytest.param(dev_shm_is_not_shared_between_runs, "hostile", id="dev_shm_file_left_for_the_next_run"),
+    pytest.param(links_planted_in_the_kernel_cache_are_not_followed, "hostile", id="links_planted_in_the_kernel_cache"),
+    pytest.param(another_owners_kernels_are_out_of_reach, "hostile", id="another_owners_compiled_kernels"),
+    pytest.param(malformed_socketio_run_events, "served", id="socketio_100_malformed_run_events"),
+    pytest.param(oversized_socketio_event, "served", id="socketio_oversized_run_event"),
+]
+
+
+@pytest.mark.parametrize("scenario, target", SCENARIOS)
+def test_a_hostile_scenario_is_denied(request, scenario, target):
+    harness = request.getfixturevalue(target)
+    problems = []
+    try:
+        scenario(harness)
+    except AssertionError as e:
+        problems.append(str(e))
+    problems += harness.target.survival_problems()
+    assert not problems, "\n".join(problems)
