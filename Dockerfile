@@ -26,4 +26,5 @@ COPY templates templates
 ENV HOST=0.0.0.0 PORT=8000 DATABASE=/srv/instance/playground.sqlite TRITON_CACHE_DIR=/tmp/triton-cache
 EXPOSE 8000
 HEALTHCHECK --interval=30s --start-period=60s CMD python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
-CMD ["sh", "-c", "exec gunicorn -w 1 --threads ${THREADS:-32} -b ${HOST}:${PORT} --timeout 0 'app:create_app()'"]
+# The web process as `make run` starts it: gunicorn, one gevent worker (app/serve.py).
+CMD ["python3", "-m", "app.serve"]

@@ -2,9 +2,6 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-HOST ?= 127.0.0.1
-PORT ?= 8000
-THREADS ?= 32
 
 .PHONY: run test bench install
 
@@ -15,8 +12,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 install: $(VENV)/.installed
 
+# gunicorn with one gevent worker process (app/serve.py); settings from the environment: make run PORT=9000
 run: install
-	$(VENV)/bin/gunicorn -w 1 --threads $(THREADS) -b $(HOST):$(PORT) --timeout 0 'app:create_app()'
+	$(PY) -m app.serve
 
 test: install
 	$(PY) -m pytest -q

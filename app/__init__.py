@@ -1,5 +1,6 @@
 """The Triton Playground web app: create_app() wires config, database, dispatcher, views and sockets."""
 import os
+import sys
 
 from flask import Flask
 from flask_socketio import SocketIO
@@ -7,6 +8,15 @@ from flask_socketio import SocketIO
 from app import config as settings
 
 socketio = SocketIO()
+
+
+def async_mode():
+    """gevent where gevent has patched the standard library (gunicorn's gevent worker does, before it
+    imports the app: app.serve), threading otherwise (the tests' werkzeug server, a threaded gunicorn).
+    Never chosen by what is installed: gevent's mode in an unpatched process would mix real threads
+    with gevent's hub."""
+    monkey = sys.modules.get("gevent.monkey")
+    return "gevent" if monkey is not None and monkey.is_module_patched("threading") else "threading"
 
 
 def create_app(test_config=None):
@@ -33,6 +43,6 @@ def create_app(test_config=None):
     if app.config.get("START_WORKERS", True):
         app.extensions["dispatcher"].start()
 
-    socketio.init_app(app, async_mode="threading", max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
+    socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
     events.register(socketio)
     return app

@@ -22,7 +22,7 @@ class Setting:
 SETTINGS = [
     Setting("HOST", "127.0.0.1", "Address the server listens on (`make run`)."),
     Setting("PORT", 8000, "Port the server listens on (`make run`)."),
-    Setting("THREADS", 32, "gunicorn threads in the one web process (each open socket holds one)."),
+    Setting("CONNECTIONS", 4096, "Connections the one web process holds at once (gunicorn's gevent worker: each is a greenlet, not a thread); a long-polling Socket.IO client may hold two."),
     Setting("WORKERS", 2, "Worker processes; each runs one job at a time in a fresh forked run process."),
     Setting("RUN_TIMEOUT_S", 30.0, "Wall-clock limit of one run, in seconds; the run's process is then killed."),
     Setting("QUEUE_LIMIT", 64, "Runs waiting for a worker beyond which new runs are refused."),

@@ -13,7 +13,6 @@ variant makes every run a new launch (a new seed) to show what the pass costs; a
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import urllib.request
 
 import socketio
 
+from benchmarks.server import Server
 from sandbox import protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,12 +33,6 @@ VARIANTS = {"same spec again, 0.3 s think": (CHECK_ONLY, False, 0.3),
             "same spec again, 2 s think": (CHECK_ONLY, False, 2.0),
             "new seed each run, 1 s think": (CHECK_ONLY, True, 1.0),
             "no bounds check, 1 s think": ({**CHECK_ONLY, "sanitize": False}, False, 1.0)}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values, q):
@@ -59,23 +53,6 @@ def cold_start():
     proc.kill()
     proc.wait()
     return elapsed * 1e3
-
-
-def start_server(port):
-    env = {**os.environ, "PORT": str(port)}  # the default settings, as a user meets them
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "1",
-                               "--threads", "8", "-b", f"127.0.0.1:{port}", "app:create_app()"],
-                              cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
-                if json.load(r)["ok"]:
-                    return server
-        except OSError:
-            time.sleep(0.3)
-    server.kill()
-    raise SystemExit("server did not become healthy")
 
 
 def measure(port, runs, options, new_launch, pause_s):
@@ -108,15 +85,9 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     cold_ms = cold_start()
-    port = free_port()
-    server = start_server(port)
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as r:
-            device = json.load(r)["device"]
-        rows = {name: measure(port, args.runs, *variant) for name, variant in VARIANTS.items()}
-    finally:
-        server.terminate()
-        server.wait()
+    with Server() as server:  # the default settings, as a user meets them
+        device = server.health()["device"]
+        rows = {name: measure(server.port, args.runs, *variant) for name, variant in VARIANTS.items()}
     print(f"vector add n=98432 on {device['name']} (triton {device['triton']}), {args.runs} warm runs "
           f"over one Socket.IO connection, default settings, ms")
     print(f"{'':32}{'end to end':>22}{'in run process':>16}{'server + transport':>22}")
