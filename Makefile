@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench install
+.PHONY: run test test-fast bench install
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ run: install
 
 test: install
 	$(PY) -m pytest -q
+
+# the inner loop: everything but the browser tests (CI runs the whole `make test`)
+test-fast: install
+	$(PY) -m pytest -q -m "not browser"
 
 bench: install
 	$(PY) -m benchmarks.latency

@@ -229,6 +229,18 @@ class RunCgroup:
                         return True
         return False
 
+    def reached_memory_limit(self):
+        """Did the run's memory reach its limit (it may then stall in reclaim rather than be killed)?"""
+        for path in self.paths:
+            for line in _read(os.path.join(path, "memory.events")).splitlines():
+                key, _, value = line.partition(" ")
+                if key in ("max", "oom") and value.strip().isdigit() and int(value) > 0:
+                    return True
+            failures = _read(os.path.join(path, "memory.failcnt")).strip()
+            if failures.isdigit() and int(failures) > 0:
+                return True
+        return False
+
     def remove(self):
         for path in self.paths:
             for _ in range(50):  # the last processes of the run may still be exiting
@@ -239,6 +251,24 @@ class RunCgroup:
                     break
                 except OSError:
                     time.sleep(0.01)
+
+
+def sweep_cgroups(is_dead):
+    """Remove the run cgroups that workers now dead left behind (named after their worker's pid)."""
+    parents = [runs_cgroup_v2()] if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else [
+        os.path.join("/sys/fs/cgroup", c) + own for c in ("memory", "pids") if (own := own_cgroup(c)) is not None]
+    for parent in filter(None, parents):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            fields = name.removeprefix("playground-").split("-")
+            if fields[0] == "run" and len(fields) >= 3 and fields[1].isdigit() and is_dead(int(fields[1])):
+                try:
+                    os.rmdir(os.path.join(parent, name))
+                except OSError:
+                    pass
 
 
 def own_cgroup(controller=None):
@@ -364,8 +394,11 @@ def build_root(mountpoint, scratch, uid, devices, hidden):
     _mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755")
     new = lambda path: mountpoint + path  # noqa: E731
     project_sandbox = os.path.dirname(os.path.abspath(__file__))
-    for path in readonly_paths(project_sandbox, hidden):
+    bound = readonly_paths(project_sandbox, hidden)
+    for path in bound:
         _bind(path, new(path), readonly=True)
+    for parent in {p for path in bound for p in _ancestors(path)} - {"/etc"}:
+        os.chmod(new(parent), 0o711)  # a way through to what is bound (/root/.pyenv/...), nothing to list
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged /usr: links into it
         if os.path.islink("/" + name):
             os.symlink(os.readlink("/" + name), new("/" + name))
@@ -374,8 +407,8 @@ def build_root(mountpoint, scratch, uid, devices, hidden):
     _bind(scratch, new("/tmp"), readonly=False)
     _make_dev(new("/dev"), devices)
     os.makedirs(new("/etc"), exist_ok=True)
-    for name, text in (("passwd", f"root:x:0:0::/:/usr/sbin/nologin\nrun:x:{uid}:{uid}::/tmp:/usr/sbin/nologin\n"),
-                       ("group", f"root:x:0:\nrun:x:{uid}:\n"), ("hostname", "run\n")):
+    for name, text in (("passwd", f"run:x:{uid}:{uid}::/tmp:/usr/sbin/nologin\n"), ("group", f"run:x:{uid}:\n"),
+                       ("hostname", "run\n")):
         with open(new("/etc/" + name), "w") as f:
             f.write(text)
     os.makedirs(new("/proc"))
@@ -388,6 +421,12 @@ def build_root(mountpoint, scratch, uid, devices, hidden):
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
     os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _ancestors(path):
+    """'/a/b/c' -> ['/a', '/a/b']."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
 
 
 def _bind(source, target, readonly):
@@ -451,6 +490,7 @@ def confine(uid, limits, memory_rlimit_mb, tasks_rlimit, python_reachable):
     steps = []
     if os.getuid() == 0:
         if python_reachable:
+            drop_bounding_set()  # nothing can give a capability back, not even a setuid-root binary
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -480,16 +520,19 @@ def readable_by_others(path):
 def drop_capabilities():
     """Empty every capability set of this root process, the bounding set first (so exec gives
     none back): for hosts where the Python install is out of other users' reach."""
-    with open("/proc/sys/kernel/cap_last_cap") as f:
-        last = int(f.read())
-    for cap in range(last + 1):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            return False
+    if not drop_bounding_set():
+        return False
     if libc.prctl(PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) != 0:
         return False
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()
     return libc.syscall(SYS_CAPSET, header, data) == 0
+
+
+def drop_bounding_set():
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    return all(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 for cap in range(last + 1))
 
 
 def set_limits(limits, memory_rlimit_mb, tasks_rlimit):

@@ -266,9 +266,12 @@ def user_process(settings, uid, cgroup, scratch, steps):
     cgroup_kind = cgroup.kind if cgroup else ""
     memory_rlimit = 0 if settings.has_gpu or "memory" in cgroup_kind else settings.limits.memory_mb
     tasks_rlimit = 0 if "pids" in cgroup_kind else settings.limits.tasks
-    python_reachable = "minimal read-only root" in steps or all(
-        isolation.readable_by_others(p) for p in (sys.base_prefix, sys.prefix))
-    steps = steps + isolation.confine(uid, settings.limits, memory_rlimit, tasks_rlimit, python_reachable)
+    if settings.jailed:
+        python_reachable = "minimal read-only root" in steps or all(
+            isolation.readable_by_others(p) for p in (sys.base_prefix, sys.prefix))
+        steps = steps + isolation.confine(uid, settings.limits, memory_rlimit, tasks_rlimit, python_reachable)
+    else:
+        steps = steps + [isolation.set_limits(settings.limits, memory_rlimit, tasks_rlimit)]
     os.environ["TMPDIR"] = os.environ["HOME"] = tempfile.tempdir = scratch  # ptxas, cuobjdump and user code write here
     os.makedirs(kernel_cache_of(scratch))  # made here, so it belongs to whoever the run now is
     os.environ["TRITON_CACHE_DIR"] = kernel_cache_of(scratch)

@@ -98,16 +98,16 @@ class Worker:
         (except the result), relayed. Returns (the result line, error, charged): a result is passed
         on as the run encoded it (a trace is up to megabytes: never encoded twice)."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
-        if msg is None or msg["run_id"] != run_id:
-            return None, RunError("sandbox", "the run process sent a malformed message"), charged
-        content = msg["content"]
-        if msg["type"] == "result":
+        content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
+        if msg is not None and msg["type"] == "result" and content is not None:
             if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
                 return line + b"\n", None, charged
             return None, RunError("sandbox", "the run process sent a malformed result"), charged
-        charged += len(line)
+        charged += len(line)  # anything else it writes there counts as output; a line not of this run is dropped
         if charged > output_limit:
             return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
+        if content is None:
+            return None, None, charged
         if msg["type"] == "checked":
             self.send(protocol.message("checked", run_id))
         elif status_shape_ok(content):
@@ -135,6 +135,9 @@ class Worker:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
                 result, error, charged = self.relay(run_id, data, charged, output_limit)
+            elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
+                error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
+                                          f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
             elif kind == "timeout":
                 error = RunError("timeout", f"the run took longer than {timeout_s:g} s and was stopped. "
                                             f"Look for an endless loop (a while loop whose condition never changes, "
@@ -195,6 +198,7 @@ def main():
     os.makedirs(settings.root_mountpoint, mode=0o755, exist_ok=True)
     warm_compiler(settings.has_gpu)
     sweep_scratch_dirs(settings.run_root)
+    isolation.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
     # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -1,29 +1,21 @@
+"""Fixtures: a real app with real workers (one for the session, or made to measure with make_app),
+its test client, a live server, a shared headless chromium, and the checks every test gets. The one
+skip mechanism is the markers: `gpu` tests skip without a GPU, `browser` tests without chromium."""
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-
-def has_gpu():
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, vector_add_spec, wait_until_ready
 
 
 def pytest_collection_modifyitems(config, items):
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
-    skip_browser = pytest.mark.skip(reason="needs /usr/bin/chromium")
-    gpu, chromium = has_gpu(), os.path.exists("/usr/bin/chromium")
+    gpu, chromium = has_gpu(), os.path.exists(CHROMIUM)
+    skips = {"gpu": (not gpu, "needs a CUDA GPU"), "cpu_only": (gpu, "checks the answer of a host without a GPU"),
+             "browser": (not chromium, f"needs {CHROMIUM}")}
     for item in items:
-        if "gpu" in item.keywords and not gpu:
-            item.add_marker(skip_gpu)
-        if "browser" in item.keywords and not chromium:
-            item.add_marker(skip_browser)
+        for marker, (skip, reason) in skips.items():
+            if skip and marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +35,37 @@ def results_conform(monkeypatch):
     assert found == [], f"a result departs from sandbox.result: {found}"
 
 
+@pytest.fixture
+def make_app(tmp_path):
+    """make_app(**config) -> an app with real workers and its own database and run root, ready;
+    stopped after the test."""
+    from app import create_app
+    made = []
+
+    def make(wait=True, **config):
+        app = create_app({"TESTING": True, "DATABASE": str(tmp_path / f"db{len(made)}.sqlite"),
+                          "RUN_ROOT": str(tmp_path / f"runs{len(made)}"), **config})
+        made.append(app)
+        if wait and app.extensions.get("dispatcher") is not None:
+            wait_until_ready(app)
+        return app
+
+    yield make
+    for app in made:
+        if app.extensions.get("dispatcher") is not None:
+            app.extensions["dispatcher"].stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium for the session; each test opens its own context."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
 @pytest.fixture(scope="session")
 def app(tmp_path_factory):
     """One real app for the whole session: a real worker pool (interpreter on CPU), a temp database."""
@@ -54,45 +77,9 @@ def app(tmp_path_factory):
     app.extensions["dispatcher"].stop()
 
 
-def wait_until_ready(app, timeout_s=180):
-    import time
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if all(w["state"] == "ready" for w in app.extensions["dispatcher"].health()["workers"]):
-            return
-        time.sleep(0.2)
-    raise RuntimeError("workers did not start")
-
-
 @pytest.fixture
 def client(app):
     return app.test_client()
-
-
-VECTOR_ADD = '''import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-'''
-
-
-def vector_add_spec(n=98432, block=1024, source=VECTOR_ADD, **options):
-    return {
-        "version": 1, "source": source, "kernel": "add_kernel",
-        "inputs": {"x": f"torch.randn({n})", "y": f"torch.randn({n})", "out": f"torch.empty({n})"},
-        "args": {"x_ptr": "x", "y_ptr": "y", "out_ptr": "out", "n": "x.numel()", "BLOCK_SIZE": block},
-        "grid": "(triton.cdiv(n, meta['BLOCK_SIZE']),)",
-        "reference": {"out": "x + y"},
-        "options": {"ir": False, **options},
-    }
 
 
 @pytest.fixture

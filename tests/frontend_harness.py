@@ -6,10 +6,8 @@ import os
 import threading
 from contextlib import contextmanager
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, ROOT
+
 PAGES = {"/harness.html": "diagram_harness.html", "/model.html": "model_harness.html"}
 
 

@@ -8,7 +8,7 @@ import triton.language as tl
 
 from sandbox.bench import MAX_CPU_REPS, bandwidth, peak_gbps, time_cpu, time_gpu
 
-needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+needs_gpu = [pytest.mark.gpu]
 
 
 def gpu_test(test):
@@ -48,7 +48,7 @@ def test_bandwidth_is_bytes_over_time_in_gb_per_s():
     assert bandwidth(100, 0.0) is None and bandwidth(None, 1.0) is None
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only answer")
+@pytest.mark.cpu_only
 def test_peak_bandwidth_is_unknown_without_cuda():
     assert peak_gbps() is None
 

@@ -4,7 +4,6 @@ Each test does what a person would do (click Run, break the kernel, pick a progr
 and checks what the page then shows.
 """
 import json
-import os
 import re
 import sqlite3
 import uuid
@@ -14,21 +13,10 @@ import pytest
 
 from tests.fake_results import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
                                 LAUNCH_ERROR, OLD_SHAPE_ERROR, RACE_RESULT)
-from tests.frontend_harness import CHROMIUM, CHROMIUM_ARGS
 
 RUN_TIMEOUT_MS = 60_000
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+pytestmark = pytest.mark.browser
 
 
 def new_page(browser):

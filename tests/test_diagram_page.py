@@ -4,15 +4,13 @@ Traces are written by hand (tests/fake_results.py), in the shape the run pipelin
 tests need no kernel run: they check what the learner sees for a given trace.
 """
 import json
-import os
 
 import pytest
 
 from tests.fake_results import LOAD_X, LOAD_Y, STORE_OUT, row_sum_2d_trace, vector_add_trace
-from tests.frontend_harness import CHROMIUM, harness_page, static_server
+from tests.frontend_harness import harness_page, static_server
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")]
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from app import create_app, dispatcher as dispatcher_module, socketio
-from tests.conftest import VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.helpers import VECTOR_ADD, vector_add_spec, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
 ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"

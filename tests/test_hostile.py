@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests import hostile_cases as H
-from tests.conftest import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready
 
 SECRET = "hostile-secret-" + secrets.token_hex(8)
 RUN_TIMEOUT_S = 20.0
@@ -120,7 +120,9 @@ RUN_CASES = [
          places=Returns({"cwd": "/tmp", "HOME": "/tmp", "TMPDIR": "/tmp"})),
     # files the run must not find
     case("etc_shadow_does_not_exist", "attempt('read', read, '/etc/shadow')", read=ENOENT),
-    case("root_home_does_not_exist", "attempt('list', os.listdir, '/root')", list=ENOENT),
+    # /root holds only a way through to a Python install that lives under it (this CI host's): nothing to list
+    case("root_home_cannot_be_listed", "attempt('list', os.listdir, '/root')", list=NOT_THERE),
+    case("root_home_has_no_keys", "attempt('list', os.listdir, '/root/.ssh')", list=ENOENT),
     case("home_does_not_exist", "attempt('list', os.listdir, '/home')", list=ENOENT),
     case("server_config_does_not_exist", "attempt('read', read, CONTEXT['checkout'] + '/app/config.py')", read=ENOENT),
     case("server_code_dir_does_not_exist", "attempt('list', os.listdir, CONTEXT['checkout'] + '/app')", list=ENOENT),

@@ -7,7 +7,7 @@ import triton
 
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir, nvidia_tool, parse_arch
-from tests.conftest import VECTOR_ADD, vector_add_spec
+from tests.helpers import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
 
@@ -178,7 +178,6 @@ def test_arch_spellings():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_default_arch_is_the_local_gpu_and_registers_match_a_launch(tmp_path):
     path = write(tmp_path, VECTOR_ADD)
     args = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in vector_add_args().items()}

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from app import socketio
-from tests.conftest import ROOT, VECTOR_ADD, vector_add_spec
+from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec
 
 
 def run(client, spec):
@@ -311,7 +311,7 @@ def collect_until_result(client, run_id, timeout_s=60):
 @pytest.fixture(scope="module")
 def quick_timeout_app(tmp_path_factory):
     from app import create_app
-    from tests.conftest import wait_until_ready
+    from tests.helpers import wait_until_ready
     app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
                       "WORKERS": 1, "RUN_TIMEOUT_S": 3.0})
     wait_until_ready(app)
@@ -359,7 +359,7 @@ def test_a_tensor_made_in_an_argument_expression_is_traced_by_its_parameter(clie
 def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp_path, spec):
     import tempfile
     from app import create_app
-    from tests.conftest import wait_until_ready
+    from tests.helpers import wait_until_ready
     run_root = os.path.join(tempfile.gettempdir(), "playground-runs")
     os.makedirs(run_root, exist_ok=True)
     orphan = tempfile.mkdtemp(prefix="run-999999999-", dir=run_root)  # left by a worker long dead
@@ -377,27 +377,20 @@ def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp
     assert mine() == []
 
 
-def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_next_run(tmp_path, spec):
+def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_next_run(make_app, spec):
     import signal
-    from app import create_app
-    from conftest import wait_until_ready
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "db.sqlite"), "WORKERS": 1,
-                      "RUN_ROOT": str(tmp_path / "runs")})
-    try:
-        wait_until_ready(app)
-        client = app.test_client()
-        assert run(client, spec)["status"] == "ok"
-        worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]
-        with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as f:
-            waiting = [int(pid) for pid in f.read().split()]
-        assert waiting, "the worker keeps a run process warm"
-        for pid in waiting:
-            os.kill(pid, signal.SIGKILL)  # as the host's OOM killer might
-        time.sleep(0.2)
-        result = run(client, spec)
-        assert result["status"] == "ok", result["error"]
-    finally:
-        app.extensions["dispatcher"].stop()
+    app = make_app(WORKERS=1)
+    client = app.test_client()
+    assert run(client, spec)["status"] == "ok"
+    worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]
+    with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as f:
+        waiting = [int(pid) for pid in f.read().split()]
+    assert waiting, "the worker keeps a run process warm"
+    for pid in waiting:
+        os.kill(pid, signal.SIGKILL)  # as the host's OOM killer might
+    time.sleep(0.2)
+    result = run(client, spec)
+    assert result["status"] == "ok", result["error"]
 
 
 def test_a_worker_is_single_threaded_so_its_forks_inherit_no_held_lock(app):

@@ -1,15 +1,13 @@
 """The trace model (static/js/trace-model.js) and its words, as functions: small traces in, the
 programs, owners, masked lanes, atomics and coverage verdicts out. Run in headless chromium on a
 page that only imports the modules (tests/model_harness.html): no app, no plotly."""
-import os
 
 import pytest
 
 from tests.fake_results import atomic_sum_trace, row_sum_2d_trace, vector_add_trace, without_coverage
-from tests.frontend_harness import CHROMIUM, harness_page, static_server
+from tests.frontend_harness import harness_page, static_server
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")]
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
