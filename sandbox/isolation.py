@@ -457,16 +457,26 @@ def _make_dev(dev, devices):
     _mount(None, dev, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID)
 
 
+def has_gpu():
+    """A GPU this process may use, known without initialising anything (no CUDA, no NVML thread)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    return any(name[len("nvidia"):].isdigit() for name in gpu_devices())
+
+
 def gpu_devices():
-    """The NVIDIA device nodes CUDA opens (the driver's control, UVM, and each GPU)."""
+    """The NVIDIA device nodes a run gets: the driver's control nodes (nvidiactl, UVM, MIG's caps) and
+    the node of the GPU its worker was given (CUDA_VISIBLE_DEVICES, set per worker by the dispatcher
+    and placed at /dev/nvidia<minor> by sandbox.gpus), so that a run can open no other GPU. Where the
+    worker's GPUs cannot be placed (no variable, a MIG instance) every GPU's node."""
+    from sandbox import gpus
     try:
         names = os.listdir("/dev")
     except OSError:
         return []
-    nodes = [n for n in names if n.startswith("nvidia") and n != "nvidia-caps"]
-    if os.path.isdir("/dev/nvidia-caps"):
-        nodes.append("nvidia-caps")
-    return sorted(nodes)
+    mine = gpus.selected(gpus.host_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    wanted = {f"nvidia{gpu.minor}" for gpu in mine} if mine is not None else set(filter(gpus.GPU_NODE.fullmatch, names))
+    return sorted(n for n in names if n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps") or n in wanted)
 
 
 def serve_as_init(child):
@@ -501,8 +511,8 @@ def confine(uid, limits, memory_rlimit_mb, tasks_rlimit, python_reachable):
         steps.append("no new privileges")
     prctl(PR_SET_DUMPABLE, 0)  # its /proc entries out of reach of anything else running as its uid
     steps.append(set_limits(limits, memory_rlimit_mb, tasks_rlimit))
-    if deny_syscalls():
-        steps.append("seccomp filter")
+    refused = deny_syscalls()
+    steps.append("seccomp filter" if refused is None else f"no seccomp filter ({refused})")
     return steps
 
 
@@ -554,7 +564,8 @@ def set_limits(limits, memory_rlimit_mb, tasks_rlimit):
 def deny_syscalls():
     """A seccomp filter: EPERM for DENIED_SYSCALLS, for clone into any new namespace, and for
     prctl(PR_SET_DUMPABLE) (not dumpable stays so); clone3 answers ENOSYS, so the C library falls
-    back to clone, whose flags the filter can see. Syscalls of other ABIs (i386, x32) kill."""
+    back to clone, whose flags the filter can see. Syscalls of other ABIs (i386, x32) kill.
+    Returns None once loaded, else why not (for /healthz)."""
     try:
         import pyseccomp as seccomp
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
@@ -569,6 +580,6 @@ def deny_syscalls():
             rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
         rules.load()
-    except (ImportError, OSError, RuntimeError, AttributeError):
-        return False
-    return True
+    except (ImportError, OSError, RuntimeError, AttributeError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None

@@ -26,7 +26,18 @@ from sandbox.trace import TraceBudgetExceeded, Tracer
 
 def device_info(kind):
     name = torch.cuda.get_device_name() if kind == "gpu" else "Triton interpreter (CPU)"
-    return {"kind": kind, "name": name, "triton": triton.__version__, "torch": torch.__version__.split("+")[0]}
+    return {"kind": kind, "name": name, "index": gpu_index() if kind == "gpu" else None,
+            "triton": triton.__version__, "torch": torch.__version__.split("+")[0]}
+
+
+def gpu_index():
+    """The host's index of the GPU this run uses (nvidia-smi's), or None. A run sees only its worker's
+    GPU, as its device 0: the dispatcher names that GPU by its index in CUDA_VISIBLE_DEVICES."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return torch.cuda.current_device()
+    first = visible.split(",")[0].strip()
+    return int(first) if first.isdigit() else None  # a UUID or a MIG instance: no index to give
 
 
 def choose_device(requested):

@@ -27,7 +27,7 @@ OUTPUT_CHECK = {"ok": (bool,), "max_abs_err": OPTIONAL_NUMBER, "max_rel_err": OP
                 "mismatched": (int,), "unwritten": (int,), "atol": NUMBER, "rtol": NUMBER, "numel": (int,)}
 TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "sampled": (bool,),
          "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,)}
-DEVICE = {"kind": (str,), "name": (str,), "triton": (str,), "torch": (str,)}
+DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER}

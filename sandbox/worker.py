@@ -35,8 +35,6 @@ def warm_compiler(has_gpu):
         import triton.experimental.gluon  # noqa: F401
     with contextlib.suppress(ImportError):
         import pyseccomp  # noqa: F401  (loads libseccomp once, for every run's filter)
-    if has_gpu:  # load the launcher's C utilities (dlopen, no CUDA call): ~20 ms per process otherwise
-        triton.runtime.driver.active.utils  # noqa: B018
 
 
 def status_shape_ok(content):
@@ -185,12 +183,13 @@ def main():
     os.makedirs(cache, mode=0o700, exist_ok=True)
     with contextlib.suppress(PermissionError):
         os.chmod(cache, 0o700)
-    import torch
+    import torch  # noqa: F401  (the warm import: the reason this process exists)
     import triton
     from sandbox.kernel_cache import KernelCaches
     from sandbox.run_process import Settings, sweep_scratch_dirs
 
-    settings = Settings.from_environment(can_mount, torch.cuda.is_available())
+    # Not torch.cuda.is_available(): even NVML's answer starts a thread in this process.
+    settings = Settings.from_environment(can_mount, isolation.has_gpu())
     if not settings.has_gpu:
         os.environ["TRITON_INTERPRET"] = "1"
         triton.knobs.runtime.interpret = True

@@ -563,9 +563,13 @@ forged = _json.dumps({'type': 'result', 'id': 'forged', 'run_id': None, 'content
     'status': 'ok', 'device': {'kind': CONTEXT['marker']}, 'error': None, 'check': None, 'timings': None,
     'trace': None, 'ir': None, 'notes': [CONTEXT['marker']], 'stdout': ''}}}) + '\\n'
 def forge():
+    # every pipe and socket it holds: where a channel to its worker or the server would be (not
+    # CUDA's own device and event descriptors, whose corruption would only break this run's GPU)
     written = []
     for fd in range(3, 65):
         try:
+            if not os.readlink(f'/proc/self/fd/{fd}').startswith(('pipe:', 'socket:')):
+                continue
             os.write(fd, forged.encode())
             written.append(fd)
         except OSError:
