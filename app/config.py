@@ -23,7 +23,7 @@ SETTINGS = [
     Setting("HOST", "127.0.0.1", "Address the server listens on (`make run`)."),
     Setting("PORT", 8000, "Port the server listens on (`make run`)."),
     Setting("CONNECTIONS", 4096, "Connections the one web process holds at once (gunicorn's gevent worker: each is a greenlet, not a thread); a long-polling Socket.IO client may hold two."),
-    Setting("WORKERS", 2, "Worker processes; each runs one job at a time in a fresh forked run process."),
+    Setting("WORKERS", 0, "Worker processes; each runs one job at a time in a fresh forked run process. 0: one per GPU of the host (2 on a host without one); on a GPU host each worker is pinned to one GPU, round-robin, and its runs see only that GPU."),
     Setting("RUN_TIMEOUT_S", 30.0, "Wall-clock limit of one run, in seconds; the run's process is then killed."),
     Setting("QUEUE_LIMIT", 64, "Runs waiting for a worker beyond which new runs are refused."),
     Setting("QUEUE_PER_OWNER", 4, "Runs one owner (a browser session, an API client's cookie) may have waiting; one more is refused (HTTP 429), so one tab cannot fill the queue for everyone."),

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from sandbox import protocol
+from sandbox import gpus, protocol
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import launch_key
@@ -40,16 +40,39 @@ WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
 WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
 
+# A host without a GPU: two workers, so that a run rarely waits for the next warm run process.
+CPU_WORKERS = 2
+
+
 WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUTPUT_LIMIT_BYTES",
                    "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S")
 
 
-def worker_env(config):
+def worker_env(config, gpu=None):
+    """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's)."""
     env = {k: v for k, v in os.environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
     env.update({name: str(config[name]) for name in WORKER_SETTINGS if config.get(name) is not None})
+    # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
+    # host without an installed environment brings them; it names code, nothing secret).
+    python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     env.update({"RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")),
-                "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
+                "PYTHONPATH": python_path, "PYTHONUNBUFFERED": "1"})
+    if gpu is not None:
+        env.update({"CUDA_VISIBLE_DEVICES": gpu, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
     return env
+
+
+def gpu_assignments(environ=os.environ):
+    """The GPUs the workers are pinned to, round-robin by slot, each as its CUDA_VISIBLE_DEVICES: the
+    host's GPUs (sandbox.gpus: found without CUDA, which the web process never loads), or those the
+    server's own CUDA_VISIBLE_DEVICES names (an entry this host cannot place, a MIG instance, is
+    passed on as it is). Empty on a host without a GPU."""
+    host = gpus.host_gpus()
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if not host or visible is None:
+        return [str(gpu.index) for gpu in host]
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return [str(gpu.index) if (gpu := gpus.find(host, entry)) else entry for entry in entries]
 
 
 class CheckedLaunches:
@@ -237,10 +260,11 @@ class WorkerProcess:
 
 
 class Slot:
-    """A worker slot: keeps one worker alive and feeds it jobs, one at a time."""
+    """A worker slot: keeps one worker alive and feeds it jobs, one at a time. `gpu`: the
+    CUDA_VISIBLE_DEVICES of its worker (None on a host without a GPU)."""
 
-    def __init__(self, index, dispatcher):
-        self.index, self.dispatcher = index, dispatcher
+    def __init__(self, index, dispatcher, gpu=None):
+        self.index, self.dispatcher, self.gpu = index, dispatcher, gpu
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.busy_since = None  # monotonic time it took its current job
         self.thread = threading.Thread(target=self._loop, name=f"worker-slot-{index}", daemon=True)
@@ -255,11 +279,12 @@ class Slot:
 
     def info(self):
         return {"slot": self.index, "state": self.state, "pid": self.worker.proc.pid if self.worker else None,
-                "runs": self.runs, "restarts": self.restarts, "busy_s": self.busy_s(), "stuck": self.stuck()}
+                "runs": self.runs, "restarts": self.restarts, "busy_s": self.busy_s(), "stuck": self.stuck(),
+                "device": self.ready and self.ready["device"]}
 
     def _start_worker(self):
         self.state = "starting"
-        self.worker = WorkerProcess(self.dispatcher.worker_env())
+        self.worker = WorkerProcess(self.dispatcher.worker_env(self.gpu))
         msg = self.worker.next(START_TIMEOUT_S)
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
@@ -364,7 +389,10 @@ class Dispatcher:
         self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"])
         self.checked = CheckedLaunches()  # shared by every worker: a run may land on any of them
         self.stopping = threading.Event()
-        self.slots = [Slot(i, self) for i in range(config["WORKERS"])]
+        # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
+        assigned = gpu_assignments()
+        count = config["WORKERS"] or len(assigned) or CPU_WORKERS
+        self.slots = [Slot(i, self, assigned[i % len(assigned)] if assigned else None) for i in range(count)]
         self.started_at = time.time()
 
     def start(self):
@@ -372,11 +400,11 @@ class Dispatcher:
             slot.thread.start()
         return self
 
-    def worker_env(self):
+    def worker_env(self, gpu=None):
         """What workers (and so user code) see of the environment: what Python, CUDA and Triton need,
-        and the worker's settings (read once when it starts: jobs carry only the job); never the
+        the worker's GPU and settings (read once when it starts: jobs carry only the job); never the
         server's secrets (SECRET_KEY, credentials)."""
-        return worker_env(self.config)
+        return worker_env(self.config, gpu)
 
     def submit(self, spec, listener, owner, client=None, from_link=False):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id.

@@ -1,0 +1,157 @@
+"""Every GPU of a host: the web process counts them without CUDA (sandbox.gpus), starts one warm worker
+per GPU pinned to it (CUDA_VISIBLE_DEVICES, PCI bus order), a run's /dev holds only its worker's
+GPU, and the result and /healthz say which GPU (index and name)."""
+import os
+import threading
+
+import pytest
+
+from app import create_app
+from app import dispatcher as dispatcher_module
+from sandbox import gpus, isolation, pipeline
+from tests.helpers import VECTOR_ADD, vector_add_spec
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def fake_driver(root, cards):
+    """/proc/driver/nvidia/gpus as the driver writes it: a directory per GPU, named by its bus id."""
+    for bus, minor, uuid in cards:
+        os.makedirs(root / bus)
+        (root / bus / "information").write_text(
+            f"Model: \t\t {H100}\nIRQ:   \t\t 42\nGPU UUID: \t {uuid}\nBus Location: \t {bus}\n"
+            f"Device Minor: \t {minor}\nGPU Excluded:\t No\n")
+    return str(root)
+
+
+CARDS = [("0000:c8:00.0", 3, "GPU-cccc"), ("0000:18:00.0", 1, "GPU-aaaa"), ("0000:3b:00.0", 0, "GPU-bbbb")]
+
+
+def test_gpus_are_indexed_in_bus_order_with_the_drivers_minor(tmp_path):
+    found = gpus.host_gpus(proc=fake_driver(tmp_path / "proc", CARDS), dev=str(tmp_path))
+    assert [(g.index, g.minor, g.uuid) for g in found] == [(0, 1, "GPU-aaaa"), (1, 0, "GPU-bbbb"), (2, 3, "GPU-cccc")]
+    assert {g.name for g in found} == {H100}
+
+
+def test_without_the_drivers_entries_the_device_nodes_count(tmp_path):
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia10"):
+        (tmp_path / name).touch()
+    found = gpus.host_gpus(proc=str(tmp_path / "absent"), dev=str(tmp_path))
+    assert [(g.index, g.minor) for g in found] == [(0, 0), (1, 1), (2, 10)]
+    assert gpus.host_gpus(proc=str(tmp_path / "absent"), dev=str(tmp_path / "absent")) == []
+
+
+def test_cuda_visible_devices_entries_are_placed_by_index_or_uuid(tmp_path):
+    host = gpus.host_gpus(proc=fake_driver(tmp_path / "proc", CARDS), dev=str(tmp_path))
+    assert [g.minor for g in gpus.selected(host, "2,0")] == [3, 1]
+    assert [g.index for g in gpus.selected(host, "GPU-bbbb")] == [1]
+    assert [g.index for g in gpus.selected(host, "GPU-c")] == [2]  # a unique prefix, as CUDA takes it
+    assert gpus.selected(host, None) is None  # unset: every GPU
+    assert gpus.selected(host, "MIG-1234") is None and gpus.selected(host, "7") is None  # cannot place: every GPU
+
+
+@pytest.fixture
+def two_gpus(tmp_path, monkeypatch):
+    """A host with two GPUs, as the web process would find them."""
+    host = gpus.host_gpus(proc=fake_driver(tmp_path / "proc", CARDS[1:]), dev=str(tmp_path))
+    monkeypatch.setattr(gpus, "host_gpus", lambda *a, **k: host)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return host
+
+
+def dispatcher_of(**config):
+    return create_app({"START_WORKERS": False, "DATABASE": ":memory:", **config}).extensions["dispatcher"]
+
+
+def test_one_worker_per_gpu_by_default_each_pinned_to_its_gpu(two_gpus):
+    dispatcher = dispatcher_of()
+    assert [slot.gpu for slot in dispatcher.slots] == ["0", "1"]
+    env = dispatcher.worker_env(dispatcher.slots[1].gpu)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_workers_beyond_the_gpus_are_pinned_round_robin(two_gpus):
+    assert [slot.gpu for slot in dispatcher_of(WORKERS=5).slots] == ["0", "1", "0", "1", "0"]
+
+
+def test_the_servers_own_cuda_visible_devices_chooses_the_gpus(two_gpus, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,MIG-5")
+    assert [slot.gpu for slot in dispatcher_of().slots] == ["1", "MIG-5"]
+
+
+def test_a_host_without_a_gpu_starts_two_workers_and_pins_none(monkeypatch):
+    monkeypatch.setattr(gpus, "host_gpus", lambda *a, **k: [])
+    dispatcher = dispatcher_of()
+    assert len(dispatcher.slots) == dispatcher_module.CPU_WORKERS and {s.gpu for s in dispatcher.slots} == {None}
+
+
+def test_a_runs_dev_holds_the_control_nodes_and_its_own_gpu_only(two_gpus, monkeypatch):
+    nodes = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-caps", "nvidia-modeset",
+             "null", "zero"]
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path=".": nodes if path == "/dev" else real_listdir(path))
+    control = ["nvidia-caps", "nvidia-uvm", "nvidia-uvm-tools", "nvidiactl"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the second GPU: minor 0 (CARDS[2])
+    assert isolation.gpu_devices() == sorted(control + ["nvidia0"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert isolation.gpu_devices() == sorted(control + ["nvidia1"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-5")  # cannot be placed: every GPU's node
+    assert isolation.gpu_devices() == sorted(control + ["nvidia0", "nvidia1"])
+
+
+def test_a_runs_device_index_is_its_workers_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert pipeline.gpu_index() == 3
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa")
+    assert pipeline.gpu_index() is None
+    assert pipeline.device_info("interpreter")["index"] is None
+
+
+def test_healthz_names_each_workers_device(client):
+    workers = client.get("/healthz").get_json()["workers"]
+    assert all(set(w["device"]) == {"kind", "name", "index", "triton", "torch"} for w in workers)
+    if workers[0]["device"]["kind"] == "interpreter":
+        assert {w["device"]["index"] for w in workers} == {None}
+
+
+# --- on a host with two GPUs or more: `pytest -m gpu` ----------------------------------------------------
+
+def cuda_devices():
+    import torch  # the test process may; the web process never does
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+SEES = VECTOR_ADD + '''
+import os, time
+import torch
+print("sees", torch.cuda.device_count(), sorted(n for n in os.listdir("/dev") if n[len("nvidia"):].isdigit()))
+time.sleep(2)  # both runs at once: the second worker's run starts while the first still runs
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_devices() < 2, reason="needs two GPUs")
+def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(make_app):
+    app = make_app(RUN_TIMEOUT_S=60.0)  # WORKERS by default: one per GPU
+    dispatcher = app.extensions["dispatcher"]
+    assert len(dispatcher.slots) == cuda_devices()
+    devices = [w["device"] for w in app.test_client().get("/healthz").get_json()["workers"]]
+    assert [d["index"] for d in devices] == list(range(cuda_devices())) and all(d["kind"] == "gpu" for d in devices)
+    results, done = [], threading.Event()
+
+    def listener(_run_id, type, content):
+        if type == "result":
+            results.append(content["result"])
+            if len(results) == 2:
+                done.set()
+
+    for owner in ("alice", "bob"):
+        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES, trace=False), listener, owner)
+    assert done.wait(120)
+    assert [r["status"] for r in results] == ["ok", "ok"], [r["error"] for r in results]
+    indices = {r["device"]["index"] for r in results}
+    assert len(indices) == 2 and indices <= set(range(cuda_devices()))
+    for result in results:
+        assert result["device"]["name"] == devices[result["device"]["index"]]["name"]
+        line = next(line for line in result["stdout"].splitlines() if line.startswith("sees"))
+        assert line.startswith("sees 1 ") and line.count("'nvidia") == 1, line  # one GPU, one GPU node
