@@ -23,12 +23,17 @@ from app.config import from_environment
 
 # Descriptors besides the connections: the worker pool's pipes, the database, logs, gunicorn's own.
 SPARE_FDS = 1024
+# Seconds an idle keep-alive connection stays open (gunicorn's default is 2). A long-polling client
+# posts on a second connection (its pongs, every 25 s, and its events); closed under it while it
+# sends, that post is reset and the client drops its session. Longer than the ping interval, the
+# connection never idles that long; idle, it costs a greenlet.
+KEEP_ALIVE_S = 75
 
 
 def command(config):
     return [sys.executable, "-m", "gunicorn", "--worker-class", "gevent", "--workers", "1",
             "--worker-connections", str(config["CONNECTIONS"]), "--bind", f"{config['HOST']}:{config['PORT']}",
-            "--timeout", "0", "app:create_app()"]
+            "--keep-alive", str(KEEP_ALIVE_S), "--timeout", "0", "app:create_app()"]
 
 
 def raise_fd_limit(connections):
