@@ -28,6 +28,7 @@ import torch
 from sandbox import isolation, pipeline, protocol
 
 JOB_FD, MESSAGE_FD = 3, 4
+READY_POLL_S = 1.0  # a ready message under way arrives whole well within this
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,13 @@ class RunProcess:
         self.ready = msg["content"]
         return self.ready
 
+    def poll_ready(self):
+        """Is it warm? Reads its ready message if it has come, without waiting for one."""
+        if self.ready is None and select.select([self.msg_r, self.out_r], [], [], 0)[0]:
+            with contextlib.suppress(RuntimeError):
+                self.wait_ready(READY_POLL_S)
+        return self.ready is not None
+
     def send_job(self, job):
         try:
             os.write(self.job_w, protocol.encode(job))
@@ -259,8 +267,6 @@ def warm_cuda():
     torch.rand(1024, device="cuda").fill_(float("nan"))
     (x + x * x - x).clone().cpu()
     torch.cuda.synchronize()
-    import triton
-    triton.runtime.driver.active.utils  # noqa: B018  (the launcher's C utilities: ~20 ms at the first launch otherwise)
 
 
 def user_process(settings, uid, cgroup, scratch, steps):

@@ -8,6 +8,7 @@ messages and output, enforces the wall-clock timeout and the output limit, and t
 that dies into a clear error. No state of one run reaches the next.
 """
 import codecs
+import collections
 import contextlib
 import os
 import sys
@@ -35,6 +36,11 @@ def warm_compiler(has_gpu):
         import triton.experimental.gluon  # noqa: F401
     with contextlib.suppress(ImportError):
         import pyseccomp  # noqa: F401  (loads libseccomp once, for every run's filter)
+    if has_gpu:
+        # The CUDA driver's launcher utilities (a C module Triton builds once, then dlopens), made the
+        # active driver directly: choosing it the usual way asks torch for a GPU, which starts a thread.
+        from triton.backends.nvidia.driver import CudaDriver
+        triton.runtime.driver.set_active(CudaDriver())
 
 
 def status_shape_ok(content):
@@ -46,7 +52,10 @@ class Worker:
         from sandbox.run_process import RunProcess
         self.new_run_process = lambda: RunProcess(settings)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
-        self.next_run = None
+        # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
+        # than a person takes to press Run again: with two, the next run finds one warm.
+        self.spare_count = 2 if settings.has_gpu else 1
+        self.spares = collections.deque()
 
     def send(self, msg):
         self.send_line(protocol.encode(protocol.jsonable(msg)))
@@ -56,24 +65,25 @@ class Worker:
         self.channel.flush()
 
     def start(self):
-        """Fork the first run process and wait until it is warm; returns its ready message."""
-        self.next_run = self.new_run_process()
-        return self.next_run.wait_ready(READY_TIMEOUT_S)
+        """Fork the spare run processes and wait until the first is warm; returns its ready message."""
+        self.spares.extend(self.new_run_process() for _ in range(self.spare_count))
+        return self.spares[0].wait_ready(READY_TIMEOUT_S)
 
     def take_warm_run_process(self):
-        """The warm run process, or a new one if it died while it waited (a run of another worker
-        cannot reach it, but the host may kill it): a dead one never fails the next job."""
-        for _ in range(2):
-            candidate = self.next_run
+        """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
+        one that died while it waited (the host may kill it): a dead one never fails the next job."""
+        for _ in range(2 * self.spare_count + 1):
+            run = next((spare for spare in self.spares if spare.poll_ready()), self.spares[0])
+            self.spares.remove(run)
             try:
-                if candidate.ready is None:
-                    candidate.wait_ready(READY_TIMEOUT_S)
-                if candidate.wait() is None:
-                    return candidate
+                if run.ready is None:
+                    run.wait_ready(READY_TIMEOUT_S)
+                if run.wait() is None:
+                    return run
             except RuntimeError:
                 pass
-            candidate.finish(self.kernel_caches)
-            self.next_run = self.new_run_process()
+            run.finish(self.kernel_caches)
+            self.spares.append(self.new_run_process())
         raise RuntimeError("run processes fail to start")
 
     def start_job(self, job, owner, keep_kernels):
@@ -163,7 +173,7 @@ class Worker:
         # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init
         # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown
         # takes a while).
-        self.next_run = self.new_run_process()
+        self.spares.append(self.new_run_process())
         if not died:
             run.finish(self.kernel_caches)
 
@@ -209,7 +219,8 @@ def main():
         if job is None:
             continue
         worker.run(job)
-    worker.next_run.finish(worker.kernel_caches)  # stdin closed: the server stopped this worker
+    for spare in worker.spares:  # stdin closed: the server stopped this worker
+        spare.finish(worker.kernel_caches)
 
 
 if __name__ == "__main__":

@@ -460,8 +460,8 @@ for index in range(3):
     if pid == 0:
         code = 0
         try:
-            block = bytearray(4 << 30)
-            block[::4096] = b'\\1' * ((4 << 30) // 4096)  # every page touched
+            block = bytearray(2 << 30)
+            block[::4096] = b'\\1' * ((2 << 30) // 4096)  # every page touched
             os.write(w, str(index).encode())
             time.sleep(3)  # all three held at once
         except MemoryError:
@@ -475,7 +475,7 @@ def outcome(pid):
     _, status = os.waitpid(pid, 0)  # as long as it takes: the run's own limits must end this
     if os.WIFSIGNALED(status):
         return 'killed by ' + signal.Signals(os.WTERMSIG(status)).name
-    return {0: 'held 4 GB', 3: 'MemoryError'}.get(os.WEXITSTATUS(status), 'exited %d' % os.WEXITSTATUS(status))
+    return {0: 'held 2 GB', 3: 'MemoryError'}.get(os.WEXITSTATUS(status), 'exited %d' % os.WEXITSTATUS(status))
 attempt('children', lambda: [outcome(pid) for pid in children])
 """
 

@@ -31,6 +31,7 @@ from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready
 
 SECRET = "hostile-secret-" + secrets.token_hex(8)
 RUN_TIMEOUT_S = 20.0
+RUN_MEMORY_MB = 4096  # the memory bomb goes over it without pressing on the host
 FINDINGS = "HOSTILE-FINDINGS "
 
 
@@ -188,8 +189,8 @@ RUN_CASES = [
          "attempt('dumpable', libc.prctl, 3, 0, 0, 0, 0)",
          set_dumpable=EPERM, dumpable=Returns(0)),
     # limits of the run as a whole
-    case("memory_bomb_across_three_forks", H.MEMORY_BOMB, status="error", phases=("limit", "sandbox"),
-         words=("memory",)),
+    case("memory_bomb_across_three_forks", H.MEMORY_BOMB,  # 3 x 2 GB held at once, over the run's 4 GB
+         status="error", phases=("limit", "sandbox"), words=("memory",)),
     case("thread_bomb", H.THREAD_BOMB, threads=Denied("RuntimeError", words=("can't start new thread",))),
     case("fork_bomb", H.FORK_BOMB, strays=True, forks=Denied("EAGAIN")),
     case("output_flood", H.OUTPUT_FLOOD, status="error", phases=("limit",), words=("printed more than",)),
@@ -354,7 +355,13 @@ def check(result, expect, context, target=None):
                 elif not denied(findings[name]):
                     problems.append(f"{name}: expected {denied!r}, got {findings[name]}")
     error = result.get("error") or {}
-    if expect.status == "ok":
+    # On a GPU, CUDA's own pipes are among those a forging run writes to: it may break its own GPU
+    # context, and only that. What matters is that the forged result never comes back.
+    broke_its_own_gpu = (expect.real_result and (result.get("device") or {}).get("kind") == "gpu"
+                         and result.get("status") == "error")
+    if broke_its_own_gpu:
+        pass
+    elif expect.status == "ok":
         if result.get("status") != "ok":
             problems.append(f"the run did not end ok: {result_summary(result)}")
     elif result.get("status") != expect.status or error.get("phase") not in expect.phases:
@@ -368,7 +375,7 @@ def check(result, expect, context, target=None):
         shown = json.dumps({k: v for k, v in result.items() if k != "stdout"})
         if context["marker"] in shown:
             problems.append(f"a forged result came back: {shown[:1500]}")
-        elif not ((result.get("check") or {}).get("outputs") or {}).get("out", {}).get("ok"):
+        elif not broke_its_own_gpu and not ((result.get("check") or {}).get("outputs") or {}).get("out", {}).get("ok"):
             problems.append(f"the result is not the run's real check: {shown[:1500]}")
     for template in expect.host_absent:
         path = template.format(**context)
@@ -627,7 +634,7 @@ def hostile(tmp_path_factory, listeners):
     before = os.environ.get("SECRET_KEY")
     os.environ["SECRET_KEY"] = SECRET
     app = create_app({"TESTING": True, "DATABASE": database, "RUN_ROOT": run_root, "WORKERS": 2,
-                      "RUN_TIMEOUT_S": RUN_TIMEOUT_S})
+                      "RUN_TIMEOUT_S": RUN_TIMEOUT_S, "RUN_MEMORY_MB": RUN_MEMORY_MB})
     try:
         wait_until_ready(app)
         yield Harness(AppTarget(app), database, run_root, listeners)

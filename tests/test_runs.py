@@ -370,9 +370,9 @@ def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp
     assert not os.path.exists(orphan)
     mine = lambda: [n for n in os.listdir(run_root) if n.startswith(f"run-{worker_pid}-")]  # noqa: E731
     deadline = time.monotonic() + 10
-    while len(mine()) > 1 and time.monotonic() < deadline:  # the finished run's goes just after its reply
+    while len(mine()) > 2 and time.monotonic() < deadline:  # the finished run's goes just after its reply
         time.sleep(0.05)
-    assert len(mine()) == 1  # the next run's, forked ahead of need
+    assert 1 <= len(mine()) <= 2  # the spare run processes, forked ahead of need
     app.extensions["dispatcher"].stop()
     assert mine() == []
 
