@@ -54,7 +54,7 @@ class Worker:
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
-        self.spare_count = 2 if settings.has_gpu else 1
+        self.spare_count = 2
         self.spares = collections.deque()
 
     def send(self, msg):

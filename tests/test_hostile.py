@@ -729,19 +729,19 @@ def _comm(pid):
 
 
 def idle_run_process_of_the_other_worker(h):
-    """Both workers idle, each with its run process forked ahead of need: a run kills every one
-    it is told of. The other worker's must live on."""
+    """Both workers idle, each with its spare run processes forked ahead of need: a run kills every
+    one it is told of. The other worker's must live on."""
     workers = h.target.worker_pids()
 
     def idle_now():
-        """Each worker's one run process, once the last run's process is reaped and the next forked."""
+        """Each worker's spare run processes, once the last run's process is reaped and the next forked."""
         first = {w: children_of(w) for w in workers}
         time.sleep(0.3)
         second = {w: children_of(w) for w in workers}
-        return first if first == second and all(len(kids) == 1 for kids in first.values()) else None
+        return first if first == second and all(len(kids) == 2 for kids in first.values()) else None
 
     idle = wait_for(idle_now, 30)
-    assert idle and len(idle) == 2, f"two idle workers with one run process each: {idle}"
+    assert idle and len(idle) == 2, f"two idle workers with two spare run processes each: {idle}"
     runs = lambda: {w["pid"]: w["runs"] for w in h.target.workers()}  # noqa: E731
     runs_before = runs()
     context = h.context(idle_runs=[p for kids in idle.values() for p in kids])
