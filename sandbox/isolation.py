@@ -393,18 +393,19 @@ def build_root(mountpoint, scratch, uid, devices, hidden):
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755")
     new = lambda path: mountpoint + path  # noqa: E731
+    # The scratch dir first: what is bound read-only may lie under /tmp (a checkout in /tmp/ci, say).
+    _bind(scratch, new("/tmp"), readonly=False)
     project_sandbox = os.path.dirname(os.path.abspath(__file__))
     bound = readonly_paths(project_sandbox, hidden)
     for path in bound:
         _bind(path, new(path), readonly=True)
-    for parent in {p for path in bound for p in _ancestors(path)} - {"/etc"}:
+    for parent in {p for path in bound for p in _ancestors(path)} - {"/etc", "/tmp"}:
         os.chmod(new(parent), 0o711)  # a way through to what is bound (/root/.pyenv/...), nothing to list
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged /usr: links into it
         if os.path.islink("/" + name):
             os.symlink(os.readlink("/" + name), new("/" + name))
         elif os.path.isdir("/" + name):
             _bind("/" + name, new("/" + name), readonly=True)
-    _bind(scratch, new("/tmp"), readonly=False)
     _make_dev(new("/dev"), devices)
     os.makedirs(new("/etc"), exist_ok=True)
     for name, text in (("passwd", f"run:x:{uid}:{uid}::/tmp:/usr/sbin/nologin\n"), ("group", f"run:x:{uid}:\n"),
