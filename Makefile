@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-fast bench install
+.PHONY: run worker test test-fast bench install
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ install: $(VENV)/.installed
 # gunicorn with one gevent worker process (app/serve.py); settings from the environment: make run PORT=9000
 run: install
 	$(PY) -m app.serve
+
+# scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker); app/celery_worker.py
+worker: install
+	$(PY) -m app.celery_worker
 
 test: install
 	$(PY) -m pytest -q

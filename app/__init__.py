@@ -1,4 +1,5 @@
 """The Triton Playground web app: create_app() wires config, database, dispatcher, views and sockets."""
+import functools
 import os
 import sys
 
@@ -32,17 +33,36 @@ def create_app(test_config=None):
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
     from app import api, db, editor, errors, events
-    from app.dispatcher import Dispatcher
 
     db.init_app(app)
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
     errors.init_app(app)
 
-    app.extensions["dispatcher"] = Dispatcher(app.config)
+    app.extensions["dispatcher"] = dispatcher = make_dispatcher(app.config, functools.partial(events.deliver, socketio.emit))
     if app.config.get("START_WORKERS", True):
-        app.extensions["dispatcher"].start()
+        dispatcher.start()
 
-    socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
+    socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"],
+                      **message_queue(app.config))
     events.register(socketio)
     return app
+
+
+def make_dispatcher(config, deliver):
+    """The one seam to the runs: Celery workers through Redis where REDIS_URL is set, else this
+    process's own pool of workers."""
+    if config["REDIS_URL"]:
+        from app.celery_dispatch import CeleryDispatcher
+        return CeleryDispatcher(config, deliver)
+    from app.dispatcher import Dispatcher
+    return Dispatcher(config, deliver)
+
+
+def message_queue(config):
+    """Scale out: Socket.IO through Redis, so that a worker or another web process can reach a client
+    connected here."""
+    if not config["REDIS_URL"]:
+        return {}
+    from app.runstate import SOCKETIO_CHANNEL
+    return {"message_queue": config["REDIS_URL"], "channel": SOCKETIO_CHANNEL}

@@ -37,7 +37,8 @@ SETTINGS = [
     Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
     Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest snippet (run spec and UI state) that can be shared; a kernel's source is at most 128 KB in any spec."),
     Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, never inside a run's root (default: `playground-runs` under the temp dir)."),
-    Setting("SECRET_KEY", "dev", "Flask secret key; set it in production."),
+    Setting("SECRET_KEY", "dev", "Flask secret key; set it in production (the same on every web process: the session cookie names a run's owner)."),
+    Setting("REDIS_URL", None, "Scale out: a Redis URL (`redis://host:6379/0`) shared by every web process and Celery worker. Set, runs go to Celery workers (`make worker`, on any host) through it, and Socket.IO events through its message queue; unset, the web process runs its own workers."),
 ]
 
 

@@ -11,6 +11,7 @@ only QUEUE_PER_OWNER runs waiting, a run that waited longer than QUEUE_WAIT_S is
 turn comes, and the waiting runs of a client that left are withdrawn.
 """
 import collections
+import functools
 import hashlib
 import logging
 import os
@@ -163,6 +164,19 @@ class Job:
         """End the job with `error` (a RunError) unless it already has its result."""
         self.notify("result", {"result": results.failed(error)})
 
+    def message(self):
+        """The job as it travels to a worker host of another process (app.celery_worker): JSON."""
+        return {"run_id": self.run_id, "spec": self.spec, "owner": self.owner, "client": self.client,
+                "from_link": self.from_link}
+
+    @classmethod
+    def arrived(cls, message, listener, waited_s):
+        """A job another process sent (Job.message) after it waited `waited_s` in the queue."""
+        job = cls(message["spec"], listener, "", message["client"], message["from_link"])
+        job.run_id, job.owner = message["run_id"], message["owner"]  # the owner is a digest already
+        job.queued_at = time.monotonic() - waited_s
+        return job
+
 
 class JobQueue:
     """The runs waiting for a worker, oldest first, bounded in all and per owner. A waiting run can be
@@ -294,27 +308,39 @@ class Slot:
 
     def _loop(self):
         while not self.dispatcher.stopping.is_set():
-            try:
-                if self.worker is None or self.worker.proc.poll() is not None:
-                    self._start_worker()
-            except Exception:
-                log.exception("worker slot %d could not start a worker", self.index)
-                self.worker, self.state = None, "dead"
+            if not self.ensure_worker():
                 time.sleep(2)
                 continue
             job = self.dispatcher.jobs.get()
             if job is None:
                 break
-            if self._too_old(job):
-                continue
-            self.state, self.busy_since = "busy", time.monotonic()
-            try:
-                self._run(job)
-            except Exception:
-                self._recover(job)
-            finally:
-                self.runs += 1
-                self.state, self.busy_since = "ready", None
+            self.handle(job)
+
+    def ensure_worker(self):
+        """A warm worker, started (or restarted) if need be; False if it would not start."""
+        try:
+            if self.worker is None or self.worker.proc.poll() is not None:
+                self._start_worker()
+            return True
+        except Exception:
+            log.exception("worker slot %s could not start a worker", self.index)
+            self.worker, self.state = None, "dead"
+            return False
+
+    def handle(self, job):
+        """Run `job` on this slot's worker; whatever happens, the job gets its one result."""
+        if self._too_old(job):
+            return
+        if self.worker is None:
+            return job.fail(RunError("sandbox", "no worker could be started for this run; try again"))
+        self.state, self.busy_since = "busy", time.monotonic()
+        try:
+            self._run(job)
+        except Exception:
+            self._recover(job)
+        finally:
+            self.runs += 1
+            self.state, self.busy_since = "ready", None
 
     def _too_old(self, job):
         """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
@@ -328,12 +354,12 @@ class Slot:
     def _recover(self, job):
         """Whatever went wrong while handling `job` (a worker pipe, a malformed message) costs that job
         only: its worker, in an unknown state, is replaced and the slot takes the next job."""
-        log.exception("worker slot %d failed while handling run %s", self.index, job.run_id)
+        log.exception("worker slot %s failed while handling run %s", self.index, job.run_id)
         if self.worker is not None:
             try:
                 self._replace_worker()
             except Exception:  # the slot must go on: the next turn of its loop starts a worker
-                log.exception("worker slot %d could not kill its worker", self.index)
+                log.exception("worker slot %s could not kill its worker", self.index)
                 self.worker = None
         job.fail(RunError("sandbox", "the server lost this run's worker; it was replaced and the queue goes on"))
 
@@ -384,8 +410,21 @@ class Slot:
 
 
 class Dispatcher:
-    def __init__(self, config):
+    """The embedded dispatch: a pool of warm workers in this process's slots, one bounded, fair queue.
+
+    The one seam between the web side and the runs, which app.celery_dispatch.CeleryDispatcher
+    (REDIS_URL: Celery workers on other hosts) implements too:
+      submit(spec, owner, client, from_link) -> run_id: the run's events (run_status, run_stdout,
+          run_result) go to the Socket.IO client `client` (its room), from wherever the run runs
+      withdraw_client(client): the client left; its waiting runs never start
+      run(spec, owner, from_link) -> the result: blocking, bounded (POST /api/run)
+      health() -> /healthz's body;  start(), stop()
+    QueueFull or OwnerQueueFull: the queue, or the owner's share of it, is full.
+    """
+
+    def __init__(self, config, deliver=None):
         self.config = config
+        self.deliver = deliver  # deliver(client, run_id, type, content): app.events.deliver's emit
         self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"])
         self.checked = CheckedLaunches()  # shared by every worker: a run may land on any of them
         self.stopping = threading.Event()
@@ -406,10 +445,12 @@ class Dispatcher:
         server's secrets (SECRET_KEY, credentials)."""
         return worker_env(self.config, gpu)
 
-    def submit(self, spec, listener, owner, client=None, from_link=False):
-        """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id.
-        listener(run_id, type, content) gets status, stdout and result. `client`: the Socket.IO sid
-        whose leaving withdraws the run while it waits. Raises QueueFull or OwnerQueueFull."""
+    def submit(self, spec, owner, client=None, from_link=False, listener=None):
+        """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id. Its
+        status, stdout and result go to the Socket.IO client `client`, whose leaving withdraws the
+        run while it waits, or, in this process only, to listener(run_id, type, content)."""
+        if listener is None:
+            listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)
         job = Job(spec, listener, owner, client, from_link)
         with job.notifying:  # a free slot may take the job at once: its "starting" waits for this "queued"
             place = self.jobs.put(job)
@@ -421,7 +462,7 @@ class Dispatcher:
         return len(self.jobs.withdraw(lambda job: job.client is not None and job.client == client))
 
     def wait_bound_s(self):
-        return self.config["QUEUE_WAIT_S"] + self.config["RUN_TIMEOUT_S"] + GRACE_S + WAIT_MARGIN_S
+        return wait_bound_s(self.config)
 
     def run(self, spec, owner, from_link=False):
         """Blocking run, for POST /api/run. The wait is bounded: a run that waited in the queue past
@@ -434,7 +475,7 @@ class Dispatcher:
                 box["result"] = content["result"]
                 done.set()
 
-        run_id = self.submit(spec, listener, owner, from_link=from_link)
+        run_id = self.submit(spec, owner, from_link=from_link, listener=listener)
         bound_s = self.wait_bound_s()
         if not done.wait(bound_s):
             self.jobs.withdraw(lambda job: job.run_id == run_id)
@@ -442,11 +483,8 @@ class Dispatcher:
         return box["result"]
 
     def health(self):
-        ready = next((s.ready for s in self.slots if s.ready), None)
-        workers = [s.info() for s in self.slots]
-        ok = any(w["state"] in ("ready", "busy") for w in workers) and not any(w["stuck"] for w in workers)
-        return {"ok": ok, "workers": workers, "queued": len(self.jobs),
-                "device": ready and ready["device"], "isolation": ready and ready["isolation"]}
+        return health_of([s.info() for s in self.slots], next((s.ready for s in self.slots if s.ready), None),
+                         len(self.jobs))
 
     def stop(self):
         self.stopping.set()
@@ -454,3 +492,15 @@ class Dispatcher:
         for slot in self.slots:
             if slot.worker:
                 slot.worker.stop()
+
+
+def wait_bound_s(config):
+    """How long POST /api/run waits for its result at most."""
+    return config["QUEUE_WAIT_S"] + config["RUN_TIMEOUT_S"] + GRACE_S + WAIT_MARGIN_S
+
+
+def health_of(workers, ready, queued):
+    """/healthz's body: ok while a worker is warm and none is stuck."""
+    ok = any(w["state"] in ("ready", "busy") for w in workers) and not any(w["stuck"] for w in workers)
+    return {"ok": ok, "workers": workers, "queued": queued,
+            "device": ready and ready["device"], "isolation": ready and ready["isolation"]}

@@ -9,6 +9,13 @@ from sandbox.spec import SpecError, normalize
 EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "result": "run_result"}
 
 
+def deliver(emit, client, run_id, type, content):
+    """One event of a run to its client's own room, so another tab never sees it: `emit` is this web
+    process's Socket.IO server, or, on a Celery worker, the message queue's (app.celery_worker)."""
+    if client is not None:
+        emit(EVENT_NAMES[type], {"run_id": run_id, **content}, to=client)
+
+
 def register(socketio):
     @socketio.on("run")
     def run(data):
@@ -16,17 +23,11 @@ def register(socketio):
             spec = normalize(data.get("spec") if isinstance(data, dict) else None)
         except SpecError as e:
             return {"error": {"phase": "parse", "message": str(e)}}
-        sid = request.sid
-
-        def listener(run_id, type, content):
-            # to=sid: the client's own room, so another tab never sees this run.
-            socketio.emit(EVENT_NAMES[type], {"run_id": run_id, **content}, to=sid)
-
         # from_link: the page says the source came unedited from someone else's shared link.
         from_link = bool(data.get("from_link"))
         try:
-            return {"run_id": current_app.extensions["dispatcher"].submit(spec, listener, current_owner(),
-                                                                          client=sid, from_link=from_link)}
+            return {"run_id": current_app.extensions["dispatcher"].submit(spec, current_owner(), client=request.sid,
+                                                                          from_link=from_link)}
         except QueueFull as e:  # the whole queue, or this owner's share of it
             return {"error": {"phase": "limit", "message": str(e)}}
 

@@ -51,8 +51,8 @@ def wait_for(condition, timeout_s=30, what="the condition"):
 def occupy_the_worker(app, spec):
     """Start an endless run on the only worker; returns an Event set once its (timeout) result came."""
     done = threading.Event()
-    app.extensions["dispatcher"].submit({**spec, "source": ENDLESS},
-                                        lambda _id, type, _c: type == "result" and done.set(), "someone else")
+    app.extensions["dispatcher"].submit({**spec, "source": ENDLESS}, "someone else",
+                                        listener=lambda _id, type, _c: type == "result" and done.set())
     wait_for(lambda: health(app)["workers"][0]["state"] == "busy" and health(app)["queued"] == 0,
              what="the endless run to start")
     return done
@@ -110,8 +110,8 @@ def test_a_spec_that_cannot_reach_a_worker_costs_only_that_run(app, client, spec
     restarts = health(app)["workers"][0]["restarts"]
     for _ in range(5):
         results = []
-        dispatcher.submit(nan_body(spec), lambda _id, type, content: type == "result" and results.append(content),
-                          "owner")
+        dispatcher.submit(nan_body(spec), "owner",
+                          listener=lambda _id, type, content: type == "result" and results.append(content))
         wait_for(lambda: results, what="the unencodable run's result")
         assert results[0]["result"]["error"]["phase"] == "sandbox"
     assert run(client, spec)["status"] == "ok"
@@ -133,7 +133,7 @@ def test_a_listener_that_raises_does_not_stop_the_run_or_the_slot(app, client, s
         heard.append(type)
         raise RuntimeError("the client's socket went away")
 
-    app.extensions["dispatcher"].submit(spec, broken, "owner")
+    app.extensions["dispatcher"].submit(spec, "owner", listener=broken)
     wait_for(lambda: "result" in heard, what="the broken listener's result")
     assert "status" in heard  # it raised on every status, and the run went on to its result
     assert run(client, spec)["status"] == "ok"

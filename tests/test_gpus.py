@@ -146,7 +146,7 @@ def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(mak
                 done.set()
 
     for owner in ("alice", "bob"):
-        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES, trace=False), listener, owner)
+        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES, trace=False), owner, listener=listener)
     assert done.wait(120)
     assert [r["status"] for r in results] == ["ok", "ok"], [r["error"] for r in results]
     indices = {r["device"]["index"] for r in results}

@@ -3,6 +3,7 @@ classroom of Socket.IO connections at once, websocket and long-polling, each a g
 thread; pages, /healthz and the API answer meanwhile; every run's events reach its requester only;
 a client that never reads holds up no one; the sandbox's workers stay plain, single-threaded Python."""
 import asyncio
+import concurrent.futures
 import json
 import socket
 import time
@@ -35,6 +36,13 @@ def server(tmp_path_factory):
     with open(root / "server.log", "wb") as log, \
             Server(log=log, WORKERS=1, RUN_TIMEOUT_S=20, DATABASE=root / "db.sqlite", RUN_ROOT=root / "runs") as server:
         yield server
+
+
+def run_async(coroutine):
+    """asyncio.run in a thread of its own: the session's browser (Playwright's sync API) keeps an event
+    loop marked running in the main thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def fetch_s(url):
@@ -108,7 +116,7 @@ async def classroom(server):
 
 
 def test_a_classroom_of_connections_and_the_server_still_answers(server):
-    connect_s, answers, threads, results, still_connected, strangers, runners = asyncio.run(classroom(server))
+    connect_s, answers, threads, results, still_connected, strangers, runners = run_async(classroom(server))
     assert connect_s < 120
     assert all(seconds < 2 for seconds in answers.values()), answers
     # A thousand idle connections, and the web process has the threads it had: none per connection.
@@ -162,7 +170,7 @@ def test_a_client_that_never_reads_holds_up_no_one(server):
             time.sleep(0.05)
         # Its runs (one worker) go first: their ~7 MB of events stall in its socket, and the run
         # queued behind them still comes back, the pages still answer.
-        result, elapsed = asyncio.run(a_run_meanwhile(server))
+        result, elapsed = run_async(a_run_meanwhile(server))
         assert result["status"] == "ok" and elapsed < 50
         assert fetch_s(server.url + "/healthz") < 2
         health = server.health()

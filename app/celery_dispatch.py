@@ -1,0 +1,184 @@
+"""The Celery dispatch, the web side (REDIS_URL set): runs go to Celery workers on any host
+(app.celery_worker, `make worker`) through a Redis broker, and each run's events go from its worker
+straight to its client's room through Flask-SocketIO's Redis message queue, whichever web process
+holds that client. The same seam as the embedded app.dispatcher.Dispatcher: submit, withdraw_client,
+run, health, start, stop.
+
+What stays with the web process that took a run: the queue's bounds (QUEUE_LIMIT, QUEUE_PER_OWNER,
+counted in Redis across web processes: app.runstate), the run's "queued" status, and a watch over
+its runs: a run whose worker was lost (its heartbeat stopped: killed, its host gone) gets an error
+result within HEARTBEAT_TTL_S, and one that waited past QUEUE_WAIT_S (no worker took it) gets the
+"too busy" error, each exactly once (app.runstate: whoever finishes a run first gives its result).
+"""
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from celery import Celery
+
+from app import dispatcher as embedded
+from app.dispatcher import Job, OwnerQueueFull, QueueFull, RunLost, ordinal, wait_bound_s
+from app.runstate import WITHDRAWN, RunState
+from sandbox import result as results
+from sandbox.errors import RunError
+
+log = logging.getLogger(__name__)
+TASK, QUEUE = "playground.run", "playground-runs"
+WATCH_S = 1.0
+
+
+def make_celery(redis_url):
+    """The Celery app of both sides: the web processes send runs, the workers take them."""
+    celery = Celery("playground", broker=redis_url)
+    celery.conf.update(
+        task_default_queue=QUEUE, task_serializer="json", accept_content=["json"],
+        task_ignore_result=True,  # a result goes to its client's room or its waiting request, never to a backend
+        # A worker takes a run only when it is free: acknowledged late, with a prefetch of one, the
+        # worker holds no second message while it runs one, so a run waits in the broker's queue for
+        # the first free worker instead of behind another run on a busy one.
+        task_acks_late=True, worker_prefetch_multiplier=1,
+        # A run whose worker died is not given to another worker: the run may be what killed it (a
+        # hostile kernel), and its client already has its error result from the web process's watch.
+        # With the solo pool no pool process can be lost anyway; the unacknowledged message comes
+        # back after the visibility timeout, and the worker that gets it finds the run taken.
+        task_reject_on_worker_lost=False,
+        broker_transport_options={"visibility_timeout": 3600},
+        broker_connection_retry_on_startup=True, worker_send_task_events=False)
+    return celery
+
+
+@dataclass
+class Waiting:
+    """A run this web process took, until it has its result."""
+    job: Job
+    since: float = field(default_factory=time.monotonic)
+    started: float = None  # when this process first saw a worker take it
+
+
+class CeleryDispatcher:
+    def __init__(self, config, deliver):
+        self.config, self.deliver = config, deliver
+        self.redis = redis.Redis.from_url(config["REDIS_URL"])
+        self.state = RunState(self.redis)
+        self.celery = make_celery(config["REDIS_URL"])
+        self.runs, self.lock = {}, threading.Lock()  # run_id: Waiting
+        self.stopping = threading.Event()
+        self.watch = threading.Thread(target=self._watch, name="run-watch", daemon=True)
+
+    def start(self):
+        self.watch.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+
+    def submit(self, spec, owner, client=None, from_link=False):
+        job = Job(spec, None, owner, client, from_link)
+        try:
+            # Runs older than a run can wait and run are gone from the line (their web process died).
+            stale_before = self.state.now() - wait_bound_s(self.config)
+            place = self.state.enqueue(job.run_id, job.owner, self.config["QUEUE_LIMIT"],
+                                       self.config["QUEUE_PER_OWNER"], stale_before)
+        except redis.RedisError as e:
+            log.error("the queue in Redis is out of reach: %s", e)
+            raise QueueFull("the server cannot reach its queue; try again in a moment") from None
+        if place == -1:
+            raise OwnerQueueFull(f"you already have {self.config['QUEUE_PER_OWNER']} runs waiting; wait for one to finish")
+        if place == -2:
+            raise QueueFull(f"the server is busy ({self.config['QUEUE_LIMIT']} runs waiting); try again in a moment")
+        with self.lock:
+            self.runs[job.run_id] = Waiting(job)
+        # Published before the task is sent: a worker's "starting" can only follow it.
+        self.deliver(client, job.run_id, "status",
+                     {"phase": "queued", "message": f"queued: {ordinal(place)} in line", "position": place})
+        try:
+            self.celery.send_task(TASK, args=[{**job.message(), "queued_at": self.state.now()}],
+                                  task_id=job.run_id, queue=QUEUE)
+        except Exception as e:  # the broker is down, or the spec cannot be encoded: nothing ran
+            log.exception("run %s could not be sent to a worker", job.run_id)
+            if self.state.take(job.run_id, job.owner, WITHDRAWN):
+                self._fail(job.run_id, RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
+        return job.run_id
+
+    def withdraw_client(self, client):
+        with self.lock:
+            mine = [w.job for w in self.runs.values() if w.job.client is not None and w.job.client == client]
+        try:
+            gone = [job for job in mine if self.state.take(job.run_id, job.owner, WITHDRAWN)]
+        except redis.RedisError:  # they run for no one, and their results go nowhere
+            log.exception("the runs of a client that left could not be withdrawn")
+            gone = []
+        with self.lock:
+            for job in mine:  # its running runs finish on their workers; no one here waits for them
+                self.runs.pop(job.run_id, None)
+        return len(gone)
+
+    def run(self, spec, owner, from_link=False):
+        run_id = self.submit(spec, owner, from_link=from_link)
+        bound_s = wait_bound_s(self.config)
+        try:
+            result = self.state.wait_reply(run_id, bound_s)
+        except redis.RedisError as e:
+            raise RunLost(f"the server lost this run's queue ({e}); try again") from None
+        if result is None:
+            waiting = self.runs.get(run_id)
+            if waiting is not None:
+                self.state.take(run_id, waiting.job.owner, WITHDRAWN)
+            raise RunLost(f"the server could not finish this run within {bound_s:g} s; try again")
+        return result
+
+    def health(self):
+        try:
+            workers, queued = self.state.workers(), self.state.queued()
+        except redis.RedisError as e:
+            return {"ok": False, "workers": [], "queued": None, "device": None, "isolation": None,
+                    "error": f"Redis at REDIS_URL: {e}"}
+        stuck_s = self.config["RUN_TIMEOUT_S"] + embedded.GRACE_S + embedded.STUCK_MARGIN_S
+        for worker in workers:  # its own clock decides busy_s; stuck is decided here, as embedded
+            worker["stuck"] = worker["busy_s"] is not None and worker["busy_s"] > stuck_s
+        ready = next((w for w in workers if w.get("device")), None)
+        return embedded.health_of(workers, ready, queued)
+
+    # --- the watch over this process's runs -------------------------------------------------------
+
+    def _watch(self):
+        while not self.stopping.wait(WATCH_S):
+            try:
+                self._check()
+            except Exception:  # Redis away for a moment: look again next time
+                log.exception("the watch over runs failed")
+
+    def _check(self):
+        with self.lock:
+            waiting = list(self.runs.values())
+        if not waiting:
+            return
+        online = {w["worker"] for w in self.state.workers()}
+        wait_s, run_s = self.config["QUEUE_WAIT_S"], self.config["RUN_TIMEOUT_S"] + embedded.GRACE_S
+        for run in waiting:
+            run_id, now = run.job.run_id, time.monotonic()
+            by = self.state.taken_by(run_id)
+            if self.state.finished(run_id) or by == WITHDRAWN:
+                with self.lock:
+                    self.runs.pop(run_id, None)
+            elif by is None and now - run.since > wait_s + embedded.WAIT_MARGIN_S:
+                if self.state.take(run_id, run.job.owner, WITHDRAWN):  # no worker took it in time
+                    self._fail(run_id, RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
+            elif by is not None:
+                run.started = run.started or now
+                if by not in online or now - run.started > run_s + embedded.STUCK_MARGIN_S:
+                    self._fail(run_id, RunError("sandbox", "the worker running this run was lost (its process or "
+                                                           "host died); the run was not retried. Only this run was lost."))
+
+    def _fail(self, run_id, error):
+        with self.lock:
+            waiting = self.runs.pop(run_id, None)
+        if waiting is None or not self.state.finish(run_id):
+            return
+        result = results.delivered(results.failed(error), run_id, "")
+        if waiting.job.client is None:
+            self.state.reply(run_id, result)
+        else:
+            self.deliver(waiting.job.client, run_id, "result", {"result": result})

@@ -1,0 +1,260 @@
+"""Scale out (REDIS_URL): a real Redis on a free port, two web processes as `make run` starts them and
+two Celery workers as `make worker` starts them (Triton's interpreter here). A client on either web
+process gets its results, never another client's events; a worker killed mid-run costs that run an
+error result, exactly once, and the next run works; a web process killed costs only its own clients;
+the owner's share of the queue holds across web processes; no result is lost or given twice."""
+import contextlib
+import http.cookiejar
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from app.gallery import load_example
+from benchmarks.server import ROOT, Server, free_port
+
+socketio = pytest.importorskip("socketio")
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+
+RUN_TIMEOUT_S = 15.0
+SLEEPY = "\nimport time\ntime.sleep(60)\n"  # module level: the run sleeps past its timeout
+SETTINGS = {"RUN_TIMEOUT_S": RUN_TIMEOUT_S, "SECRET_KEY": "one key for every web process"}
+
+
+def vector_add(extra=""):
+    spec = load_example("vector_add")["spec"]
+    spec["inputs"] = {name: expression.replace("98432", "4096") for name, expression in spec["inputs"].items()}
+    spec["options"].update({"bench": False, "trace": False, "ir": False})
+    spec["source"] += extra
+    return spec
+
+
+def wait_for(condition, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Process:
+    """A child in its own process group (its own children go with it), output to a log."""
+
+    def __init__(self, argv, env, log):
+        self.proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def stop(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
+class Cluster:
+    def __init__(self, root):
+        self.root, self.port = root, free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.env = {**os.environ, **{k: str(v) for k, v in SETTINGS.items()}, "REDIS_URL": self.url,
+                    "RUN_ROOT": str(root / "runs"), "DATABASE": str(root / "db.sqlite")}
+        self.log = open(root / "cluster.log", "ab")
+        self.redis = Process(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no"], self.env, self.log)
+        self.workers, self.webs = [], []
+
+    def start_worker(self):
+        worker = Process([sys.executable, "-m", "app.celery_worker"], self.env, self.log)
+        self.workers.append(worker)
+        return worker
+
+    def start_web(self):
+        web = Server(log=self.log, **{k: self.env[k] for k in ("REDIS_URL", "RUN_ROOT", "DATABASE", *SETTINGS)})
+        self.webs.append(web)
+        return web.start()
+
+    def online(self, web):
+        return [w for w in web.health().get("workers", []) if w["state"] in ("ready", "busy")]
+
+    def stop(self):
+        for web in self.webs:
+            web.stop()
+        for process in [*self.workers, self.redis]:
+            process.stop()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("scale"))
+    try:
+        cluster.start_worker(), cluster.start_worker()
+        a = cluster.start_web()
+        wait_for(lambda: len(cluster.online(a)) == 2, 180, "two Celery workers online")
+        cluster.start_web()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class Client:
+    """A Socket.IO client (websocket) that keeps every run event it hears, by run id."""
+
+    def __init__(self, web, cookie=None):
+        self.sio = socketio.Client(reconnection=False)
+        self.events, self.mine, self.lock = [], set(), threading.Lock()
+        self.sio.on("*", self.heard)
+        self.sio.connect(web.url, transports=["websocket"], headers={"Cookie": cookie} if cookie else {})
+
+    def heard(self, event, data):
+        with self.lock:
+            self.events.append((event, data))
+
+    def submit(self, spec):
+        ack = self.sio.call("run", {"spec": spec}, timeout=30)
+        if "run_id" in ack:
+            self.mine.add(ack["run_id"])
+        return ack
+
+    def results(self, run_id):
+        with self.lock:
+            return [d["result"] for e, d in self.events if e == "run_result" and d["run_id"] == run_id]
+
+    def statuses(self, run_id):
+        with self.lock:
+            return [d["phase"] for e, d in self.events if e == "run_status" and d["run_id"] == run_id]
+
+    def result(self, run_id, timeout_s=60):
+        wait_for(lambda: self.results(run_id), timeout_s, f"the result of run {run_id}")
+        return self.results(run_id)[0]
+
+    def strangers(self):
+        with self.lock:
+            return [d.get("run_id") for e, d in self.events if e.startswith("run_") and d.get("run_id") not in self.mine]
+
+    def close(self):
+        self.sio.disconnect()
+
+
+def test_healthz_lists_the_workers_online_and_the_queue(cluster):
+    health = cluster.webs[0].health()
+    assert health["ok"] and health["queued"] == 0
+    assert len({w["worker"] for w in health["workers"]}) == 2
+    assert all(w["device"]["kind"] == "interpreter" for w in health["workers"])
+
+
+def test_a_client_on_web_process_a_gets_its_result(cluster):
+    client = Client(cluster.webs[0])
+    try:
+        run_id = client.submit(vector_add())["run_id"]
+        assert client.result(run_id)["status"] == "ok"
+        phases = client.statuses(run_id)
+        assert phases[0] == "queued" and "starting" in phases
+    finally:
+        client.close()
+
+
+def test_an_api_run_answers_through_the_cluster(cluster):
+    request = urllib.request.Request(cluster.webs[1].url + "/api/run", json.dumps(vector_add()).encode(),
+                                     {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        result = json.load(response)
+    assert result["status"] == "ok" and result["run_id"]
+
+
+def test_clients_on_both_web_processes_get_every_result_once_and_only_their_own(cluster):
+    clients = [Client(cluster.webs[i % 2]) for i in range(6)]
+    try:
+        run_ids = {client: [client.submit(vector_add())["run_id"] for _ in range(3)] for client in clients}
+        for client, ids in run_ids.items():
+            for run_id in ids:
+                assert client.result(run_id)["status"] == "ok"
+        time.sleep(1)  # a duplicate would come soon after
+        for client, ids in run_ids.items():
+            assert all(len(client.results(run_id)) == 1 for run_id in ids)
+            assert client.strangers() == []
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_the_owners_share_of_the_queue_holds_across_web_processes(cluster):
+    a, b = cluster.webs
+    jar = http.cookiejar.CookieJar()
+    urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar)).open(a.url + "/").read()
+    cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
+    occupiers = [Client(a), Client(b)]  # both workers busy, so that the owner's runs wait
+    alice = [Client(a, cookie), Client(b, cookie)]  # one browser, two tabs, on two web processes
+    try:
+        for occupier in occupiers:
+            occupier.submit(vector_add(SLEEPY))
+        wait_for(lambda: all(w["state"] == "busy" for w in cluster.online(a)), 30, "both workers busy")
+        acks = [alice[i % 2].submit(vector_add()) for i in range(5)]
+        assert all("run_id" in ack for ack in acks[:4])
+        assert acks[4]["error"] == {"phase": "limit", "message": "you already have 4 runs waiting; wait for one to finish"}
+        assert a.health()["queued"] == 4 and b.health()["queued"] == 4
+        for tab in alice:
+            tab.close()  # its waiting runs are withdrawn
+        wait_for(lambda: a.health()["queued"] == 0, 10, "the owner's runs withdrawn")
+        for occupier in occupiers:
+            assert occupier.result(next(iter(occupier.mine)), RUN_TIMEOUT_S + 30)["error"]["phase"] == "timeout"
+        wait_for(lambda: all(w["state"] == "ready" for w in cluster.online(a)), 30, "idle workers")
+        runs = sum(w["runs"] for w in cluster.online(a))
+        time.sleep(2)
+        assert sum(w["runs"] for w in cluster.online(a)) == runs  # none of alice's withdrawn runs ran
+    finally:
+        for client in occupiers:
+            client.close()
+
+
+def test_a_worker_killed_mid_run_costs_that_run_an_error_once_and_the_next_run_works(cluster):
+    client = Client(cluster.webs[1])
+    try:
+        run_id = client.submit(vector_add(SLEEPY))["run_id"]
+        wait_for(lambda: "starting" in client.statuses(run_id), 30, "the run to start")
+        busy = lambda: [w for w in cluster.online(cluster.webs[1]) if w["run_id"] == run_id]  # noqa: E731
+        wait_for(busy, 5, "the busy worker's heartbeat")
+        killed_at = time.monotonic()
+        os.kill(busy()[0]["host_pid"], signal.SIGKILL)  # the Celery worker, mid-run
+        result = client.result(run_id, RUN_TIMEOUT_S + 15)
+        assert time.monotonic() - killed_at < RUN_TIMEOUT_S + 5
+        assert result["status"] == "error" and result["error"]["phase"] == "sandbox"
+        assert "was lost" in result["error"]["message"] and "not retried" in result["error"]["message"]
+        next_id = client.submit(vector_add())["run_id"]
+        assert client.result(next_id)["status"] == "ok"
+        time.sleep(3)
+        assert len(client.results(run_id)) == 1 and len(client.results(next_id)) == 1
+    finally:
+        client.close()
+        cluster.start_worker()  # two workers again for what follows
+        wait_for(lambda: len(cluster.online(cluster.webs[1])) == 2, 180, "a second worker again")
+
+
+def test_killing_web_process_a_does_not_disturb_a_client_on_b(cluster):
+    a, b = cluster.webs
+    on_a, on_b = Client(a), Client(b)
+    try:
+        run_id = on_b.submit(vector_add(extra="\nimport time\ntime.sleep(2)\n"))["run_id"]
+        os.killpg(a.proc.pid, signal.SIGKILL)  # web process A and its master, mid-run of B's client
+        assert on_b.result(run_id)["status"] == "ok"
+        wait_for(lambda: not on_a.sio.connected, 30, "A's client to notice")
+        assert on_b.sio.connected
+        after = on_b.submit(vector_add())["run_id"]
+        assert on_b.result(after)["status"] == "ok"
+        assert on_b.strangers() == [] and len(on_b.results(run_id)) == 1
+    finally:
+        on_b.close()
+
+
+def test_a_worker_and_so_a_run_never_sees_redis_url(monkeypatch):
+    from app.config import from_environment
+    from app.dispatcher import worker_env
+    monkeypatch.setenv("REDIS_URL", "redis://:the-password@redis-host:6379/0")
+    env = worker_env(from_environment(), gpu="0")
+    assert "REDIS_URL" not in env and not any("the-password" in value for value in env.values())
