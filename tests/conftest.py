@@ -56,9 +56,11 @@ def make_app(tmp_path):
             app.extensions["dispatcher"].stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless chromium for the session; each test opens its own context."""
+    """One headless chromium per test module; each test opens its own context. Not one for the whole
+    session: Playwright's sync API keeps an event loop running while it is open, which other modules'
+    own browsers and asyncio clients must not find."""
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -28,8 +28,8 @@ def error_result(phase, message, **fields):
     return result(status="error", error=error(phase, message, **fields))
 
 
-INTERPRETER = {"kind": "interpreter", "name": "CPU", "triton": "3.7.1", "torch": "2.13.0"}
-H100 = {"kind": "gpu", "name": "NVIDIA H100 80GB HBM3", "triton": "3.6.0", "torch": "2.11.0"}
+INTERPRETER = {"kind": "interpreter", "name": "CPU", "index": None, "triton": "3.7.1", "torch": "2.13.0"}
+H100 = {"kind": "gpu", "name": "NVIDIA H100 80GB HBM3", "index": 0, "triton": "3.6.0", "torch": "2.11.0"}
 
 
 # ---- traces ----------------------------------------------------------------------------------
