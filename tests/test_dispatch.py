@@ -7,7 +7,7 @@ import time
 import pytest
 
 from app import create_app, dispatcher as dispatcher_module, socketio
-from tests.helpers import VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.helpers import VECTOR_ADD, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
 ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
@@ -23,16 +23,6 @@ def app(tmp_path_factory):
     wait_until_ready(app)
     yield app
     app.extensions["dispatcher"].stop()
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
-def spec():
-    return vector_add_spec(n=4096)
 
 
 def health(app):
