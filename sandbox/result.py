@@ -27,16 +27,18 @@ OUTPUT_CHECK = {"ok": (bool,), "max_abs_err": OPTIONAL_NUMBER, "max_rel_err": OP
                 "mismatched": (int,), "unwritten": (int,), "atol": NUMBER, "rtol": NUMBER, "numel": (int,)}
 TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "sampled": (bool,),
          "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,)}
+PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None))}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
-          "run_ms": OPTIONAL_NUMBER}
+          "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE}
 
 
 def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
-            "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None}
+            "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
+            "puzzle": None}
 
 
 def failed(error, device=None):

@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 import math
+import re
 
 VERSION = 1
 DEVICES = ("auto", "gpu", "interpreter")
@@ -16,9 +17,11 @@ DEFAULT_OPTIONS = {
     "atol": None, "rtol": None,   # None: by dtype (see sandbox.check)
     "flops": None,                # optional FLOP count expression, for TFLOP/s
     "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
+    "puzzle": None,               # the puzzle this source answers: the server adds its hidden check
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
+PUZZLE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 NUM_STAGES = (1, 8)  # software-pipelining depth of loads in loops, inclusive (Triton's own configs use 1 to 7)
 
 
@@ -117,6 +120,10 @@ def normalize(raw):
     _expect(options["flops"] is None or _is_number(options["flops"]) or isinstance(options["flops"], str),
             "options.flops must be a number or an expression such as \"2 * M * N * K\"", "options.flops")
     _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
+    _expect(options["puzzle"] is None or isinstance(options["puzzle"], str) and PUZZLE_NAME.match(options["puzzle"]),
+            "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
+    _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
+                                   "options.puzzle instead", "grading")
     spec["options"] = options
     return spec
 

@@ -147,7 +147,8 @@ function connect() {
     setRunning(false);
     const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field };
     emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
-                                                 timings: null, trace: null, ir: null, notes: [], run_ms: null } });
+                                                 timings: null, trace: null, ir: null, notes: [], run_ms: null,
+                                                 puzzle: null } });
   };
 
   on("run-requested", () => {
