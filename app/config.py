@@ -36,6 +36,7 @@ SETTINGS = [
     Setting("SANDBOX", "auto", "Isolation of runs: `auto` (the jail of the security model: PID, network, IPC and mount namespaces, a minimal read-only root, its own uid, seccomp, a cgroup: each step where the host allows it) or `none` (rlimits only)."),
     Setting("DATABASE", None, "SQLite file for shared snippets (default: `instance/playground.sqlite`)."),
     Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest snippet (run spec and UI state) that can be shared; a kernel's source is at most 128 KB in any spec."),
+    Setting("SHARED_KERNELS", 1, "1: each worker host compiles the gallery's examples (as shipped, with their own options) when it starts, off the runs' path, into a cache every run reads and none can write, so a new browser's first run of an example compiles nothing; 0: off (each owner compiles its own). On a host without a GPU only the IR tab's compile is shared: the interpreter compiles no kernel."),
     Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, never inside a run's root (default: `playground-runs` under the temp dir)."),
     Setting("SECRET_KEY", "dev", "Flask secret key; set it in production (the same on every web process: the session cookie names a run's owner)."),
     Setting("REDIS_URL", None, "Scale out: a Redis URL (`redis://host:6379/0`) shared by every web process and Celery worker. Set, runs go to Celery workers (`make worker`, on any host) through it, and Socket.IO events through its message queue; unset, the web process runs its own workers."),

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 
+from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol
 from sandbox import result as results
 from sandbox.errors import RunError
@@ -46,7 +47,7 @@ CPU_WORKERS = 2
 
 
 WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUTPUT_LIMIT_BYTES",
-                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S")
+                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S", "SHARED_KERNELS")
 
 
 def worker_env(config, gpu=None):
@@ -230,12 +231,15 @@ class WorkerProcess:
         self.proc = subprocess.Popen([sys.executable, "-m", "sandbox.worker"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.messages = queue.Queue()
+        self.warming = None  # its warm-up's last progress report (sandbox.warming), whenever it comes
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in iter(lambda: self.proc.stdout.readline(protocol.MAX_LINE_BYTES), b""):
             msg = protocol.decode(line)
-            if msg is not None:
+            if msg is not None and msg["type"] == "warming":
+                self.warming = msg["content"]
+            elif msg is not None:
                 self.messages.put(msg)
         self.messages.put(None)  # end of stream: the worker died
 
@@ -292,9 +296,10 @@ class Slot:
         return busy_s is not None and busy_s > self.dispatcher.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
 
     def info(self):
-        return {"slot": self.index, "state": self.state, "pid": self.worker.proc.pid if self.worker else None,
+        worker = self.worker
+        return {"slot": self.index, "state": self.state, "pid": worker.proc.pid if worker else None,
                 "runs": self.runs, "restarts": self.restarts, "busy_s": self.busy_s(), "stuck": self.stuck(),
-                "device": self.ready and self.ready["device"]}
+                "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming}
 
     def _start_worker(self):
         self.state = "starting"
@@ -304,7 +309,18 @@ class Slot:
             self.worker.kill()
             raise RuntimeError("worker failed to start")
         self.ready = msg["content"]
+        if self.dispatcher.config["SHARED_KERNELS"]:
+            self._send_gallery()
         self.state = "ready"
+
+    def _send_gallery(self):
+        """The gallery's specs as shipped, for the worker to compile into the kernels every owner is
+        lent (sandbox.warming); read from kernels/ here, never from a request."""
+        specs = [example["spec"] for example in map(load_example, (e["name"] for e in list_examples())) if example]
+        try:
+            self.worker.send(protocol.encode(protocol.message("warm", specs=specs)), time.monotonic() + GRACE_S)
+        except (OSError, TimeoutError):
+            log.warning("worker slot %s did not take the gallery to warm", self.index)
 
     def _loop(self):
         while not self.dispatcher.stopping.is_set():

@@ -56,6 +56,7 @@ DENIED_SYSCALLS = (
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm", "lookup_dcookie",
 )
 
+SHARED_AT = "/shared-kernels"  # the gallery's compiled kernels (sandbox.shared_kernels), read-only
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "os-release")
 
@@ -345,9 +346,10 @@ def die_with_parent():
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def enter_namespaces(root_mountpoint, scratch, uid, devices, hidden):
+def enter_namespaces(root_mountpoint, scratch, uid, devices, hidden, shared=None):
     """In the run process, still root: its own network (none), IPC, hostname and mount namespaces,
-    and a minimal root. Returns (steps taken, the scratch dir's path as the run sees it)."""
+    and a minimal root (with `shared`, the gallery's compiled kernels, bound read-only at
+    SHARED_AT). Returns (steps taken, the scratch dir's path as the run sees it)."""
     steps = ["pid namespace"] if os.getpid() == 1 else []
     if _unshare(CLONE_NEWNET):
         steps.append("no network")
@@ -357,7 +359,7 @@ def enter_namespaces(root_mountpoint, scratch, uid, devices, hidden):
     if not _unshare(CLONE_NEWNS):
         return steps, scratch
     try:
-        build_root(root_mountpoint, scratch, uid, devices, hidden)
+        build_root(root_mountpoint, scratch, uid, devices, hidden, shared)
     except (JailError, OSError):
         return steps, scratch
     return steps + ["minimal read-only root"], "/tmp"
@@ -386,10 +388,11 @@ def _within(path, directory):
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def build_root(mountpoint, scratch, uid, devices, hidden):
+def build_root(mountpoint, scratch, uid, devices, hidden, shared=None):
     """A new root, as bubblewrap and nsjail build one: a tmpfs holding read-only binds of what a
     run needs, its scratch dir as /tmp (its only writable place), a /dev of a few nodes, a private
-    /dev/shm, its own /proc; then pivot_root into it and drop the old root entirely."""
+    /dev/shm, its own /proc; then pivot_root into it and drop the old root entirely. `shared` (a
+    directory under the hidden run root) is bound read-only at SHARED_AT, the one part of it shown."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755")
     new = lambda path: mountpoint + path  # noqa: E731
@@ -399,6 +402,8 @@ def build_root(mountpoint, scratch, uid, devices, hidden):
     bound = readonly_paths(project_sandbox, hidden)
     for path in bound:
         _bind(path, new(path), readonly=True)
+    if shared:
+        _bind(shared, new(SHARED_AT), readonly=True)
     for parent in {p for path in bound for p in _ancestors(path)} - {"/etc", "/tmp"}:
         os.chmod(new(parent), 0o711)  # a way through to what is bound (/root/.pyenv/...), nothing to list
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged /usr: links into it

@@ -97,7 +97,7 @@ class KernelCaches:
         moved = 0
         for key in os.listdir(source)[:self.max_entries]:
             kept = os.path.join(target, key)
-            if not os.path.lexists(kept) and self._acceptable(key, source):
+            if not os.path.lexists(kept) and acceptable(source, key, self.max_entry_bytes):
                 copy_entry(source, key, kept)
                 moved += 1
         self.evict(target, self.max_entries)
@@ -105,22 +105,6 @@ class KernelCaches:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.locks, owner))
         return moved
-
-    def _acceptable(self, key, source):
-        """A finished entry: a real directory of regular files, named as Triton names them."""
-        if not NAME.match(key) or key.startswith("tmp."):
-            return False
-        try:
-            entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source)
-        except OSError:
-            return False
-        try:
-            names = os.listdir(entry)
-            files = [os.lstat(name, dir_fd=entry) for name in names]
-        finally:
-            os.close(entry)
-        return (all(NAME.match(name) for name in names) and all(stat.S_ISREG(f.st_mode) for f in files)
-                and sum(f.st_size for f in files) <= self.max_entry_bytes)
 
     @staticmethod
     def evict(directory, keep, names=NAME):
@@ -149,6 +133,24 @@ class KernelCaches:
                 if time.monotonic() > deadline:
                     return fd
                 time.sleep(0.005)
+
+
+def acceptable(source_fd, key, max_bytes):
+    """A finished entry of a run's cache (opened as `source_fd`): a real, non-empty directory of
+    regular files, named as Triton names them, `max_bytes` at most."""
+    if not NAME.match(key) or key.startswith("tmp."):
+        return False
+    try:
+        entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source_fd)
+    except OSError:
+        return False
+    try:
+        names = os.listdir(entry)
+        files = [os.lstat(name, dir_fd=entry) for name in names]
+    finally:
+        os.close(entry)
+    return (bool(names) and all(NAME.match(name) for name in names) and all(stat.S_ISREG(f.st_mode) for f in files)
+            and sum(f.st_size for f in files) <= max_bytes)
 
 
 def copy_entry(source_fd, key, kept):

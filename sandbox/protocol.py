@@ -3,7 +3,9 @@
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
 sandbox.spec, the digest of the run's owner, `from_link`, and `checked_before`: this launch passed
 the bounds check before; the worker's settings come once, in
-its environment); a worker sends `ready` once warm, then for each job any number of `status` and
+its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.warming: never a
+user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
+jobs, then for each job any number of `status` and
 `stdout`, `checked` (the launch passed the bounds check), and exactly one `result` (sandbox.result), which is the run process's own line, passed on
 unchanged once its shape is checked. Between a run process and its worker there is also
 `ready` (warm, with the isolation steps taken).
@@ -12,8 +14,8 @@ A worker's output is untrusted: the server parses it with `decode`, which never 
 import json
 import uuid
 
-SERVER_TYPES = ("job",)
-WORKER_TYPES = ("ready", "status", "stdout", "checked", "result")
+SERVER_TYPES = ("job", "warm")
+WORKER_TYPES = ("ready", "status", "stdout", "checked", "result", "warming")
 RUN_TYPES = ("status", "checked", "result")  # a run process's messages to its worker, once it has its job
 MAX_LINE_BYTES = 16 * 1024 * 1024
 

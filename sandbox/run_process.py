@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sandbox import isolation, pipeline, protocol
+from sandbox import isolation, pipeline, protocol, shared_kernels
 
 JOB_FD, MESSAGE_FD = 3, 4
 READY_POLL_S = 1.0  # a ready message under way arrives whole well within this
@@ -45,6 +45,7 @@ class Settings:
     output_limit: int
     trace_limits: dict
     devices: tuple = field(default=())
+    shared_kernels: str = None  # the gallery's compiled kernels, lent read-only to every run (None: off)
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
@@ -53,9 +54,11 @@ class Settings:
         hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
         trace_limits = {"max_programs": int(env["TRACE_MAX_PROGRAMS"]), "max_bytes": int(env["TRACE_MAX_BYTES"]),
                         "trace_budget_s": float(env["TRACE_BUDGET_S"])}
+        shared = os.path.join(run_root, "shared-kernels") if env.get("SHARED_KERNELS", "1") != "0" else None
         return cls(env["SANDBOX"], run_root, hidden, has_gpu, can_mount,
                    isolation.Limits(memory_mb=int(env["RUN_MEMORY_MB"])), float(env["RUN_TIMEOUT_S"]),
-                   int(env["OUTPUT_LIMIT_BYTES"]), trace_limits, tuple(isolation.gpu_devices()) if has_gpu else ())
+                   int(env["OUTPUT_LIMIT_BYTES"]), trace_limits, tuple(isolation.gpu_devices()) if has_gpu else (),
+                   shared)
 
     @property
     def jailed(self):
@@ -77,8 +80,9 @@ class RunProcess:
     live = set()  # pids of the run processes not yet finished
     serials = itertools.count()
 
-    def __init__(self, settings):
-        self.settings = settings
+    def __init__(self, settings, warming=False):
+        """`warming`: a run of the worker's own warm-up (sandbox.warming), at idle CPU priority."""
+        self.settings, self.warming = settings, warming
         self.uid = isolation.run_uid(os.getpid(), next(RunProcess.serials))
         path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
         self.scratch = isolation.Scratch(path, self.uid, settings.limits, settings.can_mount and settings.jailed)
@@ -122,14 +126,15 @@ class RunProcess:
             steps.append(self.cgroup.kind)
         if self.settings.jailed:
             jail_steps, scratch = isolation.enter_namespaces(self.settings.root_mountpoint, scratch, self.uid,
-                                                             self.settings.devices, self.settings.hidden)
+                                                             self.settings.devices, self.settings.hidden,
+                                                             self.settings.shared_kernels)
             steps += jail_steps
         if self.scratch.capped:
             steps.append(f"scratch capped at {self.settings.limits.scratch_mb} MB")
         user = os.fork()
         if user == 0:
             isolation.die_with_parent()
-            user_process(self.settings, self.uid, self.cgroup, scratch, steps)
+            user_process(self.settings, self.uid, self.cgroup, scratch, steps, self.warming)
             os._exit(0)
         for fd in (0, 1, 2, JOB_FD, MESSAGE_FD):
             os.close(fd)
@@ -221,10 +226,10 @@ class RunProcess:
             if self.reservation is not None:
                 RunProcess.parent_fds.add(self.reservation)  # a run process forked meanwhile must not hold it
 
-    def finish(self, kernel_caches, grace_s=0.0):
+    def finish(self, kernel_caches, grace_s=0.0, publish=None):
         """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
-        what it compiled, remove its scratch dir and cgroup. Returns (wait status, whether it ran
-        out of memory)."""
+        what it compiled (into its owner's cache, or with `publish(cache_dir)` for a warm-up run),
+        remove its scratch dir and cgroup. Returns (wait status, whether it ran out of memory)."""
         status = self.wait(grace_s)
         if status is None:
             with contextlib.suppress(ProcessLookupError):
@@ -238,6 +243,9 @@ class RunProcess:
             with contextlib.suppress(OSError):
                 kernel_caches.collect(self.owner, kernel_cache_of(self.scratch.path), self.reservation)
             RunProcess.parent_fds.discard(self.reservation)
+        if publish is not None:
+            with contextlib.suppress(OSError):
+                publish(kernel_cache_of(self.scratch.path))
         self.scratch.remove()
         out_of_memory = bool(self.cgroup and self.cgroup.out_of_memory())
         if self.cgroup:
@@ -260,6 +268,15 @@ def keep_only_run_descriptors(job_r, msg_w, out_w):
     sys.stdout.reconfigure(line_buffering=True)
 
 
+def lend_shared_kernels(settings, steps):
+    """Let Triton find the gallery's compiled kernels, where this process cannot write them."""
+    if not settings.shared_kernels:
+        return
+    seen = isolation.SHARED_AT if "minimal read-only root" in steps else settings.shared_kernels
+    if shared_kernels.cannot_write(seen):
+        shared_kernels.use_in_this_process(seen)
+
+
 def warm_cuda():
     """CUDA init, and the first use of the torch kernels every run needs (random inputs, the poison
     fill, arithmetic, copies back to the host): CUDA loads each kernel's module lazily, ~5 ms apiece."""
@@ -269,8 +286,10 @@ def warm_cuda():
     torch.cuda.synchronize()
 
 
-def user_process(settings, uid, cgroup, scratch, steps):
+def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     """The process that runs user code: confined, warm, then one job."""
+    if warming:  # the CPU goes to runs first: a warm-up never delays one
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     cgroup_kind = cgroup.kind if cgroup else ""
     memory_rlimit = 0 if settings.has_gpu or "memory" in cgroup_kind else settings.limits.memory_mb
     tasks_rlimit = 0 if "pids" in cgroup_kind else settings.limits.tasks
@@ -283,6 +302,7 @@ def user_process(settings, uid, cgroup, scratch, steps):
     os.environ["TMPDIR"] = os.environ["HOME"] = tempfile.tempdir = scratch  # ptxas, cuobjdump and user code write here
     os.makedirs(kernel_cache_of(scratch))  # made here, so it belongs to whoever the run now is
     os.environ["TRITON_CACHE_DIR"] = kernel_cache_of(scratch)
+    lend_shared_kernels(settings, steps)
 
     def send(msg):
         os.write(MESSAGE_FD, protocol.encode(protocol.jsonable(msg)))

@@ -11,7 +11,7 @@ import codecs
 import collections
 import contextlib
 import os
-import sys
+import select
 import tempfile
 import time
 
@@ -48,10 +48,14 @@ def status_shape_ok(content):
 
 
 class Worker:
-    def __init__(self, channel, settings, kernel_caches):
+    def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.run_process import RunProcess
-        self.new_run_process = lambda: RunProcess(settings)  # noqa: E731
+        from sandbox.warming import Warming
+        self.new_run_process = lambda warming=False: RunProcess(settings, warming)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
+        self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
+                               lambda status: self.send(protocol.message("warming", **status)))
+        self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
         self.spare_count = 2
@@ -67,7 +71,34 @@ class Worker:
     def start(self):
         """Fork the spare run processes and wait until the first is warm; returns its ready message."""
         self.spares.extend(self.new_run_process() for _ in range(self.spare_count))
-        return self.spares[0].wait_ready(READY_TIMEOUT_S)
+        ready = self.spares[0].wait_ready(READY_TIMEOUT_S)
+        self.device = {"kind": ready["device"]["kind"], "name": ready["device"]["name"]}
+        return ready
+
+    def serve(self, stdin_fd=0):
+        """Take the server's messages until it closes our input; the warm-up goes on between jobs."""
+        pending = b""
+        while True:
+            readable = select.select([stdin_fd, *self.warming.fds()], [], [], self.warming.poll_s())[0]
+            if stdin_fd in readable:
+                data = os.read(stdin_fd, 1 << 20)
+                if not data:
+                    break
+                pending += data
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    self.handle(line)
+            self.warming.step(readable)
+        self.warming.stop()
+
+    def handle(self, line):
+        msg = protocol.decode(line, protocol.SERVER_TYPES)
+        if msg is None:
+            return
+        if msg["type"] == "warm":
+            self.warming.begin(msg["content"].get("specs"), self.device)
+        else:
+            self.run(msg)
 
     def take_warm_run_process(self):
         """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
@@ -127,6 +158,8 @@ class Worker:
         run_id, content = job["run_id"], job["content"]
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         owner = content.get("owner")
+        with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
+            content["checked_before"] = bool(content.get("checked_before")) or self.warming.checked(content["spec"])
         run = self.start_job(job, owner, keep_kernels=not content.get("from_link"))
         deadline = time.monotonic() + timeout_s
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -197,6 +230,7 @@ def main():
     import triton
     from sandbox.kernel_cache import KernelCaches
     from sandbox.run_process import Settings, sweep_scratch_dirs
+    from sandbox.shared_kernels import SharedKernels
 
     # Not torch.cuda.is_available(): even NVML's answer starts a thread in this process.
     settings = Settings.from_environment(can_mount, isolation.has_gpu())
@@ -211,14 +245,11 @@ def main():
     # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    worker = Worker(channel, settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")))
+    shared = SharedKernels(settings.shared_kernels) if settings.shared_kernels else None
+    worker = Worker(channel, settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared)
     ready = worker.start()
     worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
-    for line in sys.stdin.buffer:
-        job = protocol.decode(line, protocol.SERVER_TYPES)
-        if job is None:
-            continue
-        worker.run(job)
+    worker.serve()
     for spare in worker.spares:  # stdin closed: the server stopped this worker
         spare.finish(worker.kernel_caches)
 
