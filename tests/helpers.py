@@ -49,3 +49,15 @@ def wait_until_ready(app, timeout_s=180):
             return
         time.sleep(0.2)
     raise RuntimeError("workers did not start")
+
+
+def wait_until_warmed(app, timeout_s=300):
+    """Until every worker's warm-up (the gallery compiled into the shared kernels) has finished;
+    returns the workers' warm-up reports."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reports = [w.get("shared_kernels") or {} for w in app.extensions["dispatcher"].health()["workers"]]
+        if all(r.get("state") == "ready" for r in reports):
+            return reports
+        time.sleep(0.3)
+    raise RuntimeError(f"the workers' warm-up did not finish: {reports}")
