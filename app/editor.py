@@ -13,10 +13,11 @@ DEFAULT_EXAMPLE = "vector_add"
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 
 
-def render_editor(spec, ui=None, snippet_id=None, example=None):
+def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None):
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
                "embed": request.args.get("embed") == "1", "snippet_id": snippet_id, "example": example,
+               "fork_of": fork_of,
                "spec_schema": spec_schema()}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
@@ -41,6 +42,16 @@ def snippet(snippet_id):
     if found is None:
         abort(404, f"there is no shared snippet '{snippet_id}': the link may be mistyped")
     return render_editor(found["spec"], found.get("ui"), snippet_id)
+
+
+@bp.get("/fork/<snippet_id>")
+def fork(snippet_id):
+    """A shared snippet as an editable copy: no run prompt (its reader chose to take it), and the
+    page's unsaved edits are kept under this address, apart from the shared link's."""
+    found = share.load(snippet_id)
+    if found is None:
+        abort(404, f"there is no shared snippet '{snippet_id}' to fork: the link may be mistyped")
+    return render_editor(found["spec"], found.get("ui"), fork_of=snippet_id)
 
 
 @bp.get("/vendor/plotly-<version>.min.js")

@@ -1,8 +1,10 @@
 // The source editor (CodeMirror 6): Python, Ctrl/Cmd+Enter runs, the failing line is marked,
-// the lines of a program picked in the diagram (or of an IR line) are highlighted.
+// the lines of a program picked in the diagram (or of an IR line) are highlighted. Tab moves the
+// focus on, as CodeMirror's accessible default has it, unless the reader opts in to Tab indenting
+// (the pane's "Tab indents" switch); then Escape followed by Tab still leaves the editor.
 import {
   EditorView, EditorState, StateField, StateEffect, RangeSet, Decoration, WidgetType, GutterMarker,
-  gutterLineClass, keymap, Prec, basicSetup, python, indentWithTab,
+  gutterLineClass, keymap, Prec, basicSetup, python,
 } from "codemirror";
 import { on, emit } from "./hub.js";
 import { debounce } from "./dom.js";
@@ -100,27 +102,71 @@ export function createEditor(parent, source) {
     state: EditorState.create({
       doc: source,
       extensions: [
-        runKey, basicSetup, keymap.of([indentWithTab]), python(), playgroundTheme, playgroundHighlight,
+        runKey, basicSetup, keymap.of([{ key: "Tab", run: indentLines, shift: dedentLines }]), python(), EditorView.contentAttributes.of({ "aria-label": "Kernel source (Python)" }), playgroundTheme, playgroundHighlight,
         EditorState.tabSize.of(4), errorField, programLines.field, linkedLines.field, reportChanges(),
       ],
     }),
   });
+  view.setTabFocusMode(!tabIndents());
   wireEditor(view);
   return view;
+}
+
+// ---- Tab: focus by default, indent on request (remembered by this browser) ----
+
+const INDENT = "    ";   // Python's four spaces (CodeMirror's own indentMore would use two)
+
+function selectedLines(state) {
+  const lines = new Set();
+  for (const range of state.selection.ranges) {
+    for (let n = state.doc.lineAt(range.from).number; n <= state.doc.lineAt(range.to).number; n++) lines.add(n);
+  }
+  return [...lines].map((n) => state.doc.line(n));
+}
+
+function indentLines(view) {
+  view.dispatch({ changes: selectedLines(view.state).map((line) => ({ from: line.from, insert: INDENT })), userEvent: "input.indent" });
+  return true;
+}
+
+function dedentLines(view) {
+  const changes = selectedLines(view.state).map((line) => ({ from: line.from, to: line.from + /^ {0,4}/.exec(line.text)[0].length }));
+  view.dispatch({ changes, userEvent: "delete.dedent" });
+  return true;
+}
+
+const TAB_KEY = "playground.tabIndents";
+
+function tabIndents() {
+  try { return localStorage.getItem(TAB_KEY) === "1"; } catch { return false; }
+}
+
+// The switch in the editor's pane head.
+export function initTabSwitch(view, checkbox, hint) {
+  if (!checkbox) return;
+  const say = () => { hint.textContent = checkbox.checked ? "Esc then Tab leaves the editor" : "Tab moves the focus on"; };
+  checkbox.checked = tabIndents();
+  say();
+  checkbox.addEventListener("change", () => {
+    view.setTabFocusMode(!checkbox.checked);
+    say();
+    try { localStorage.setItem(TAB_KEY, checkbox.checked ? "1" : "0"); } catch { /* kept for this page only */ }
+  });
 }
 
 export function getSource(view) {
   return view.state.doc.toString();
 }
 
-// A new source opens on its first @triton decorator: the kernel, not the example's prose above it.
+// A new source opens on its first @triton decorator, the cursor there too: the kernel, not the
+// example's prose above it, and a key typed on entering the editor lands where the reader looks.
 function setSource(view, source) {
+  const kernel = /^@triton/m.exec(source);
   view.dispatch({
     changes: { from: 0, to: view.state.doc.length, insert: source },
-    selection: { anchor: 0 },
+    selection: { anchor: kernel ? kernel.index : 0 },
     effects: setError.of(null),
   });
-  const kernel = /^@triton/m.exec(source);
   // In a transaction of its own: in the one that replaces the text, the scroll target is lost.
   view.dispatch({ effects: EditorView.scrollIntoView(kernel ? kernel.index : 0, { y: "start" }) });
 }

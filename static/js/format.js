@@ -68,3 +68,13 @@ export function formatBytes(bytes) {
 export function formatRate(x, unit, space = " ") {
   return `${x >= 100 ? formatCount(Math.round(x)) : x.toPrecision(3)}${space}${unit}`;
 }
+
+// How long ago a moment (ms since the epoch) was, in words: "just now", "5 minutes ago", "3 days ago".
+export function timeAgo(then, now = Date.now()) {
+  const s = Math.max(0, Math.round((now - then) / 1000));
+  if (s < 45) return "just now";
+  for (const [unit, size] of [["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (s >= size) return `${plural(Math.round(s / size), unit)} ago`;
+  }
+  return `${plural(s, "second")} ago`;
+}

@@ -2,11 +2,14 @@
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
 import { on, emit } from "./hub.js";
 import { h } from "./dom.js";
-import { createEditor, getSource } from "./editor.js";
+import { createEditor, getSource, initTabSwitch } from "./editor.js";
 import { initLaunch, readLaunch } from "./form.js";
 import { initResults } from "./results.js";
 import { initTimings } from "./timings.js";
 import { initIr } from "./ir.js";
+import { initLesson, lessonText } from "./lesson.js";
+import { initDrafts } from "./drafts.js";
+import { initHistory } from "./history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -51,7 +54,13 @@ function setSpec(spec, uiState = {}) {
   ui.pid = validPid(saved.pid);
   lastResult = null;
   emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: validPane(saved.pane) } });
-  showTab(validPane(saved.pane) || ui.pane || "results");
+  showTab(validPane(saved.pane) || defaultPane(spec));
+}
+
+// An example (or any spec with a lesson) opens on its lesson, beside its kernel; a shared link on
+// Results, unless it was shared on another tab. A run shows its results.
+function defaultPane(spec) {
+  return lessonText(spec.source) !== null && !initial.snippet_id ? "lesson" : "results";
 }
 
 // A run of a spec from someone else's link: the server keeps it away from this browser's compiled
@@ -195,8 +204,8 @@ function markResultsTab(result) {
   tab.append(h("span", { class: `dot ${result.status === "ok" ? "ok" : "bad"}` }));
 }
 
-function toast(text) {
-  const note = h("div", { class: "toast", role: "alert" }, text);
+function toast(text, kind = "error") {
+  const note = h("div", { class: `toast ${kind}`, role: kind === "error" ? "alert" : "status" }, text);
   document.body.append(note);
   setTimeout(() => note.remove(), 6000);
 }
@@ -204,15 +213,24 @@ function toast(text) {
 function initExamples() {
   const select = $("#example-select");
   if (!select) return;
-  select.value = initial.example || "";
+  let shown = initial.example || "";
+  select.value = shown;
   select.addEventListener("change", async () => {
     const name = select.value;
     if (!name) return;
+    const title = select.selectedOptions[0].textContent;
+    if (!drafts.confirmReplace(`the example "${title}"`)) {
+      select.value = shown;
+      return;
+    }
     const response = await fetch(`/api/examples/${encodeURIComponent(name)}`);
     if (!response.ok) return toast(`Could not load the example "${name}".`);
     const example = await response.json();
+    shown = name;
+    fromSomeoneElsesLink = false;
     setSpec(example.spec);
     history.pushState(null, "", `/examples/${encodeURIComponent(name)}`);
+    drafts.markClean();
     document.title = `${example.title} · Triton Playground`;
   });
 }
@@ -260,12 +278,22 @@ $("#run-shortcut").textContent = mac ? "⌘ ↵" : "Ctrl ↵";
 $("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+Enter)`;
 
 const editorView = createEditor($("#editor"), "");
+initTabSwitch(editorView, $("#tab-indents"), $("#tab-hint"));
 initLaunch($("#launch"), initial.spec_schema);
+initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
+const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
-            getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink() });
+            getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
+initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink,
+              onPick: (run) => {
+                if (!drafts.confirmReplace(`the run of ${run.spec.kernel || "a kernel"} from your history`)) return;
+                setSpec(run.spec);
+                fromSomeoneElsesLink = Boolean(run.fromLink);
+                drafts.save();
+              } });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
 initExamples();
 initSplitters();
@@ -298,6 +326,8 @@ on("meta-parameter-changed", () => {
   if (lastResult && !$("#run-button").classList.contains("running")) emit("run-requested");
 });
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
+on("run-requested", () => { if (ui.pane === "lesson") showTab("results"); });
+on("run-result", () => { if (ui.pane === "lesson") showTab("results"); });
 on("show-program", ({ pid }) => {
   ui.pid = validPid(Array.isArray(pid) ? pid : [pid, 0, 0]);
   diagramDrawn = false;
@@ -307,20 +337,32 @@ on("spec-loaded", () => {
   document.querySelector('[data-tab="results"] .dot')?.remove();
   redrawDiagram();
 });
-window.addEventListener("popstate", () => location.reload());
+// Back and Forward open the page at the address they reach; the edits of the one left are its draft.
+window.addEventListener("popstate", () => { drafts.save(); location.reload(); });
 
 connect();
 setSpec(initial.spec, initial.ui);
+drafts.markClean();
+drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the
 // output a prompt whose button runs it (then the tab and program it was shared with are drawn).
 // Any run, or another spec loaded, takes the prompt away.
+if (initial.fork_of) fromSomeoneElsesLink = !isOwnSnippet(initial.fork_of);
 if (initial.snippet_id) {
   const own = isOwnSnippet(initial.snippet_id);
   fromSomeoneElsesLink = !own;
-  on("spec-loaded", () => { fromSomeoneElsesLink = false; });
   const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested") });
   $(".tab-panels").append(prompt);
   on("run-requested", () => prompt.remove());
   on("spec-loaded", () => prompt.remove());
+  // Fork: the same kernel as an editable copy at an address of its own (app/editor.py, /fork/<id>),
+  // where a reload finds the copy's edits and not the link's.
+  $("#fork-button")?.addEventListener("click", () => {
+    prompt.remove();
+    history.pushState(null, "", `/fork/${encodeURIComponent(initial.snippet_id)}`);
+    $("#fork-button").remove();
+    drafts.moved();
+    toast("Forked: this copy is yours to edit. Share it to get a link of its own.", "info");
+  });
 }
 window.playground = { getSpec, setSpec, editorView };

@@ -67,7 +67,8 @@ async function copyText(text) {
 }
 
 // isOurs(spec): whether a link to `spec` is this browser's own (not a page opened from someone else's link).
-export function initShare({ button, popover, urlInput, note, getSpec, getUi, isOurs = () => true }) {
+// onShared(): the page's address is now the link's.
+export function initShare({ button, popover, urlInput, note, getSpec, getUi, isOurs = () => true, onShared = () => {} }) {
   if (!button) return;
   const show = (text, bad = false) => {
     popover.hidden = false;
@@ -94,6 +95,7 @@ export function initShare({ button, popover, urlInput, note, getSpec, getUi, isO
       const absolute = new URL(url, location.origin).href;
       urlInput.value = absolute;
       history.replaceState(null, "", new URL(absolute).pathname);
+      onShared();
       show(await copyText(absolute) ? "Link copied to the clipboard." : "Copy the link above.");
       urlInput.select();
     } catch (error) {
