@@ -165,6 +165,8 @@ def test_a_sampled_trace_says_how_many_programs_it_shows(page):
 def test_a_million_element_trace_renders_quickly_and_is_binned(page):
     trace = vector_add_trace(1 << 20, 1024)
     render_ms = render(page, trace)
+    assert figure_state(page, "out")["cell_elements"] == 16
+    assert "each cell = 16 elements" in page.locator('.diagram-tensor[data-tensor="out"] .diagram-note').inner_text()
     select_ms = page.evaluate("""async () => {
         const started = performance.now();
         await window.selectProgram([5, 0, 0]);
@@ -172,10 +174,9 @@ def test_a_million_element_trace_renders_quickly_and_is_binned(page):
     }""")
     print(f"\n1M elements, 1024 programs: render {render_ms:.0f} ms, select a program {select_ms:.0f} ms")
     assert render_ms < 5000
-    out = figure_state(page, "out")
-    assert out["cell_elements"] == 16
-    assert out["highlighted"] == [[256, 256]]  # program 5 is row 5: the second row of 4 x 4 cells
-    assert "each cell = 16 elements" in page.locator('.diagram-tensor[data-tensor="out"] .diagram-note').inner_text()
+    # One row of 1,024 would be a sliver: the selection zooms to rows 1..9, single elements again,
+    # program 5 the fifth row of the window.
+    assert figure_state(page, "out") == {"highlighted": [[4096, 1024]], "masked": [], "cell_elements": 1}
 
 
 def test_zooming_into_a_binned_tensor_draws_single_elements_again(page):
@@ -183,7 +184,7 @@ def test_zooming_into_a_binned_tensor_draws_single_elements_again(page):
     page.evaluate("window.selectProgram([5, 0, 0])")
     page.evaluate("""() => Plotly.relayout(document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot'),
                                            {'xaxis.range': [-0.5, 15.5], 'yaxis.range': [7.5, 3.5]})""")
-    page.wait_for_function("""document.querySelector('.diagram-tensor[data-tensor="out"]').dataset.cellElements === '1'""")
+    page.wait_for_function("""document.querySelector('.diagram-tensor[data-tensor="out"]').dataset.rows === '[4,4]'""")
     # Rows 4..7, columns 0..15: program 5 owns the second row of the window.
     assert figure_state(page, "out") == {"highlighted": [[16, 16]], "masked": [], "cell_elements": 1}
     first_label = page.evaluate("""document.querySelector('.diagram-tensor[data-tensor="out"] .diagram-plot').data[0].text[0][0]""")

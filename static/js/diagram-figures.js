@@ -185,10 +185,14 @@ function plotLayout(layout, size, theme, { x, y, rowLabel, zoomable, shapes, ann
   };
 }
 
+// plotly's mode bar offers its "Share chart…" (an upload to Plotly's cloud) by default: off, with
+// its link to plotly.com, so nothing on the page offers to send a kernel's data off-site.
+const PLOT_PRIVACY = { showSendToCloud: false, showEditInChartStudio: false, showLink: false, displaylogo: false };
+
 function plotConfig(layout) {
   const big = cellCount(layout) > 4096;
-  return { displayModeBar: big ? "hover" : false, displaylogo: false, scrollZoom: false,
-    modeBarButtonsToRemove: ["select2d", "lasso2d", "toImage", "autoScale2d"] };
+  return { ...PLOT_PRIVACY, displayModeBar: big ? "hover" : false, scrollZoom: false,
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "toImage", "autoScale2d", "sendChartToCloud"] };
 }
 
 function cellBox(layout, cell) {

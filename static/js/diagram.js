@@ -6,7 +6,7 @@ import { emit } from "./hub.js";
 import { h } from "./dom.js";
 import {
   traceModel, indexOfPid, sourceLines, tensorView, selectionMarks, tensorClasses, hatchedCells, cellRuns,
-  programAtCell, windowOf, gridCells, pidOfGridCell,
+  programAtCell, windowOf, gridCells, pidOfGridCell, programWindow, programRows,
 } from "./trace-model.js";
 import {
   NO_TRACE, IDLE_CAPTION, summaryText, selectionCount, programCaption, tensorNote, tensorHoverLines, gridHoverLines,
@@ -35,6 +35,14 @@ export function renderDiagram(container, trace, { selectedPid = null } = {}) {
 export function selectProgram(pid) {
   if (!current) return Promise.resolve();
   return current.select(indexOfPid(current.model, pid));
+}
+
+function isZoomed(layout) {
+  return layout.rows < layout.allRows || layout.cols < layout.width;
+}
+
+function showsRows(layout, rows) {
+  return rows !== null && layout.row0 <= rows[0] && rows[1] < layout.row0 + layout.rows;
 }
 
 // The cell of a heatmap point.
@@ -151,6 +159,7 @@ class Diagram {
     const view = this.viewOf(tensor);
     const marks = selectionMarks(view, this.selected);
     figure.dataset.cellElements = String(view.layout.bx * view.layout.by);
+    figure.dataset.rows = JSON.stringify([view.layout.row0, view.layout.rows]);
     figure.dataset.highlightedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.touched));
     figure.dataset.maskedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.masked));
     figure.querySelector(".diagram-note").textContent = tensorNote(view);
@@ -243,11 +252,26 @@ class Diagram {
 
   select(index) {
     this.selected = index;
+    this.focus(index);
     const program = index === null ? null : this.model.programs[index];
     if (program && this.model.grid[2] > 1 && program.pid[2] !== this.slice) this.showSlice(program.pid[2]);
     const drawn = this.drawAll();
     emit("program-selected", program ? { pid: program.pid, lines: sourceLines(program) } : { pid: null, lines: [] });
     return drawn;
+  }
+
+  // Each tensor shows the selected program's rows: zoomed in where they would be a sliver, the
+  // whole tensor again where they are not (or when no program is selected). A window the reader
+  // zoomed to themselves stays while it shows the program's rows.
+  focus(index) {
+    for (const tensor of this.model.tensors) {
+      const width = this.rowWidth ?? tensor.rowWidth;
+      const shown = this.views.get(tensor.name);
+      if (index !== null && shown && isZoomed(shown.layout) && showsRows(shown.layout, programRows(shown, index))) continue;
+      const full = tensorView(tensor, width);
+      const area = index === null ? null : programWindow(full, index);
+      this.views.set(tensor.name, area ? tensorView(tensor, width, area) : full);
+    }
   }
 
   step(delta) {

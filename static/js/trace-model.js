@@ -380,6 +380,39 @@ export function tensorView(tensor, width, area = null) {
   return { tensor, full, layout, owner, ghostOwner, coverage };
 }
 
+// A program whose elements would be a sliver of the whole drawing (a row or two of a tall tensor,
+// e.g. 4 px rows for the default vector add) gets a window of FOCUS_ROWS rows around its rows,
+// all columns; null: its rows already show (or it touches nothing of this tensor).
+const FOCUS_ROWS = 9;
+
+// [first, last] row of the whole drawing that the program touches (masked lanes included); null: none.
+export function programRows(view, program) {
+  const { full } = view;
+  let first = Infinity;
+  let last = -Infinity;
+  for (const access of view.tensor.accesses) {
+    if (access.program !== program) continue;
+    for (const [s, n] of [...access.offsets, ...access.masked]) {
+      const begin = Math.max(0, s);
+      const end = Math.min(s + n, full.length);
+      if (begin >= end) continue;
+      first = Math.min(first, Math.floor(begin / full.width));
+      last = Math.max(last, Math.floor((end - 1) / full.width));
+    }
+  }
+  return first > last ? null : [first, last];
+}
+
+export function programWindow(view, program) {
+  const { full } = view;
+  const rows = full.allRows > FOCUS_ROWS * 2 ? programRows(view, program) : null;
+  if (!rows || rows[1] - rows[0] + 1 > full.allRows / 4) return null;
+  const [first, last] = rows;
+  const count = Math.max(FOCUS_ROWS, last - first + 1 + 4);
+  const row0 = Math.max(0, Math.min(full.allRows - count, Math.floor((first + last + 1 - count) / 2)));
+  return { row0, rows: count, col0: 0, cols: full.width };
+}
+
 // The program a click on `cell` follows: its owner, else the program with a masked lane there; -1: none.
 export function programAtCell(view, cell) {
   return view.owner[cell] >= 0 ? view.owner[cell] : view.ghostOwner[cell];

@@ -44,10 +44,15 @@ export function summaryText(model) {
   return words;
 }
 
-// "2 / 3" while a program is selected, "3 programs" otherwise.
+// "pid 2 of 97 programs" (its program id, as tl.program_id gives it, never a position in a list)
+// while a program is selected; "97 programs" otherwise.
 export function selectionCount(model, selected) {
-  const count = model.programs.length;
-  return selected === null ? plural(count, "program") : `${formatCount(selected + 1)} / ${formatCount(count)}`;
+  const count = plural(model.programsTotal, "program");
+  if (selected === null) return count;
+  const { pid } = model.programs[selected];
+  const [, gy, gz] = model.grid;
+  const id = gz > 1 ? formatTuple(pid) : gy > 1 ? formatTuple(pid.slice(0, 2)) : formatCount(pid[0]);
+  return `pid ${id} of ${count}`;
 }
 
 export function tensorMeta(tensor) {
