@@ -163,6 +163,8 @@ def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors,
 def bytes_moved(trace, tensors):
     """(bytes, how counted): unique elements loaded plus stored, times their size, from a complete
     trace (every program, every access); else the sizes of all the tensors."""
+    if trace and trace.get("bytes_touched") is not None:  # counted per element over the whole launch
+        return trace["bytes_touched"], "trace"
     if trace and not trace.get("sampled") and not any(p.get("truncated") for p in trace["programs"]):
         return unique_bytes(trace), "trace"
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"

@@ -11,6 +11,8 @@ class RunError(Exception):
     source, `pid` the program id, `field` the spec field at fault ("args.n", "inputs.x", "grid",
     "reference.out", "options.flops", "source", "kernel")."""
 
+    trace = None  # an out-of-bounds error's trace, up to and including the offending access
+
     def __init__(self, phase, message, *, type=None, hint=None, line=None, pid=None, field=None):
         assert phase in PHASES, phase
         super().__init__(message)

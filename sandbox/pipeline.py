@@ -14,7 +14,7 @@ import time
 import torch
 import triton
 
-from sandbox import bench, build, puzzles
+from sandbox import bench, build, gpu_trace, provenance, puzzles
 from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError, explain, hint_for
@@ -83,7 +83,13 @@ def launch_error(exc, path, phase="launch"):
 def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
     With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
-    with Tracer(build.launch_tensors(tensors, args), path, record=options["trace"], budget_s=budget_s, **limits) as tracer:
+    launch_tensors = build.launch_tensors(tensors, args)
+    with open(path) as f:
+        sites = provenance.analyze(f.read(), kernel.jit.fn.__name__)
+    owners = {sites.sites[i].position: name for i, name in provenance.site_tensors(sites, args, launch_tensors).items()}
+    only = options.get("trace_pid")
+    with Tracer(launch_tensors, path, owners=owners, record=options["trace"], budget_s=budget_s,
+                only=None if only is None else gpu_trace.index_of(only, grid), **limits) as tracer:
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
 
@@ -145,7 +151,7 @@ class Run:
         kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
         before = {name: t.clone() for name, t in inputs.items()}
         if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
-            self.trace_on_cpu(inputs, grid)
+            self.trace_pass(kernel, inputs, grid)
         elif self.options["sanitize"]:
             self.result["notes"].append("Bounds check not repeated: this worker checked this exact launch (source, "
                                         "inputs, arguments, grid and seed) on an earlier run.")
@@ -172,6 +178,30 @@ class Run:
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
                 before.values(), kernel.autotuner)
         self.compile_ir(kernel, args)
+
+    def trace_pass(self, kernel, inputs, grid):
+        """The trace and bounds check before the real launch: from an instrumented launch on the GPU
+        (sandbox.gpu_trace), or from the interpreter on CPU copies where instrumentation cannot see
+        every access. Either raises the out-of-bounds error, the real launch never happening."""
+        tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
+        reason = tracer.unsupported
+        if reason is None:
+            try:
+                self.result["trace"] = gpu_trace.gpu_trace(
+                    tracer, tracer.load(self.scratch), grid, args, kernel.config(None, self.options["num_warps"],
+                                                                                 self.options["num_stages"]),
+                    self.options, self.limits)
+                self.emit("checked", {})
+                return
+            except RunError:
+                raise
+            except Exception as e:
+                if "CompilationError" not in type(e).__name__:
+                    raise launch_error(e, self.path) from None
+                reason = "this kernel's instrumented build (it did not compile)"
+        self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: the GPU tracer "
+                                    f"cannot see {reason}.")
+        self.trace_on_cpu(inputs, grid)
 
     def trace_on_cpu(self, gpu_inputs, grid):
         """The bounds check and the trace, from the interpreter over CPU copies of the same inputs.

@@ -26,7 +26,8 @@ CHECK = {"ok": (bool,), "outputs": (dict,)}
 OUTPUT_CHECK = {"ok": (bool,), "max_abs_err": OPTIONAL_NUMBER, "max_rel_err": OPTIONAL_NUMBER,
                 "mismatched": (int,), "unwritten": (int,), "atol": NUMBER, "rtol": NUMBER, "numel": (int,)}
 TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "sampled": (bool,),
-         "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,)}
+         "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,),
+         "tracer": (str,), "bytes_touched": (int, type(None))}
 PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None))}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
@@ -47,7 +48,10 @@ def failed(error, device=None):
 
 
 def fail(result, error):
+    """`error` ends the run; an out-of-bounds error brings the trace up to its offending access."""
     result["status"], result["error"] = "error", error.to_dict()
+    if error.trace is not None:
+        result["trace"] = error.trace
     return result
 
 

@@ -18,6 +18,7 @@ DEFAULT_OPTIONS = {
     "flops": None,                # optional FLOP count expression, for TFLOP/s
     "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
     "puzzle": None,               # the puzzle this source answers: the server adds its hidden check
+    "trace_pid": None,            # [x, y, z]: record this one program's accesses (one the trace left out)
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
@@ -124,6 +125,12 @@ def normalize(raw):
             "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
     _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
                                    "options.puzzle instead", "grading")
+    pid = options["trace_pid"]
+    _expect(pid is None or isinstance(pid, list) and 1 <= len(pid) <= 3
+            and all(type(i) is int and i >= 0 for i in pid),
+            "options.trace_pid must be a program id such as [2, 0, 0], or null", "options.trace_pid")
+    if pid is not None:
+        options["trace_pid"] = pid + [0] * (3 - len(pid))
     spec["options"] = options
     return spec
 

@@ -74,9 +74,6 @@ class TensorRange:
     """One named tensor and the bytes [start, end) its elements occupy."""
 
     def __init__(self, name, tensor):
-        if tensor.device.type != "cpu":
-            raise ValueError(f"tensor '{name}' is on {tensor.device}: the trace needs CPU tensors "
-                             "(the interpreter runs on copies in host memory)")
         self.name, self.tensor = name, tensor
         self.itemsize = tensor.element_size()
         self.shift = self.itemsize.bit_length() - 1
@@ -114,12 +111,6 @@ class Coverage:
     """Which program wrote each element of one tensor, over the whole launch."""
 
     def __init__(self, tensor_range):
-        t = tensor_range.tensor
-        self.numel = t.numel()
-        if t.is_contiguous():
-            self.elements = None
-        else:  # the offsets the view's elements sit at; gaps between them are never expected to be written
-            self.elements = torch.as_strided(torch.arange(tensor_range.span), t.shape, t.stride()).flatten().numpy()
         self.last_writer = np.full(tensor_range.span, -1, dtype=np.int32)
         self.writers = np.zeros(tensor_range.span, dtype=np.uint8)  # 0, 1 or 2 (= more than one)
 
@@ -138,16 +129,26 @@ class Coverage:
         # Atomics are how programs share an element on purpose: written, never a conflict.
         self.writers[elements] = np.maximum(self.writers[elements], 1)
 
-    def result(self):
-        writers = self.writers if self.elements is None else self.writers[self.elements]
-        positions = np.arange(writers.size) if self.elements is None else self.elements
-        unwritten = positions[writers == 0]
-        multi = positions[writers > 1]
-        unwritten_runs = runs_of(unwritten, MAX_COVERAGE_RUNS + 1)
-        multi_runs = runs_of(multi, MAX_COVERAGE_RUNS + 1)
-        return {"numel": self.numel, "unwritten": int(unwritten.size), "multiply_written": int(multi.size),
-                "unwritten_runs": unwritten_runs[:MAX_COVERAGE_RUNS], "multi_runs": multi_runs[:MAX_COVERAGE_RUNS],
-                "truncated": max(len(unwritten_runs), len(multi_runs)) > MAX_COVERAGE_RUNS}
+    def result(self, tensor_range):
+        return coverage_result(self.writers, tensor_range)
+
+
+def coverage_result(writers, tensor_range):
+    """docs/result.md `coverage` of one tensor from `writers` per element of its span: 0 (unwritten),
+    1 (one program, or atomics) or 2 (plain stores of more than one program)."""
+    t = tensor_range.tensor
+    if not t.is_contiguous():  # only the view's own elements; gaps between them are never expected to be written
+        positions = torch.as_strided(torch.arange(tensor_range.span), t.shape, t.stride()).flatten().numpy()
+        writers = writers[positions]
+    else:
+        positions = np.arange(writers.size)
+    unwritten = positions[writers == 0]
+    multi = positions[writers > 1]
+    unwritten_runs = runs_of(unwritten, MAX_COVERAGE_RUNS + 1)
+    multi_runs = runs_of(multi, MAX_COVERAGE_RUNS + 1)
+    return {"numel": t.numel(), "unwritten": int(unwritten.size), "multiply_written": int(multi.size),
+            "unwritten_runs": unwritten_runs[:MAX_COVERAGE_RUNS], "multi_runs": multi_runs[:MAX_COVERAGE_RUNS],
+            "truncated": max(len(unwritten_runs), len(multi_runs)) > MAX_COVERAGE_RUNS}
 
 
 # ---------------------------------------------------------------- which programs keep their detail
@@ -243,9 +244,19 @@ class Tracer:
     of the `with` block (unwrapped from the interpreter's InterpreterError).
     """
 
-    def __init__(self, tensors, source_path, *, record=True, max_programs=4096, max_bytes=2_000_000, budget_s=None):
+    def __init__(self, tensors, source_path, *, owners=None, record=True, only=None, max_programs=4096,
+                 max_bytes=2_000_000, budget_s=None):
+        for name, t in tensors.items():
+            if isinstance(t, torch.Tensor) and t.device.type != "cpu":
+                raise ValueError(f"tensor '{name}' is on {t.device}: the trace needs CPU tensors "
+                                 "(the interpreter runs on copies in host memory)")
         self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
         self.searchable = [r for r in self.ranges if r.span]
+        by_name = {r.name: r for r in self.ranges}
+        # call position in the source -> the tensor its pointer derives from (sandbox.provenance)
+        self.owners = {position: by_name[name] for position, name in (owners or {}).items() if name in by_name}
+        self.only = only
+        self.positions = {}
         self.source_paths = {source_path, os.path.realpath(source_path)}
         self.record = record
         self.max_programs, self.max_bytes = max_programs, max_bytes
@@ -254,6 +265,7 @@ class Tracer:
         self.sample = None
         self.executed = 0
         self.program = None  # (index, record, bytes, recording) of the running program
+        self.programs_before = []  # of an out-of-bounds error's trace
         self.block_pointer = False
         self.saved = {}
 
@@ -292,7 +304,7 @@ class Tracer:
 
         def set_grid_dim(self, nx, ny, nz):
             tracer.saved["set_grid_dim"](self, nx, ny, nz)
-            tracer.start_launch(nx * ny * nz)
+            tracer.start_launch((nx, ny, nz))
             if tracer.budget_s is not None:
                 tracer.deadline = time.monotonic() + tracer.budget_s
 
@@ -315,8 +327,10 @@ class Tracer:
             setattr(builder, name, original)
         self.saved = {}
         self.hygiene.__exit__(None, None, None)
-        self.finish_program()
         error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
+        if error is not None and error.type == "OutOfBounds" and self.record and self.sample is not None:
+            error.trace = self.result(self.grid)  # what ran up to and including the offending access
+        self.finish_program()
         if error is not None and error is not exc:
             raise error from None
         return False
@@ -331,8 +345,9 @@ class Tracer:
 
     # -- programs
 
-    def start_launch(self, total):
+    def start_launch(self, grid):
         self.finish_program()
+        self.grid, total = grid, math.prod(grid)
         self.sample = ProgramSample(total, self.max_programs, self.max_bytes)
 
     def start_program(self, pid):
@@ -341,7 +356,7 @@ class Tracer:
             raise TraceBudgetExceeded(self.executed, self.sample.total, self.budget_s)
         index = self.executed
         self.executed += 1
-        recording = self.sample.wants(index)
+        recording = self.sample.wants(index) if self.only is None else index == self.only
         self.program = (index, {"pid": list(pid), "accesses": []}, [40], recording)
 
     def finish_program(self):
@@ -364,7 +379,13 @@ class Tracer:
             if mask.all():
                 mask = None
         active = ptrs if mask is None else ptrs[mask]
-        groups = self.locate(active, op, builder, atomic, len(shape))
+        masked = ptrs[~mask] if mask is not None else ptrs[:0]
+        line, owner = self.user_site()
+        try:
+            groups = self.locate(active, owner, op, builder, atomic, len(shape), line)
+        except RunError as error:
+            self.record_error(op, owner, active, masked, line, atomic)
+            raise error
         for tensor, _ in groups:
             tensor.loaded |= op != "store"
             tensor.stored |= op != "load"
@@ -384,18 +405,30 @@ class Tracer:
         if nbytes[0] > self.sample.part_bytes:
             program["truncated"] = True
             return
-        masked = ptrs[~mask] if mask is not None else ptrs[:0]
         if not accesses and masked.size:
-            owner = self.nearest(int(masked[0]))
+            owner = owner or self.nearest(int(masked[0]))
             accesses = [(owner, None, [])] if owner else []
-        line = self.user_line()
         for i, (tensor, _, runs) in enumerate(accesses):
             record = {"op": op, "tensor": tensor.name, "line": line, "offsets": runs,
                       "masked": runs_of(tensor.offsets(masked)) if i == 0 and masked.size else []}
             if atomic:
                 record["atomic"] = atomic
             program["accesses"].append(record)
-            nbytes[0] += 60 + len(tensor.name) + _runs_bytes(runs) + _runs_bytes(record["masked"])
+            nbytes[0] += access_bytes(record)
+
+    def record_error(self, op, owner, active, masked, line, atomic):
+        """Keep the offending access, its stray lanes apart, as the last access of the trace."""
+        if self.program is None or owner is None:
+            return
+        index, program, nbytes, recording = self.program
+        elements = owner.offsets(active)
+        inside = (active >= owner.start) & (active < owner.end)
+        record = {"op": op, "tensor": owner.name, "line": line, "offsets": runs_of(elements),
+                  "masked": runs_of(owner.offsets(masked)), "out_of_bounds": runs_of(elements[~inside])}
+        if atomic:
+            record["atomic"] = atomic
+        program["accesses"].append(record)
+        self.program = (index, program, nbytes, True)
 
     def cover(self, op, accesses, index):
         for tensor, elements, runs in accesses:
@@ -406,70 +439,66 @@ class Tracer:
             else:
                 tensor.coverage.atomic(elements)
 
-    def locate(self, active, op, builder, atomic, ndim):
-        """[(tensor, addresses)] of the active lanes, in lane order; raises for lanes outside every tensor."""
+    def locate(self, active, owner, op, builder, atomic, ndim, line):
+        """[(tensor, addresses)] of the active lanes, in lane order; raises for lanes outside their
+        tensor: the one the pointer derives from (`owner`), else (no provenance) every known tensor."""
         if active.size == 0:
             return []
+        if owner is not None:
+            outside = (active < owner.start) | (active >= owner.end)
+            if outside.any():
+                raise out_of_bounds_error(op, owner, owner.offsets(active[outside]), list(builder.grid_idx), line,
+                                          atomic, ndim, self.block_pointer)
+            return [(owner, active)]
         low, high = int(active.min()), int(active.max())
         for tensor in self.searchable:
             if tensor.start <= low and high < tensor.end:
                 return [(tensor, active)]
-        owner = np.full(active.size, -1)
+        owners = np.full(active.size, -1)
         for i, tensor in enumerate(self.searchable):
-            owner[(owner < 0) & (active >= tensor.start) & (active < tensor.end)] = i
-        outside = owner < 0
+            owners[(owners < 0) & (active >= tensor.start) & (active < tensor.end)] = i
+        outside = owners < 0
         if outside.any():
-            raise self.out_of_bounds(op, active[outside], builder, atomic, ndim)
-        found, first = np.unique(owner, return_index=True)
-        return [(self.searchable[i], active[owner == i]) for i in found[np.argsort(first)]]
+            raise self.out_of_bounds(op, active[outside], builder, atomic, ndim, line)
+        found, first = np.unique(owners, return_index=True)
+        return [(self.searchable[i], active[owners == i]) for i in found[np.argsort(first)]]
 
     def nearest(self, address):
         if not self.searchable:
             return None
         return min(self.searchable, key=lambda tensor: tensor.distance(address))
 
-    def user_line(self):
-        frame = sys._getframe(2)
+    def user_site(self):
+        """(line, tensor the pointer derives from or None) of the access being made, from the position
+        of the call in the user's kernel."""
+        frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename in self.source_paths:
-                return frame.f_lineno
+                break
             frame = frame.f_back
-        return None
+        if frame is None:
+            return None, None
+        code = frame.f_code
+        if code not in self.positions:
+            self.positions[code] = list(code.co_positions())
+        position = self.positions[code][frame.f_lasti // 2]
+        return frame.f_lineno, self.owners.get(position)
 
-    # -- the sanitizer's message
+    # -- the sanitizer's message, for an access with no provenance
 
-    def out_of_bounds(self, op, addresses, builder, atomic, ndim):
+    def out_of_bounds(self, op, addresses, builder, atomic, ndim, line):
         pid = list(builder.grid_idx)
-        line = self.user_line()
-        who = f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]}"
         first = int(addresses[0])
         tensor = self.nearest(first)
         if tensor is not None and tensor.is_near(first):
-            elements = tensor.offsets(addresses)
-            low, high = int(elements.min()), int(elements.max())
-            at = f"offset {low}" if low == high else f"offsets {low}..{high}"
-            message = (f"{who} `{tensor.name}` at {at}, but `{tensor.name}` has "
-                       f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}).")
-        else:
-            names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
-            nearest = f"; the nearest, `{tensor.name}`, is {tensor.distance(first)} bytes away" if tensor else ""
-            message = (f"{who} memory at address {first:#x}, which is not inside any tensor passed to "
-                       f"the kernel (tensors: {names}){nearest}. A pointer must be a tensor argument plus "
-                       f"offsets inside that tensor.")
-        return RunError("launch", message, type="OutOfBounds", hint=self.fix(op, atomic, ndim), line=line, pid=pid)
-
-    def fix(self, op, atomic, ndim):
-        if self.block_pointer:
-            return (f"Pass boundary_check to the tl.{op} of the block pointer, listing every dimension "
-                    f"that can run past the edge, e.g. boundary_check=(0, 1).")
-        mask = "(rows[:, None] < M) & (cols[None, :] < N)" if ndim == 2 else "offs < n"
-        if op == "load":
-            return f"Mask the load: tl.load(ptr, mask={mask}, other=0.0)."
-        if op == "store":
-            return f"Mask the store: tl.store(ptr, value, mask={mask})."
-        if atomic == "cas":
-            return "tl.atomic_cas takes no mask: compute its pointers only for offsets inside the tensor."
-        return f"Mask the atomic: tl.atomic_{atomic}(ptr, value, mask={mask})."
+            return out_of_bounds_error(op, tensor, tensor.offsets(addresses), pid, line, atomic, ndim, self.block_pointer)
+        names = ", ".join(f"`{r.name}`" for r in self.ranges) or "none"
+        nearest = f"; the nearest, `{tensor.name}`, is {tensor.distance(first)} bytes away" if tensor else ""
+        message = (f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]} memory at address {first:#x}, which is not "
+                   f"inside any tensor passed to the kernel (tensors: {names}){nearest}. A pointer must be a tensor "
+                   f"argument plus offsets inside that tensor.")
+        return RunError("launch", message, type="OutOfBounds", hint=fix_hint(op, atomic, ndim, self.block_pointer),
+                        line=line, pid=pid)
 
     # -- the result
 
@@ -485,7 +514,37 @@ class Tracer:
                 "sample": self.sample.describe() if self.sample else None,
                 "tensors": {r.name: r.info() for r in self.ranges},
                 "programs": programs,
-                "coverage": {r.name: r.coverage.result() for r in self.ranges if r.coverage is not None}}
+                "coverage": {r.name: r.coverage.result(r) for r in self.ranges if r.coverage is not None},
+                "tracer": "interpreter", "bytes_touched": None}
+
+
+def out_of_bounds_error(op, tensor, elements, pid, line, atomic, ndim, block_pointer=False):
+    """The launch error of lanes of `tensor` at `elements` (offsets outside it)."""
+    low, high = int(elements.min()), int(elements.max())
+    at = f"offset {low}" if low == high else f"offsets {low}..{high}"
+    message = (f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]} `{tensor.name}` at {at}, but `{tensor.name}` has "
+               f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}).")
+    return RunError("launch", message, type="OutOfBounds", hint=fix_hint(op, atomic, ndim, block_pointer), line=line,
+                    pid=pid)
+
+
+def fix_hint(op, atomic, ndim, block_pointer=False):
+    if block_pointer:
+        return (f"Pass boundary_check to the tl.{op} of the block pointer, listing every dimension "
+                f"that can run past the edge, e.g. boundary_check=(0, 1).")
+    mask = "(rows[:, None] < M) & (cols[None, :] < N)" if ndim == 2 else "offs < n"
+    if op == "load":
+        return f"Mask the load: tl.load(ptr, mask={mask}, other=0.0)."
+    if op == "store":
+        return f"Mask the store: tl.store(ptr, value, mask={mask})."
+    if atomic == "cas":
+        return "tl.atomic_cas takes no mask: compute its pointers only for offsets inside the tensor."
+    return f"Mask the atomic: tl.atomic_{atomic}(ptr, value, mask={mask})."
+
+
+def access_bytes(record):
+    """About how many bytes an access record takes in JSON (the trace's size limits count these)."""
+    return 60 + len(record["tensor"]) + _runs_bytes(record["offsets"]) + _runs_bytes(record["masked"])
 
 
 def unique_bytes(trace):

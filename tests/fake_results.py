@@ -73,7 +73,8 @@ def coverage_of(numel, stored_by_program, atomic_runs=()):
 def trace(grid, tensors, programs, coverage, total=None, sample=None):
     total = total if total is not None else grid[0] * grid[1] * grid[2]
     return {"grid": grid, "programs_total": total, "programs_traced": len(programs), "sampled": total > len(programs),
-            "sample": sample, "tensors": tensors, "programs": programs, "coverage": coverage}
+            "sample": sample, "tensors": tensors, "programs": programs, "coverage": coverage,
+            "tracer": "interpreter", "bytes_touched": None}
 
 
 def vector_add_trace(n, block, programs=None, grid=None, rows=1):

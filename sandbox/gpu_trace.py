@@ -1,0 +1,323 @@
+"""The trace and bounds check of a GPU launch, taken on the GPU by an instrumented build of the kernel.
+
+The user's @triton.jit function is rewritten (its AST, from sandbox.provenance): every access site
+becomes a call into sandbox.probes with the site's number, the tensor its pointer derives from
+(that tensor's base address, span and coverage counters as extra kernel arguments) and the run's
+record buffers. The rewritten kernel is compiled like any other (its own cache key: it never
+stands in for the user's kernel) and launched on clones of the inputs with the same grid and
+configuration. Nothing it does reaches memory outside its tensors: out-of-bounds lanes are
+masked off before the access and reported. The real launch runs afterwards, only if it found none.
+
+Per tensor the counters make coverage exact for the whole launch at any size; per program, the
+programs with a record slot (all of them while they fit the trace's limits, else the first, the
+last and an even spread, or the one `options.trace_pid` asks for) keep their accesses, which are
+decoded into the same `trace.programs` as the interpreter tracer's (sandbox.trace).
+
+`InstrumentedTracer.unsupported` says why a kernel cannot be instrumented (block pointers, tensor
+descriptors, inline assembly, accesses in helper functions, pointers with no single root
+parameter, atomic_cas); the run then falls back to the interpreter tracer on CPU copies.
+"""
+import ast
+import math
+import os
+
+import numpy as np
+import torch
+
+from sandbox import build, probes, provenance
+from sandbox.errors import RunError
+from sandbox.kernel import find_kernel, load_module, silenced
+from sandbox.trace import (ATOMIC_NAMES, ProgramSample, TensorRange, access_bytes, coverage_result,
+                           out_of_bounds_error, runs_of)
+
+RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
+ARGUMENTS = {
+    "load": ["pointer", "mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy",
+             "volatile"],
+    "store": ["pointer", "value", "mask", "boundary_check", "cache_modifier", "eviction_policy"],
+    "atomic": ["pointer", "val", "mask", "sem", "scope"],
+}
+DEFAULTS = {"mask": None, "other": None, "cache_modifier": "", "eviction_policy": "", "volatile": False,
+            "sem": None, "scope": None}
+
+
+class InstrumentedTracer:
+    """One instrumented launch (or two: a second records the program of an out-of-bounds access)."""
+
+    def __init__(self, source_path, kernel, args, tensors):
+        self.source_path, self.kernel = source_path, kernel
+        with open(source_path) as f:
+            self.source = f.read()
+        self.analysis = provenance.analyze(self.source, kernel.jit.fn.__name__ if hasattr(kernel.jit, "fn")
+                                           else kernel.name)
+        self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
+        self.owners = self._owners(args, tensors)
+        self.site_of = {}  # id of an out-of-bounds record -> its site
+        self.device = next((r.tensor.device for r in self.ranges), torch.device("cpu"))
+
+    # -- can it be instrumented?
+
+    def _owners(self, args, tensors):
+        """site index -> index into self.ranges of the tensor its pointer derives from."""
+        index = {r.name: i for i, r in enumerate(self.ranges)}
+        return {site: index[name] for site, name in provenance.site_tensors(self.analysis, args, tensors).items()}
+
+    @property
+    def unsupported(self):
+        """Why the kernel's accesses cannot all be seen by instrumentation, or None."""
+        if self.analysis is None:
+            return "the kernel is not a module-level function of the source"
+        if self.analysis.unsupported:
+            return self.analysis.unsupported[0]
+        for site in self.analysis.sites:
+            if site.name == "atomic_cas":
+                return f"tl.atomic_cas at line {site.line} (it takes no mask)"
+            if site.index not in self.owners:
+                return (f"the pointer of the tl.{site.name} at line {site.line} is not derived from exactly one "
+                        f"tensor argument")
+            if any(k.arg in ("boundary_check", "padding_option") for k in site.node.keywords):
+                return f"a block pointer access at line {site.line}"
+        return None
+
+    # -- the instrumented module
+
+    def instrumented_source(self):
+        module = ast.parse(self.source)
+        fn = next(node for node in module.body
+                  if isinstance(node, ast.FunctionDef) and node.name == self.analysis.name)
+        Instrumenter(self).rewrite(fn)
+        imports = ast.parse("import triton as _tp_triton\nimport triton.language as _tp_tl\nimport triton.language as tl\n"
+                            "from sandbox import probes as _tp_probes\n").body
+        at = next((i for i, node in enumerate(module.body)
+                   if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+                   and not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))), 0)
+        module.body[at:at] = imports
+        return ast.unparse(ast.fix_missing_locations(module))
+
+    def load(self, scratch):
+        """The instrumented kernel, compiled for the device of the tensors (interpreted on a CPU)."""
+        path = os.path.join(scratch, "kernel_instrumented.py")
+        with open(path, "w") as f:
+            f.write(self.instrumented_source())
+        with silenced():
+            module = load_module(path, self.device.type == "cpu")
+        return find_kernel(module, self.analysis.name).jit
+
+    # -- one launch
+
+    def run(self, jit, grid, args, config, plan, record, cover):
+        """Launch the instrumented kernel; returns its buffers (on the GPU)."""
+        total = math.prod(grid)
+        slots = torch.full((total,), -1, dtype=torch.int32, device=self.device)
+        if plan:
+            slots[torch.tensor(plan, device=self.device)] = torch.arange(len(plan), dtype=torch.int32, device=self.device)
+        cap = max(64, RECORD_LANES // max(1, len(plan))) if plan else 1
+        buffers = {"rec": torch.empty(max(1, len(plan)) * cap if plan else 1, dtype=torch.int64, device=self.device),
+                   "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, device=self.device),
+                   "slots": slots, "viol": torch.full((total,), -1, dtype=torch.int32, device=self.device), "cap": cap}
+        extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
+                 "_tp_viol": buffers["viol"], "_TP_RECORD": bool(record and plan), "_TP_COVER": cover}
+        counters = {}
+        for i in sorted(set(self.owners.values())):
+            r = self.ranges[i]
+            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if cover else 1, dtype=torch.int32, device=self.device)
+            if cover:
+                cov[:r.span].fill_(torch.iinfo(torch.int32).max)
+                cov[r.span:2 * r.span].fill_(-1)
+            counters[i] = cov
+            extra.update({f"_tp_base_{i}": r.start, f"_tp_span_{i}": r.span, f"_tp_cov_{i}": cov})
+        jit[grid](**args, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        buffers["counters"] = counters
+        return buffers
+
+    # -- reading the buffers back
+
+    def programs(self, buffers, plan, grid, limits):
+        """[(index, program, nbytes)] of the recorded programs, decoded like the interpreter's records."""
+        cursor = buffers["cursor"].cpu().numpy()
+        cap = buffers["cap"]
+        used = np.minimum(cursor, cap)
+        width = int(used.max()) if used.size else 0
+        rec = buffers["rec"].view(-1, cap)[:, :width].cpu().numpy() if width else None
+        part_bytes = max(1, limits["max_bytes"] // 3)
+        decoded = []
+        for slot, index in enumerate(plan):
+            program, nbytes = {"pid": list(pid_of(index, grid)), "accesses": []}, 40
+            stream, at = rec[slot] if rec is not None else None, 0
+            truncated = cursor[slot] > cap
+            while stream is not None and at + 2 <= used[slot]:
+                site, n = int(stream[at]), int(stream[at + 1])
+                lanes = stream[at + 2: at + 2 + n]
+                at += n + 2
+                if nbytes > part_bytes:
+                    truncated = True
+                    break
+                record = self.record(site, lanes)
+                if record is not None:
+                    program["accesses"].append(record)
+                    nbytes += access_bytes(record)
+            if truncated:
+                program["truncated"] = True
+            decoded.append((index, program, nbytes))
+        return decoded
+
+    def record(self, site_index, lanes):
+        site = self.analysis.sites[site_index]
+        tensor = self.ranges[self.owners[site_index]]
+        elements, active = lanes >> 2, (lanes & 1).astype(bool)
+        offsets, masked = runs_of(elements[active]), runs_of(elements[~active])
+        if not offsets and not masked:
+            return None
+        record = {"op": site.op, "tensor": tensor.name, "line": site.line, "offsets": offsets, "masked": masked}
+        if site.op == "atomic":
+            record["atomic"] = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
+        out = elements[active & ((lanes >> 1) & 1).astype(bool)]
+        if out.size:
+            record["out_of_bounds"] = runs_of(out)
+            self.site_of[id(record)] = site_index
+        return record
+
+    def tensors_and_coverage(self, counters):
+        tensors, coverage, touched = {r.name: r.info() for r in self.ranges}, {}, 0
+        for i, cov in counters.items():
+            r = self.ranges[i]
+            lowest, highest, stores, loads, atomics = cov.view(probes.COUNTERS, -1)
+            stored, loaded, updated = stores > 0, loads > 0, atomics > 0
+            r.loaded, r.stored = bool((loaded | updated).any()), bool((stored | updated).any())
+            tensors[r.name] = r.info()
+            touched += int(((loaded | updated).sum() + (stored | updated).sum()).item()) * r.itemsize
+            if r.stored:
+                writers = torch.where(highest < 0, 0, torch.where(lowest == highest, 1, 2))
+                writers = torch.maximum(writers, updated.to(writers.dtype)).to(torch.uint8).cpu().numpy()
+                coverage[r.name] = coverage_result(writers, r)
+        return tensors, coverage, touched
+
+
+class Instrumenter(ast.NodeTransformer):
+    """Rewrites the kernel function: extra parameters, a prologue, each site through sandbox.probes."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.sites = {site.position: site for site in tracer.analysis.sites}
+
+    def rewrite(self, fn):
+        fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
+        extra = ["_tp_rec", "_tp_cursor", "_tp_cap", "_tp_slots", "_tp_viol"]
+        for i in sorted(set(self.tracer.owners.values())):
+            extra += [f"_tp_base_{i}", f"_tp_span_{i}", f"_tp_cov_{i}"]
+        # `tl.constexpr` as written: the interpreter reads annotations from the source text
+        constexpr = ast.parse("tl.constexpr", mode="eval").body
+        new = [ast.arg(name) for name in extra] + [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
+        first_default = len(fn.args.args) - len(fn.args.defaults)
+        fn.args.args[first_default:first_default] = new
+        self.generic_visit(fn)
+        prologue = ast.parse("_tp_pid = (_tp_tl.program_id(0) * _tp_tl.num_programs(1) + _tp_tl.program_id(1)) "
+                             "* _tp_tl.num_programs(2) + _tp_tl.program_id(2)\n"
+                             "_tp_slot = _tp_tl.load(_tp_slots + _tp_pid)\n").body
+        docstring = int(bool(fn.body) and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant))
+        fn.body[docstring:docstring] = prologue
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        site = self.sites.get((node.lineno, node.end_lineno, node.col_offset, node.end_col_offset))
+        if site is None:
+            return node
+        kind = site.op
+        given = dict(zip(ARGUMENTS[kind], node.args))
+        given.update({k.arg: k.value for k in node.keywords})
+        user = [given.get(name, ast.Constant(DEFAULTS.get(name))) for name in ARGUMENTS[kind]
+                if name not in ("boundary_check", "padding_option")]
+        i = self.tracer.owners[site.index]
+        shift = self.tracer.ranges[i].shift
+        tail = (f"_tp_base_{i}, _tp_span_{i}, _tp_cov_{i}, _tp_rec, _tp_cursor, _tp_cap, _tp_slot, _tp_viol, "
+                f"_tp_pid, {site.index}, {shift}, _TP_RECORD, _TP_COVER")
+        if kind == "atomic":
+            name = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
+            tail += f", {name!r}"
+        call = ast.parse(f"_tp_probes.{kind}({tail})", mode="eval").body
+        call.args[0:0] = user
+        return ast.copy_location(call, node)
+
+
+def pid_of(index, grid):
+    """(x, y, z) of the program at `index` in launch order (z fastest, as the interpreter runs them)."""
+    gx, gy, gz = grid
+    return index // (gy * gz), index // gz % gy, index % gz
+
+
+def index_of(pid, grid):
+    return (pid[0] * grid[1] + pid[1]) * grid[2] + pid[2]
+
+
+def record_plan(total, limits, trace_pid=None, grid=None):
+    """The programs that get a record slot: every program while they fit `max_programs`, else the
+    first, the last and an even spread (as ProgramSample keeps them); or only `trace_pid`."""
+    if trace_pid is not None:
+        return [index_of(trace_pid, grid)]
+    max_programs = limits["max_programs"]
+    if total <= max_programs:
+        return list(range(total))
+    part = max(1, max_programs // 3)
+    stride = max(1, math.ceil(total / part))
+    head, tail = set(range(part)), set(range(total - min(part, max(1, total // 3)), total))
+    return sorted(head | tail | set(range(0, total, stride)))
+
+
+def gpu_trace(tracer, jit, grid, args, config, options, limits):
+    """The trace (docs/result.md) of an instrumented launch; raises the out-of-bounds RunError, with
+    the trace up to and including the offending access attached as `error.trace`."""
+    total = math.prod(grid)
+    trace_pid = options.get("trace_pid")
+    plan = record_plan(total, limits, trace_pid, grid) if options["trace"] else []
+    buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
+    bad = (buffers["viol"] >= 0).nonzero()
+    if bad.numel():
+        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0].item()), buffers, plan)
+    if not options["trace"]:
+        return None
+    tensors, coverage, touched = tracer.tensors_and_coverage(buffers["counters"])
+    sample = ProgramSample(total, limits["max_programs"] if trace_pid is None else 1, limits["max_bytes"])
+    for item in tracer.programs(buffers, plan, grid, limits):
+        sample.add(*item)
+    programs = sample.programs()
+    return {"grid": list(grid), "programs_total": total, "programs_traced": len(programs),
+            "sampled": len(programs) < total, "sample": sample.describe(), "tensors": tensors,
+            "programs": programs, "coverage": coverage, "bytes_touched": touched, "tracer": "gpu"}
+
+
+def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers, plan):
+    """The first program (in launch order) with an out-of-bounds access, recorded and explained."""
+    if index not in plan:  # record it (and the programs before it that have slots) in a second launch
+        plan = sorted([p for p in plan if p < index] + [index])
+        buffers = tracer.run(jit, grid, args, config, plan, True, False)
+    programs = []
+    error = None
+    for i, program, _ in tracer.programs(buffers, plan, grid, limits):
+        if i > index:
+            break
+        if i == index:
+            for at, access in enumerate(program["accesses"]):
+                if access.get("out_of_bounds"):
+                    program["accesses"] = program["accesses"][:at + 1]
+                    error = access
+                    break
+        programs.append(program)
+    site = tracer.analysis.sites[tracer.site_of[id(error)]]
+    tensor = tracer.ranges[tracer.owners[site.index]]
+    out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
+    exc = out_of_bounds_error(site.op, tensor, out, list(pid_of(index, grid)), site.line, error.get("atomic"),
+                              2 if provenance.looks_2d(site) else 1)
+    exc.trace = {"grid": list(grid), "programs_total": math.prod(grid), "programs_traced": len(programs),
+                 "sampled": True, "sample": None, "tensors": {r.name: r.info() for r in tracer.ranges},
+                 "programs": programs, "coverage": {}, "tracer": "gpu", "bytes_touched": None}
+    return exc
+
+
+def prepare(spec, kernel_path, kernel, inputs, namespace):
+    """The tracer, and the arguments of its launch over clones of `inputs` (the instrumented launch
+    writes too: the real one must start from the inputs as built)."""
+    clones = {name: t.clone() for name, t in inputs.items()}
+    args, _ = build.build_args(spec, kernel, {**namespace, **clones})
+    return InstrumentedTracer(kernel_path, kernel, args, build.launch_tensors(clones, args)), args

@@ -1,0 +1,95 @@
+"""The device side of the GPU tracer (sandbox.gpu_trace): what an instrumented kernel runs at each
+memory access site instead of the bare tl.load / tl.store / tl.atomic_*.
+
+`probe` judges every lane by the tensor its pointer derives from (`base`, `span` elements of
+`1 << SHIFT` bytes), counts the active in-bounds lanes into that tensor's coverage counters, keeps
+the first out-of-bounds site of each program, and, for a program that has a record slot, appends
+the access to the slot's stream. It returns the mask the real access then uses: the original mask
+without the out-of-bounds lanes, so the instrumented launch never touches memory outside its
+tensor.
+
+Coverage counters of a tensor (int32, `span` each, one after the other): the lowest and highest
+linear program id that stored an element, its stores, its loads and its atomic updates. A record:
+[site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active.
+"""
+import triton
+import triton.language as tl
+
+LOWEST, HIGHEST, STORES, LOADS, ATOMICS = range(5)
+COUNTERS = 5
+OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
+
+
+@triton.jit
+def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
+          SITE: tl.constexpr, SHIFT: tl.constexpr, OP: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    addr = ptr.to(tl.int64)
+    if mask is None:
+        active = addr == addr
+    else:
+        active = (addr == addr) & mask
+    addr = tl.where(active, addr, addr)  # the access's shape: the pointer's and the mask's, broadcast
+    byte = addr - base
+    elem = byte >> SHIFT
+    inside = (byte >= 0) & (elem < span)
+    safe = active & inside
+    oob = active & (inside == 0)
+    if COVER:
+        if OP == 1:
+            tl.atomic_min(cov + elem, pid, mask=safe, sem="relaxed")
+            tl.atomic_max(cov + span + elem, pid, mask=safe, sem="relaxed")
+            tl.atomic_add(cov + 2 * span + elem, 1, mask=safe, sem="relaxed")
+        elif OP == 0:
+            tl.atomic_add(cov + 3 * span + elem, 1, mask=safe, sem="relaxed")
+        else:
+            tl.atomic_add(cov + 4 * span + elem, 1, mask=safe, sem="relaxed")
+    lanes = elem * 4 + oob.to(tl.int64) * 2 + active.to(tl.int64) + tl.zeros([1], tl.int64)
+    flat = tl.reshape(lanes, [lanes.numel])
+    if tl.sum(((flat >> 1) & 1).to(tl.int32), axis=0) > 0:
+        tl.atomic_cas(viol + pid, -1, SITE)
+    if RECORD:
+        if slot >= 0:
+            at = tl.atomic_add(cursor + slot, lanes.numel + 2)
+            if at + lanes.numel + 2 <= cap:
+                out = rec + slot.to(tl.int64) * cap + at
+                tl.store(out, SITE)
+                tl.store(out + 1, lanes.numel)
+                tl.store(out + 2 + tl.arange(0, lanes.numel), flat)
+    return safe
+
+
+@triton.jit
+def load(ptr, mask, other, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr, volatile: tl.constexpr,
+         base, span, cov, rec, cursor, cap, slot, viol, pid,
+         SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 0, RECORD, COVER)
+    return tl.load(ptr, mask=safe, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
+                   volatile=volatile)
+
+
+@triton.jit
+def store(ptr, value, mask, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr,
+          base, span, cov, rec, cursor, cap, slot, viol, pid,
+          SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 1, RECORD, COVER)
+    tl.store(ptr, value, mask=safe, cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, cov, rec, cursor, cap, slot, viol, pid,
+           SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr, NAME: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, RECORD, COVER)
+    if NAME == "add":
+        return tl.atomic_add(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "max":
+        return tl.atomic_max(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "min":
+        return tl.atomic_min(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "and":
+        return tl.atomic_and(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "or":
+        return tl.atomic_or(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "xor":
+        return tl.atomic_xor(ptr, val, mask=safe, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptr, val, mask=safe, sem=sem, scope=scope)

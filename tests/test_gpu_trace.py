@@ -1,0 +1,135 @@
+"""The instrumented launch (sandbox.gpu_trace) against the interpreter tracer (sandbox.trace).
+
+Here, without a GPU, the instrumented kernel runs in Triton's interpreter: the rewrite, the probes,
+the coverage counters and the decoding are the same code a GPU runs, and its builds must compile
+for sm90. On a GPU host (`pytest -m gpu`) the same corpus runs through the real GPU path."""
+import pytest
+import torch
+
+from sandbox import build, gpu_trace, pipeline
+from sandbox.errors import RunError
+from sandbox.ir import compile_ir
+from sandbox.kernel import find_kernel, load_module, write_source
+from sandbox.spec import normalize
+from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
+from tests.helpers import VECTOR_ADD, vector_add_spec
+from tests.trace_corpus import BUGS, CORPUS
+
+LIMITS = {"max_programs": 4096, "max_bytes": 2_000_000}
+
+
+def launch(raw, tmp_path):
+    spec = normalize(raw)
+    tmp_path.mkdir(exist_ok=True)
+    path = str(tmp_path / "kernel.py")
+    write_source(spec["source"], path)
+    module = load_module(path, True)
+    kernel = find_kernel(module, spec["kernel"])
+    namespace = build.expression_namespace(module)
+    inputs, _ = build.build_inputs(spec, namespace, "cpu")
+    args, scope = build.build_args(spec, kernel, {**namespace, **inputs})
+    return spec, path, kernel, namespace, inputs, args, build.build_grid(spec, args, scope)
+
+
+def interpreter_trace(raw, tmp_path):
+    spec, path, kernel, _, inputs, args, grid = launch(raw, tmp_path)
+    return pipeline.traced_launch(kernel, grid, args, inputs, path, spec["options"], LIMITS)
+
+
+def instrumented_trace(raw, tmp_path):
+    spec, path, kernel, namespace, inputs, _, grid = launch(raw, tmp_path)
+    tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    assert tracer.unsupported is None
+    patch_interpreter_compat()
+    with interpreter_hygiene():
+        return gpu_trace.gpu_trace(tracer, tracer.load(str(tmp_path)), grid, args,
+                                   kernel.config(None, 4, 3), spec["options"], LIMITS)
+
+
+def same(trace):
+    return {k: v for k, v in trace.items() if k not in ("tracer", "bytes_touched")}
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_the_instrumented_launch_records_what_the_interpreter_sees(name, tmp_path):
+    expected = interpreter_trace(CORPUS[name], tmp_path / "a")
+    got = instrumented_trace(CORPUS[name], tmp_path / "b")
+    assert got["tracer"] == "gpu" and expected["tracer"] == "interpreter"
+    assert same(got) == same(expected)
+    assert got["programs_traced"] == got["programs_total"]
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_both_tracers_stop_an_out_of_bounds_access_in_the_same_program(name, tmp_path):
+    raw, pid, tensor = BUGS[name]
+    errors = []
+    for trace, where in ((interpreter_trace, "a"), (instrumented_trace, "b")):
+        with pytest.raises(RunError) as caught:
+            trace(raw, tmp_path / where)
+        errors.append(caught.value)
+    for error in errors:
+        assert (error.type, error.phase, error.pid) == ("OutOfBounds", "launch", pid)
+        assert f"`{tensor}`" in error.message.split(" at ")[0]
+        last = error.trace["programs"][-1]
+        assert last["pid"] == pid and last["accesses"][-1]["out_of_bounds"]
+    assert errors[0].message == errors[1].message and errors[0].line == errors[1].line
+    assert errors[0].trace["programs"][-1] == errors[1].trace["programs"][-1]
+
+
+def test_an_overrun_is_judged_by_the_tensor_the_pointer_comes_from(tmp_path):
+    """Reading past x into y is x's overrun, reported whole; not a quiet read of y."""
+    from sandbox.pipeline import run_spec
+    n = 98432
+    into_y = VECTOR_ADD.replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs + n + 32, mask=mask)")
+    result = run_spec(vector_add_spec(n=n, source=into_y, device="interpreter"))
+    assert result["status"] == "error" and result["error"]["pid"] == [0, 0, 0]
+    assert f"`x` at offsets {n + 32}..{n + 32 + 1023}" in result["error"]["message"]
+
+    unmasked = VECTOR_ADD.replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs)")
+    result = run_spec(vector_add_spec(n=n, source=unmasked, device="interpreter"))
+    assert result["error"]["pid"] == [96, 0, 0]
+    assert f"`x` at offsets {n}..99327" in result["error"]["message"]
+    stray = result["trace"]["programs"][-1]["accesses"][-1]
+    assert stray["tensor"] == "x" and stray["out_of_bounds"] == [[n, 99328 - n]]
+
+
+@pytest.mark.parametrize("name", ["vector_add_masked_tail", "atomics", "loop_over_k_with_dot", "autotuned"])
+def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
+    spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS[name], tmp_path)
+    tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    instrumented = tmp_path / "kernel_instrumented.py"
+    instrumented.write_text(tracer.instrumented_source())
+    extra = {"_tp_rec": torch.empty(8, dtype=torch.int64), "_tp_cursor": torch.zeros(1, dtype=torch.int64),
+             "_tp_cap": 1 << 20, "_tp_slots": torch.zeros(8, dtype=torch.int32),
+             "_tp_viol": torch.zeros(8, dtype=torch.int32), "_TP_RECORD": True, "_TP_COVER": True}
+    for i in set(tracer.owners.values()):
+        extra.update({f"_tp_base_{i}": 1 << 40, f"_tp_span_{i}": 1000, f"_tp_cov_{i}": torch.zeros(8, dtype=torch.int32)})
+    config = kernel.config(None, 4, 3)
+    ir = compile_ir(str(instrumented), spec["kernel"], {**args, **extra, **config.kwargs},
+                    num_warps=config.num_warps, num_stages=config.num_stages, arch="sm90")
+    assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))\n    tl.store(out_ptr + tl.arange(0, 8), tl.load(p))",
+     "block pointer"),
+    ("p = tl.where(n > 3, x_ptr, out_ptr)\n    tl.store(out_ptr + tl.arange(0, 8), tl.load(p + tl.arange(0, 8)))",
+     "not derived from exactly one tensor"),
+])
+def test_what_instrumentation_cannot_see_is_named(source, reason, tmp_path):
+    raw = {"version": 1, "source": f"import triton\nimport triton.language as tl\n\n@triton.jit\n"
+                                   f"def k(x_ptr, out_ptr, n):\n    {source}\n",
+           "kernel": "k", "inputs": {"x": "torch.randn(8)", "out": "torch.empty(8)"},
+           "args": {"x_ptr": "x", "out_ptr": "out", "n": 8}, "grid": "(1,)"}
+    spec, path, kernel, namespace, inputs, _, _ = launch(raw, tmp_path)
+    tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    assert reason in tracer.unsupported
+
+
+def test_a_selected_program_is_recorded_on_demand(tmp_path):
+    raw = CORPUS["vector_add_masked_tail"]
+    raw = {**raw, "options": {**raw["options"], "trace_pid": [2]}}
+    for trace in (interpreter_trace(raw, tmp_path / "a"), instrumented_trace(raw, tmp_path / "b")):
+        assert [p["pid"] for p in trace["programs"]] == [[2, 0, 0]]
+        assert trace["programs"][0]["accesses"][0]["offsets"] == [[32, 16]]
+        assert trace["coverage"]["out"]["unwritten"] == 0  # coverage still covers the whole launch
