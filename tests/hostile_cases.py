@@ -389,6 +389,39 @@ def walk():
 attempt('cache', walk)
 """
 
+# The gallery's compiled kernels, lent read-only to every run (sandbox.shared_kernels): the run tries
+# to change one entry for every later run, in place and through its own cache (an entry under the
+# same key, with every file and the group poisoned, which its owner's cache then keeps).
+SHARED_KERNELS = """
+shared = '/shared-kernels'
+entry = os.path.join(shared, CONTEXT['shared_key'])
+victim = os.path.join(entry, CONTEXT['shared_file'])
+def overwrite(path):
+    with open(path, 'r+b') as f:
+        return f.write(b'poison')
+def poison_own_cache():
+    own = os.path.join(os.environ['TRITON_CACHE_DIR'], CONTEXT['shared_key'])
+    os.makedirs(own)
+    children = {}
+    for name in os.listdir(entry):
+        with open(os.path.join(own, name), 'wb') as f:
+            f.write(b'poison')
+        children[name] = os.path.join(own, name)
+    with open(os.path.join(own, '__grp__' + CONTEXT['shared_group']), 'w') as f:
+        _json.dump({'child_paths': children}, f)
+    return sorted(os.listdir(own))
+attempt('lent', lambda: os.environ.get('TRITON_CACHE_MANAGER'))
+attempt('overwrite', overwrite, victim)
+attempt('add_file', create, os.path.join(entry, 'planted.so'))
+attempt('new_entry', os.mkdir, os.path.join(shared, 'A' * 52))
+attempt('replace', os.rename, os.path.join(entry, CONTEXT['other_file']), victim)
+attempt('unlink', os.unlink, victim)
+attempt('chmod', os.chmod, entry, 0o777)
+attempt('remount', syscall, 'mount', None, shared.encode(), None, 0x20 | 0x1000, None)  # MS_REMOUNT | MS_BIND, writable
+attempt('host_path', os.listdir, CONTEXT['shared_host_path'])
+attempt('poison_own_cache', poison_own_cache)
+"""
+
 # -- system calls ----------------------------------------------------------------------------
 
 # Where the permission check is the kernel's first, a call that passes it fails on the next one:

@@ -11,6 +11,7 @@ whole (memory, tasks, file size), no inherited descriptors, no network and no se
 """
 import contextlib
 import glob
+import hashlib
 import http.client
 import json
 import os
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 import pytest
 
 from tests import hostile_cases as H
-from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready
+from app.gallery import load_example
+from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
 SECRET = "hostile-secret-" + secrets.token_hex(8)
 RUN_TIMEOUT_S = 20.0
@@ -637,6 +639,7 @@ def hostile(tmp_path_factory, listeners):
                       "RUN_TIMEOUT_S": RUN_TIMEOUT_S, "RUN_MEMORY_MB": RUN_MEMORY_MB})
     try:
         wait_until_ready(app)
+        wait_until_warmed(app)  # the shared kernels (an attack's target), and runs in a steady state
         yield Harness(AppTarget(app), database, run_root, listeners)
     finally:
         app.extensions["dispatcher"].stop()
@@ -821,6 +824,47 @@ def another_owners_kernels_are_out_of_reach(h):
     check(result, Expect({"visible": Returns([]), "listing": ENOENT}), context)
 
 
+def file_digests(directory):
+    found = {}
+    for top, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(top, name)
+            if name != ".lock" and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    found[os.path.relpath(path, directory)] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+def shared_kernels_written_replaced_or_poisoned(h):
+    """A run tries to change the gallery's compiled kernels for every later run: in place (write,
+    add, create an entry, replace, remove, chmod, remount) and through its own cache (the same key,
+    every file and the group poisoned). Each write is refused, the shared files are unchanged, and both the next owner's run of the example and the attacker's own run
+    compile what the worker compiled."""
+    shared = os.path.join(h.run_root, "shared-kernels")
+    key = next(k for k in sorted(os.listdir(shared)) if os.path.exists(os.path.join(shared, k, "add_kernel.cubin")))
+    example = load_example("vector_add")["spec"]
+    before = h.target.run(example, h.target.new_client())
+    assert before["status"] == "ok" and "error" not in before["ir"], result_summary(before)
+    digests = file_digests(shared)
+    context = h.context(shared_key=key, shared_file="add_kernel.cubin", other_file="add_kernel.ptx",
+                        shared_group="add_kernel.json", shared_host_path=shared)
+    attacker = h.target.new_client()
+    result = h.target.run(hostile_spec(H.SHARED_KERNELS, context), attacker)
+    erofs = Denied("EROFS")
+    # Opening a file of another uid for writing fails on its permissions before the mount's read-only
+    # flag is looked at; everything that changes the directory meets the read-only bind.
+    check(result, Expect({"lent": Returns("sandbox.shared_kernels:SharedFirstCache"), "overwrite": Denied("EACCES"),
+                          "add_file": erofs, "new_entry": erofs, "replace": erofs, "unlink": erofs, "chmod": erofs,
+                          "remount": EPERM, "host_path": ENOENT,
+                          "poison_own_cache": Returns(lambda names: "add_kernel.cubin" in names, "poisoned its own copy")}),
+          context)
+    assert file_digests(shared) == digests, "the shared kernels changed"
+    for who in (h.target.new_client(), attacker):  # the attacker's owner cache now holds the poisoned entry
+        after = h.target.run(example, who)
+        assert after["status"] == "ok" and after["ir"].get("ptx") == before["ir"]["ptx"], result_summary(after)
+        assert after["ir"].get("sass") == before["ir"]["sass"]
+
+
 def socketio_client(server):
     import socketio
     client = socketio.Client(reconnection=True, reconnection_delay=0.2)
@@ -899,6 +943,7 @@ SCENARIOS = [
     pytest.param(dev_shm_is_not_shared_between_runs, "hostile", id="dev_shm_file_left_for_the_next_run"),
     pytest.param(links_planted_in_the_kernel_cache_are_not_followed, "hostile", id="links_planted_in_the_kernel_cache"),
     pytest.param(another_owners_kernels_are_out_of_reach, "hostile", id="another_owners_compiled_kernels"),
+    pytest.param(shared_kernels_written_replaced_or_poisoned, "hostile", id="write_replace_or_poison_the_shared_kernels"),
     pytest.param(malformed_socketio_run_events, "served", id="socketio_100_malformed_run_events"),
     pytest.param(oversized_socketio_event, "served", id="socketio_oversized_run_event"),
 ]
