@@ -32,11 +32,12 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app import api, db, editor, errors, events
+    from app import api, course, db, editor, errors, events
 
     db.init_app(app)
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
+    app.register_blueprint(course.bp)
     errors.init_app(app)
 
     app.extensions["dispatcher"] = dispatcher = make_dispatcher(app.config, functools.partial(events.deliver, socketio.emit))

@@ -4,6 +4,7 @@ import json
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from app import gallery, share
+from app.course import graded
 from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response
 from app.export import export_script
@@ -52,6 +53,7 @@ def run():
         # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
         # beside the spec's fields: it is the request's, not the spec's.
         spec.pop("from_link", None)
+        spec = graded(spec)  # a spec naming a puzzle gets its hidden check
         return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link"))))
     except SpecError as e:
         return error_response(400, str(e), phase="parse")

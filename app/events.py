@@ -2,6 +2,7 @@
 A client that disconnects takes its waiting runs with it."""
 from flask import current_app, request
 
+from app.course import graded
 from app.dispatcher import QueueFull
 from app.owners import current_owner
 from sandbox.spec import SpecError, normalize
@@ -20,7 +21,7 @@ def register(socketio):
     @socketio.on("run")
     def run(data):
         try:
-            spec = normalize(data.get("spec") if isinstance(data, dict) else None)
+            spec = graded(normalize(data.get("spec") if isinstance(data, dict) else None))
         except SpecError as e:
             return {"error": {"phase": "parse", "message": str(e)}}
         # from_link: the page says the source came unedited from someone else's shared link.

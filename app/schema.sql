@@ -4,3 +4,10 @@ CREATE TABLE IF NOT EXISTS snippet (
     body TEXT NOT NULL,             -- {"spec": ..., "ui": ...}
     created TEXT NOT NULL DEFAULT (datetime('now'))
 );
+
+CREATE TABLE IF NOT EXISTS puzzle (
+    id TEXT PRIMARY KEY,            -- shortest unique prefix (>= 10) of the content hash; the puzzle is t-<id>
+    digest TEXT UNIQUE NOT NULL,    -- sha256 of the body
+    body TEXT NOT NULL,             -- {"title", "statement", "hints", "starter", "solution", "reference", ...}: server-only
+    created TEXT NOT NULL DEFAULT (datetime('now'))
+);

@@ -11,6 +11,7 @@ import { initLesson, lessonText } from "./lesson.js";
 import { initDrafts } from "./drafts.js";
 import { initHistory } from "./history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
+import { initPuzzle } from "./puzzle.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -284,6 +285,7 @@ initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
+initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
 const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
             getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });

@@ -1,0 +1,181 @@
+// The Puzzle tab: a puzzle's statement, its hints one at a time, its tests' verdicts after a graded
+// run, and the expected-vs-yours figure. Also "Make puzzle": a teacher turns the page's spec into a
+// puzzle (its source the hidden solution, its reference the hidden check) and gets its link.
+// The page knows the puzzle only by name (spec.options.puzzle) and its public side (/api/puzzles/<name>).
+import { on } from "./hub.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatCount } from "./format.js";
+import { isDone, markDone } from "./progress.js";
+import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+
+let state = null; // {puzzle, shownHints, result}
+let elements = null;
+
+// `code` spans and paragraphs of a statement or hint, never parsed as HTML.
+function inline(text) {
+  return text.split(/(`[^`]+`)/).map((part) => (part.startsWith("`") && part.endsWith("`") && part.length > 2
+    ? h("code", {}, part.slice(1, -1)) : part));
+}
+
+function paragraphs(text) {
+  return text.split(/\n\s*\n/).map((p) => h("p", {}, inline(p.replace(/\s*\n\s*/g, " "))));
+}
+
+function hintsBlock() {
+  const { puzzle, shownHints } = state;
+  const shown = puzzle.hints.slice(0, shownHints).map((hint, i) => h("li", { class: "puzzle-hint" }, h("b", {}, `Hint ${i + 1}. `), inline(hint)));
+  const more = shownHints < puzzle.hints.length
+    ? h("button", { type: "button", class: "button small", id: "puzzle-hint-button",
+                    onclick: () => { state.shownHints += 1; render(); } },
+        shownHints ? `Another hint (${shownHints + 1} of ${puzzle.hints.length})` : `Show a hint (1 of ${puzzle.hints.length})`)
+    : null;
+  return puzzle.hints.length ? h("div", { class: "puzzle-hints" }, h("ol", {}, shown), more) : null;
+}
+
+function testRow(label, test) {
+  if (!test) return h("li", { class: "puzzle-test pending" }, h("span", { class: "verdict" }, "·"), label, h("span", { class: "why" }, "not run yet"));
+  let why = "passes";
+  if (test.error) why = `${test.error.phase} error${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
+  else if (!test.ok) {
+    why = `${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`;
+    if (test.unwritten) why += `, ${formatCount(test.unwritten)} never written`;
+  }
+  return h("li", { class: `puzzle-test ${test.ok ? "ok" : "bad"}` }, h("span", { class: "verdict" }, test.ok ? "✓" : "✗"),
+    label, h("span", { class: "why" }, why));
+}
+
+function testsBlock() {
+  const graded = state.result && state.result.puzzle;
+  const tests = graded ? graded.tests : null;
+  return h("div", { class: "puzzle-tests" },
+    h("h3", { class: "section-title" }, "Tests ", h("span", { class: "section-hint" }, "the check is on the server: your Run is graded on each size")),
+    h("ul", {}, state.puzzle.tests.map((label, i) => testRow(label, tests && tests[i]))),
+    graded ? h("p", { class: `puzzle-verdict ${graded.ok ? "ok" : "bad"}`, id: "puzzle-verdict" },
+      graded.ok ? "Solved: every test passes." : "Not yet: a test fails. The figure shows where the first test differs.") : null);
+}
+
+function diffWords(diff) {
+  return Object.entries(MARKS).filter(([kind]) => diff[kind].count)
+    .map(([kind, mark]) => h("li", {}, h("span", { class: "mark", style: `color:${mark.colour}` }, "■ "),
+      `${formatCount(diff[kind].count)} ${mark.words}`));
+}
+
+function figuresBlock() {
+  const graded = state.result && state.result.puzzle;
+  if (!graded) return null;
+  if (!graded.expected || !state.result.trace) {
+    return h("p", { class: "hint" }, state.result.trace ? "No expected picture: the server could not run the puzzle's solution."
+      : "No picture: the first test stopped before its accesses were recorded.");
+  }
+  return h("div", { class: "puzzle-figures" }, Object.entries(graded.diff || {}).map(([name, diff]) => {
+    const plot = h("div", { class: "puzzle-plot", dataset: { output: name } });
+    const words = diffWords(diff);
+    return h("div", { class: "puzzle-figure" },
+      h("h3", { class: "section-title" }, `${name}: expected vs yours `, h("span", { class: "section-hint" }, `first test (${state.puzzle.tests[0]}); each colour is one program`)),
+      plot, words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Yours writes exactly the elements the solution writes."));
+  }));
+}
+
+function drawFigures() {
+  const graded = state.result && state.result.puzzle;
+  if (!graded || !graded.expected || !state.result.trace || !window.Plotly) return;
+  const style = getComputedStyle(elements.panel);
+  const theme = { paper: "#15181e", untouched: "#2b303a", text: style.color, axis: "#8b93a1" };
+  for (const plot of elements.panel.querySelectorAll(".puzzle-plot")) {
+    const name = plot.dataset.output;
+    const figure = comparisonFigure({ name, expected: graded.expected, yours: state.result.trace, diff: graded.diff[name], theme,
+                                      availableWidth: Math.max(plot.clientWidth, 320) });
+    window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+  }
+}
+
+function render() {
+  const { puzzle } = state;
+  replaceChildren(elements.panel, h("article", { class: "puzzle" },
+    h("header", { class: "puzzle-head" }, h("h2", {}, puzzle.title),
+      h("span", { class: `badge ${isDone(puzzle.name) ? "ok" : ""}`, id: "puzzle-done" }, isDone(puzzle.name) ? "done" : "not yet"),
+      h("a", { href: "/puzzles", class: "puzzle-course" }, "All puzzles")),
+    h("div", { class: "puzzle-statement" }, paragraphs(puzzle.statement)),
+    hintsBlock(), testsBlock(), figuresBlock()));
+  drawFigures();
+}
+
+async function load(name) {
+  if (state && state.puzzle.name === name) return;
+  elements.tab.hidden = !name;
+  if (!name) {
+    state = null;
+    return;
+  }
+  const response = await fetch(`/api/puzzles/${encodeURIComponent(name)}`);
+  if (!response.ok) {
+    replaceChildren(elements.panel, h("p", { class: "empty-state" }, `The puzzle "${name}" could not be loaded.`));
+    return;
+  }
+  state = { puzzle: await response.json(), shownHints: 0, result: null };
+  render();
+  elements.tab.click(); // a puzzle opens on its statement
+}
+
+// ---- a teacher's puzzle ----
+
+function teachDialog(getSpec) {
+  const spec = getSpec();
+  const field = (label, control) => h("label", { class: "teach-field" }, h("span", {}, label), control);
+  const title = h("input", { id: "teach-title", required: true, placeholder: "Vector add with a tail" });
+  const statement = h("textarea", { id: "teach-statement", rows: 5, placeholder: "What the student must write, and why." });
+  const hints = h("textarea", { id: "teach-hints", rows: 3, placeholder: "One hint per line, revealed one at a time." });
+  const starter = h("textarea", { id: "teach-starter", rows: 10, class: "mono", spellcheck: false });
+  starter.value = spec.source;
+  const tests = h("input", { id: "teach-tests", class: "mono", placeholder: '[{"N": 7}, {"N": 1000}]  (optional)' });
+  const note = h("p", { class: "teach-note", id: "teach-note" });
+  const dialog = h("dialog", { class: "teach-dialog", id: "teach-dialog" });
+  const submit = async () => {
+    note.className = "teach-note";
+    note.textContent = "Saving…";
+    let parsedTests = null;
+    try {
+      parsedTests = tests.value.trim() ? JSON.parse(tests.value) : null;
+    } catch {
+      note.className = "teach-note bad";
+      note.textContent = "Test sizes must be JSON: a list of objects such as {\"N\": 7}.";
+      return;
+    }
+    const body = { spec, title: title.value, statement: statement.value, starter: starter.value,
+                   hints: hints.value.split("\n").map((s) => s.trim()).filter(Boolean), tests: parsedTests };
+    const response = await fetch("/api/puzzles", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const answer = await response.json();
+    if (!response.ok) {
+      note.className = "teach-note bad";
+      note.textContent = answer.error.message;
+      return;
+    }
+    note.replaceChildren("Students open it at ", h("a", { href: answer.url, id: "teach-link" }, answer.url));
+  };
+  dialog.append(h("form", { method: "dialog", onsubmit: (event) => { event.preventDefault(); submit(); } },
+    h("h2", {}, "Make a puzzle of this kernel"),
+    h("p", { class: "hint" }, "The kernel in the editor becomes the hidden solution and the inputs' references the hidden check: students see only the title, the statement, the hints and the starter below."),
+    field("Title", title), field("Statement", statement), field("Hints", hints), field("Starter (the kernel with a gap)", starter),
+    field("Test sizes", tests), note,
+    h("div", { class: "teach-actions" },
+      h("button", { type: "button", class: "button", onclick: () => dialog.close() }, "Close"),
+      h("button", { type: "submit", class: "button primary", id: "teach-save" }, "Save puzzle and get its link"))));
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+}
+
+// tab and panel: the Puzzle tab's button (hidden unless the spec names a puzzle) and its content;
+// teachButton opens the teacher's dialog; getSpec: the page's spec.
+export function initPuzzle({ tab, panel, teachButton, getSpec }) {
+  elements = { tab, panel };
+  on("spec-loaded", ({ spec }) => load(spec.options && spec.options.puzzle));
+  on("run-result", ({ result }) => {
+    if (!state || !result.puzzle || result.puzzle.name !== state.puzzle.name) return;
+    state.result = result;
+    if (result.puzzle.ok) markDone(state.puzzle.name);
+    render();
+  });
+  on("tab-shown", ({ tab: shown }) => { if (shown === "puzzle" && state) drawFigures(); });
+  if (teachButton) teachButton.addEventListener("click", () => teachDialog(getSpec));
+}

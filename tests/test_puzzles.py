@@ -1,0 +1,248 @@
+"""Puzzles: every solution passes its own hidden check and every starter fails it (in the
+interpreter); the reference and the solution never reach the client; a teacher's puzzle; the
+course in a real browser (solve one wrong, then right)."""
+import json
+import os
+
+import pytest
+
+from app import puzzles
+
+RUN_TIMEOUT_MS = 60_000
+SHOTS = "/tmp/shots"
+
+
+def graded_run(puzzle, source, expected=None):
+    from sandbox.pipeline import run_spec
+    spec = puzzles.starter_spec(puzzle)
+    spec = {**spec, "source": source, "options": {**spec["options"], "device": "interpreter", "ir": False}}
+    return run_spec({**spec, "grading": puzzles.grading(puzzle, expected)})
+
+
+def secrets(puzzle):
+    """Text that must never leave the server: each reference expression (as written and as each
+    test makes it) and every line of the solution that neither the starter nor a hint shows."""
+    found = set(puzzle["reference"].values())
+    found |= {expr for test in puzzles.tests_of(puzzle) for expr in test["reference"].values()}
+    starter_lines = {line.strip() for line in puzzle["starter"].splitlines()}
+    revealed = " ".join(puzzle["hints"])  # a hint may give a line away: its author chose to
+    found |= {line.strip() for line in puzzle["solution"].splitlines()
+              if line.strip() and line.strip() not in starter_lines and len(line.strip()) > 12
+              and line.strip() not in revealed}
+    return found
+
+
+def assert_hidden(text, puzzle):
+    leaked = [secret for secret in secrets(puzzle) if secret in text]
+    assert not leaked, f"{puzzle['name']}: {leaked} reached the client"
+
+
+# ---- every puzzle, in the interpreter ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", puzzles.builtin_names())
+def test_solution_passes_and_starter_fails(name):
+    puzzle = puzzles.builtin(name)
+    solved = graded_run(puzzle, puzzle["solution"])
+    assert solved["status"] == "ok", solved["puzzle"]["tests"]
+    assert solved["puzzle"]["ok"] and all(t["ok"] for t in solved["puzzle"]["tests"])
+    started = graded_run(puzzle, puzzle["starter"], expected=solved["trace"])
+    assert started["status"] in ("mismatch", "error")
+    assert not started["puzzle"]["ok"]
+    assert len(started["puzzle"]["tests"]) == len(puzzle["tests"]) >= 3
+
+
+def test_course_covers_the_topics():
+    names = puzzles.builtin_names()
+    assert len(names) >= 12
+    for topic in ("constant_add", "outer_sum", "softmax", "matmul", "flash_attention", "quantized_matmul"):
+        assert topic in names
+    for name in names:  # each puzzle has a test whose size is not a multiple of its block
+        puzzle = puzzles.builtin(name)
+        assert puzzle["hints"] and puzzle["statement"] and len(puzzle["tests"]) >= 3
+
+
+def test_diff_marks_missed_extra_and_twice():
+    puzzle = puzzles.builtin("constant_add")
+    expected = graded_run(puzzle, puzzle["solution"])["trace"]
+    # Shifted by one: element 0 missed, element 20 (past the end) is refused by the bounds check,
+    # so keep it in range: the last program's mask cuts one real element and one program writes twice.
+    shifted = puzzle["solution"].replace("tl.store(out_ptr + offsets, x + 10.0, mask=mask)",
+                                         "tl.store(out_ptr + offsets, x + 10.0, mask=offsets < n - 1)\n"
+                                         "    tl.store(out_ptr + offsets, x + 10.0, mask=offsets < 2)")
+    result = graded_run(puzzle, shifted, expected)
+    diff = result["puzzle"]["diff"]["out"]
+    assert diff["missed"] == {"count": 1, "runs": [[19, 1]]}
+    assert diff["twice"] == {"count": 2, "runs": [[0, 2]]}
+    assert diff["extra"]["count"] == 0
+    tests = result["puzzle"]["tests"]
+    assert [t["ok"] for t in tests] == [False, False, False]
+    assert tests[0]["unwritten"] == 1 and tests[0]["label"] == "N=20"
+
+
+def test_substitute_replaces_names_only():
+    assert puzzles.substitute("torch.randn(N, x.N) + NUM * N", {"N": 7}) == "torch.randn(7, x.N) + NUM * 7"
+    assert puzzles.substitute("'N' if N else M", {"N": 3, "M": 4}) == "'N' if 3 else 4"
+
+
+def test_a_spec_cannot_bring_its_own_grading():
+    from sandbox.spec import SpecError, normalize
+    spec = puzzles.starter_spec(puzzles.builtin("constant_add"))
+    with pytest.raises(SpecError, match="grading"):
+        normalize({**spec, "grading": {"tests": []}})
+    with pytest.raises(SpecError, match="options.puzzle"):
+        normalize({**spec, "options": {"puzzle": "../etc"}})
+
+
+# ---- the server: what reaches the client ------------------------------------------------------
+
+def test_pages_and_api_keep_the_check_hidden(client):
+    listing = client.get("/api/puzzles")
+    course = client.get("/puzzles")
+    assert listing.status_code == course.status_code == 200
+    for name in puzzles.builtin_names():
+        puzzle = puzzles.builtin(name)
+        page, api = client.get(f"/puzzles/{name}"), client.get(f"/api/puzzles/{name}")
+        assert page.status_code == api.status_code == 200
+        assert api.json["spec"]["reference"] == {} and api.json["spec"]["options"]["puzzle"] == name
+        for text in (page.get_data(as_text=True), api.get_data(as_text=True), listing.get_data(as_text=True),
+                     course.get_data(as_text=True)):
+            assert_hidden(text, puzzle)
+    assert client.get("/puzzles/no_such_puzzle").status_code == 404
+    assert client.get("/api/puzzles/no_such_puzzle").json["error"]["message"] == "there is no puzzle named 'no_such_puzzle'"
+
+
+def test_graded_run_over_socketio_and_share_link_keep_it_hidden(app, client):
+    from app import socketio
+    puzzle = puzzles.builtin("softmax")
+    spec = client.get("/api/puzzles/softmax").json["spec"]
+    sio = socketio.test_client(app, flask_test_client=client)
+    ack = sio.emit("run", {"spec": spec}, callback=True)
+    assert "run_id" in ack, ack
+    events = []
+    for _ in range(600):
+        events += sio.get_received()
+        if any(e["name"] == "run_result" for e in events):
+            break
+        socketio.sleep(0.1)
+    result = next(e for e in events if e["name"] == "run_result")["args"][0]["result"]
+    assert result["status"] == "mismatch" and result["puzzle"]["name"] == "softmax"
+    assert [t["label"] for t in result["puzzle"]["tests"]] == ["M=5, N=10", "M=4, N=32", "M=3, N=77"]
+    assert result["puzzle"]["expected"]["grid"] == [5, 1, 1]  # the solution's trace came back, not its source
+    assert_hidden(json.dumps(events), puzzle)
+    shared = client.post("/api/snippets", json={"spec": spec, "ui": {"pane": None, "pid": None}})
+    link = client.get(f"/s/{shared.json['id']}").get_data(as_text=True)
+    stored = client.get(f"/api/snippets/{shared.json['id']}").get_data(as_text=True)
+    assert "softmax" in stored
+    assert_hidden(link + stored, puzzle)
+    sio.disconnect()
+
+
+def test_unknown_puzzle_is_refused(client, spec):
+    response = client.post("/api/run", json={**spec, "options": {"puzzle": "nope"}})
+    assert response.status_code == 400
+    assert response.json["error"]["message"] == "there is no puzzle named 'nope'"
+
+
+def test_teacher_turns_a_spec_into_a_puzzle(client, spec):
+    from tests.helpers import VECTOR_ADD
+    body = {"spec": {**spec, "source": VECTOR_ADD, "reference": {"out": "x + y + 0.0"}},
+            "title": "Add two vectors", "statement": "Write `out` as the sum of the inputs.",
+            "hints": ["Load both.", "Mask the tail."],
+            "starter": VECTOR_ADD.replace("tl.store(out_ptr + offs, x + y, mask=mask)", "pass  # store the sum")}
+    made = client.post("/api/puzzles", json=body)
+    assert made.status_code == 200, made.json
+    name = made.json["name"]
+    assert name.startswith("t-") and made.json["url"].endswith(f"/puzzles/{name}")
+    assert client.post("/api/puzzles", json=body).json["name"] == name  # the same content, the same link
+    public = client.get(f"/api/puzzles/{name}").json
+    assert public["title"] == "Add two vectors" and public["hints"] == ["Load both.", "Mask the tail."]
+    assert public["spec"]["reference"] == {} and "pass  # store the sum" in public["spec"]["source"]
+    text = json.dumps(public) + client.get(f"/puzzles/{name}").get_data(as_text=True)
+    assert "x + y + 0.0" not in text and "tl.store(out_ptr + offs, x + y, mask=mask)" not in text
+    wrong = client.post("/api/run", json=public["spec"]).json
+    assert wrong["status"] == "mismatch" and wrong["puzzle"]["diff"]["out"]["missed"]["count"] == 4096
+    right = client.post("/api/run", json={**public["spec"], "source": VECTOR_ADD}).json
+    assert right["status"] == "ok" and right["puzzle"]["ok"]
+    refused = client.post("/api/puzzles", json={**body, "spec": {**body["spec"], "reference": {}}})
+    assert refused.status_code == 400 and refused.json["error"]["field"] == "reference"
+
+
+# ---- the course in a browser ------------------------------------------------------------------
+
+def shot(page, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    page.screenshot(path=f"{SHOTS}/{name}.png")
+
+
+def set_source(page, source):
+    page.evaluate("""(source) => { const v = window.playground.editorView;
+        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
+
+
+def run_puzzle(page):
+    page.evaluate("document.querySelector('#puzzle-verdict')?.remove()")  # the last run's verdict
+    page.click("#run-button")
+    page.wait_for_selector("#puzzle-verdict", timeout=RUN_TIMEOUT_MS)
+    return page.inner_text("#puzzle-verdict")
+
+
+@pytest.mark.browser
+def test_solve_a_puzzle_wrong_then_right(browser, live_server):
+    puzzle = puzzles.builtin("constant_add")
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server}/puzzles")
+    assert page.inner_text('.course-item[data-name="constant_add"] .course-status') == "not yet"
+    page.click('.course-item[data-name="constant_add"] a')
+    page.wait_for_selector(".puzzle-statement")
+    assert page.is_visible('[data-tab="puzzle"]') and "Constant add" in page.inner_text(".puzzle-head")
+    page.click("#puzzle-hint-button")
+    assert page.locator(".puzzle-hint").count() == 1
+    page.click("#puzzle-hint-button")
+    assert page.locator(".puzzle-hint").count() == 2
+    shot(page, "puzzle-start")
+    # Wrong: the mask cuts one real element.
+    set_source(page, puzzle["solution"].replace("mask = offsets < n", "mask = offsets < n - 1"))
+    assert "Not yet" in run_puzzle(page)
+    assert page.locator(".puzzle-test.bad").count() == 3
+    page.wait_for_selector('.puzzle-plot[data-output="out"] .main-svg')
+    assert "1 missed" in page.inner_text(".puzzle-marks")
+    shot(page, "puzzle-wrong")
+    # Right.
+    set_source(page, puzzle["solution"])
+    assert "Solved" in run_puzzle(page)
+    assert page.locator(".puzzle-test.ok").count() == 3
+    assert "exactly the elements" in page.inner_text(".puzzle-figure")
+    shot(page, "puzzle-right")
+    page.goto(f"{live_server}/puzzles")
+    assert page.inner_text('.course-item[data-name="constant_add"] .course-status') == "done"
+    assert page.inner_text('.course-item[data-name="softmax"] .course-status') == "not yet"
+    shot(page, "course")
+    context.close()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server}/examples/vector_add")
+    page.wait_for_function("window.playground !== undefined")
+    page.click("#teach-button")
+    page.fill("#teach-title", "My vector add")
+    page.fill("#teach-statement", "Add `x` and `y`.")
+    page.fill("#teach-hints", "Load both vectors.\nMask the tail.")
+    page.fill("#teach-tests", "not json")
+    page.click("#teach-save")
+    assert "must be JSON" in page.inner_text("#teach-note")
+    page.fill("#teach-tests", "")
+    page.click("#teach-save")
+    link = page.wait_for_selector("#teach-link").inner_text()
+    shot(page, "teacher-dialog")
+    page.goto(link)
+    page.wait_for_selector(".puzzle-statement")
+    assert "My vector add" in page.inner_text(".puzzle-head")
+    assert "x + y" not in json.dumps(page.evaluate("window.playground.getSpec().reference"))
+    context.close()
