@@ -1,0 +1,53 @@
+"""The page on a phone (390x844, touch): the top bar wraps instead of overflowing, the example
+picker shows its name, and Run stays on screen and is what a tap on it hits, before and after
+scrolling down to the results."""
+import pytest
+
+from tests.test_browser import open_playground
+
+pytestmark = pytest.mark.browser
+SHOTS = "/tmp/shots"
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def hit_at_centre(page, selector):
+    """The id of the element a tap at the centre of `selector` lands on (or of its nearest ancestor with one)."""
+    return page.evaluate("""(selector) => {
+        const box = document.querySelector(selector).getBoundingClientRect();
+        return document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2).closest('[id]').id;
+    }""", selector)
+
+
+def inside_viewport(page, selector):
+    box = page.locator(selector).bounding_box()
+    return box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["y"] >= 0 and box["y"] + box["height"] <= 844
+
+
+def test_the_top_bar_fits_a_phone_and_run_is_what_a_tap_hits(phone, live_server):
+    open_playground(phone, live_server + "/examples/vector_add")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sticks out sideways
+    for control in ("#run-button", "#example-select", "#share-button", "#export-button", "#history-button"):
+        assert inside_viewport(phone, control), control
+    assert phone.locator("#example-select").bounding_box()["width"] >= 150  # a name, not a bare chevron
+    assert hit_at_centre(phone, "#run-button") == "run-button"
+    phone.screenshot(path=f"{SHOTS}/phone-390x844-top.png")
+
+    phone.tap("#run-button")
+    phone.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
+                            timeout=60000)
+    assert phone.get_attribute("#status-line", "data-state") == "ok"
+
+    phone.locator("#results").scroll_into_view_if_needed()  # down at the results, Run is still there
+    assert phone.evaluate("window.scrollY") > 400
+    assert inside_viewport(phone, "#run-button") and hit_at_centre(phone, "#run-button") == "run-button"
+    phone.screenshot(path=f"{SHOTS}/phone-390x844-results.png")
