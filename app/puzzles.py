@@ -241,7 +241,10 @@ class Solutions:
             if key in self.traces:
                 return self.traces[key]
         spec = {**starter_spec(puzzle), "source": puzzle["solution"]}
-        result = dispatcher.run({**spec, "grading": grading(puzzle, None)}, "puzzle-solutions")
+        # An owner of its own per puzzle, and none of its compiled kernels kept: a teacher's solution is
+        # a stranger's code, like a shared link's.
+        result = dispatcher.run({**spec, "grading": grading(puzzle, None)}, f"puzzle-solution:{puzzle['name']}",
+                                from_link=True)
         trace = result["trace"] if result["status"] == "ok" else None
         with self.lock:
             if result["status"] == "ok":  # a failure (a busy server, a broken teacher's puzzle) is tried again

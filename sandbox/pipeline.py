@@ -14,7 +14,7 @@ import time
 import torch
 import triton
 
-from sandbox import bench, build, gpu_trace, provenance, puzzles
+from sandbox import bench, build, gpu_trace, provenance, puzzles, sweep
 from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError, explain, hint_for
@@ -279,6 +279,11 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
         # Each test is a launch of its own: none of them is the spec's, so none reports it checked.
         test_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
         return puzzles.grade(spec, grading, lambda test: run_spec(test, test_emit, scratch, limits))
+    if spec["options"]["sweep"]:
+        # The spec's own launch reports "checked" as usual; a configuration's launch is not the spec's.
+        config_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
+        return sweep.sweep(spec, lambda one: run_spec(one, emit, scratch, limits, checked_before),
+                           lambda one: run_spec(one, config_emit, scratch, limits))
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))

@@ -29,17 +29,19 @@ TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "
          "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,),
          "tracer": (str,), "bytes_touched": (int, type(None))}
 PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None))}
+SWEEP = {"params": (list,), "rows": (list,), "best": (int, type(None)), "clear": (bool,), "interpreter": (bool,)}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
-          "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE}
+          "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
+          "sweep": SWEEP}
 
 
 def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
-            "puzzle": None}
+            "puzzle": None, "sweep": None}
 
 
 def failed(error, device=None):

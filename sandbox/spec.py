@@ -19,10 +19,12 @@ DEFAULT_OPTIONS = {
     "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
     "puzzle": None,               # the puzzle this source answers: the server adds its hidden check
     "trace_pid": None,            # [x, y, z]: record this one program's accesses (one the trace left out)
+    "sweep": None,                # {meta-parameter | num_warps | num_stages: [values]}: run each combination
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
 PUZZLE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_SWEEP_CONFIGS = 16  # a sweep is a small grid: each configuration is a launch, checked and timed
 NUM_STAGES = (1, 8)  # software-pipelining depth of loads in loops, inclusive (Triton's own configs use 1 to 7)
 
 
@@ -123,6 +125,7 @@ def normalize(raw):
     _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
     _expect(options["puzzle"] is None or isinstance(options["puzzle"], str) and PUZZLE_NAME.match(options["puzzle"]),
             "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
+    _check_sweep(options["sweep"])
     _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
                                    "options.puzzle instead", "grading")
     pid = options["trace_pid"]
@@ -133,6 +136,28 @@ def normalize(raw):
         options["trace_pid"] = pid + [0] * (3 - len(pid))
     spec["options"] = options
     return spec
+
+
+def _check_sweep(sweep):
+    if sweep is None:
+        return
+    _expect(isinstance(sweep, dict) and sweep, "options.sweep must map meta-parameters, num_warps or num_stages "
+                                               "to lists of values, e.g. {\"BLOCK_SIZE\": [256, 1024]}", "options.sweep")
+    count = 1
+    for name, values in sweep.items():
+        field = f"options.sweep.{name}"
+        _expect(name.isidentifier(), f"options.sweep: {name!r} is not a parameter name", "options.sweep")
+        _expect(isinstance(values, list) and values and all(isinstance(v, (int, float, bool, str)) for v in values),
+                f"{field} must be a non-empty list of literal values", field)
+        if name == "num_warps":
+            _expect(all(type(v) is int and v in NUM_WARPS for v in values),
+                    f"{field}: each value must be a power of 2 ({', '.join(map(str, NUM_WARPS))})", field)
+        if name == "num_stages":
+            _expect(all(type(v) is int and NUM_STAGES[0] <= v <= NUM_STAGES[1] for v in values),
+                    f"{field}: each value must be an integer from {NUM_STAGES[0]} to {NUM_STAGES[1]}", field)
+        count *= len(values)
+    _expect(count <= MAX_SWEEP_CONFIGS, f"options.sweep makes {count} configurations; a sweep runs at most "
+                                        f"{MAX_SWEEP_CONFIGS}", "options.sweep")
 
 
 def launch_key(spec):

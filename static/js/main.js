@@ -158,7 +158,7 @@ function connect() {
     const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field };
     emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
                                                  timings: null, trace: null, ir: null, notes: [], run_ms: null,
-                                                 puzzle: null } });
+                                                 puzzle: null, sweep: null } });
   };
 
   on("run-requested", () => {
