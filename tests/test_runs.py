@@ -359,12 +359,13 @@ def test_a_tensor_made_in_an_argument_expression_is_traced_by_its_parameter(clie
 def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp_path, spec):
     import tempfile
     from app import create_app
-    from tests.helpers import wait_until_ready
+    from tests.helpers import wait_until_ready, wait_until_warmed
     run_root = os.path.join(tempfile.gettempdir(), "playground-runs")
     os.makedirs(run_root, exist_ok=True)
     orphan = tempfile.mkdtemp(prefix="run-999999999-", dir=run_root)  # left by a worker long dead
     app = create_app({"TESTING": True, "DATABASE": str(tmp_path / "t.sqlite"), "WORKERS": 1})
     wait_until_ready(app)
+    wait_until_warmed(app)  # its warm-up's run processes come and go too
     worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]
     assert run(app.test_client(), spec)["status"] == "ok"
     assert not os.path.exists(orphan)
