@@ -76,6 +76,16 @@ def median_of(url, spec, options, owners):
     return statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows), statuses
 
 
+def row(cells):
+    shown = []
+    for variant in ("check", "page"):
+        for on in (1, 0):
+            e2e, inside, statuses = cells[(on, variant)]
+            flag = "" if statuses <= {"ok", "mismatch"} else f" {sorted(statuses)}"
+            shown.append(f"{e2e:.0f} ({inside:.0f}){flag}")
+    return " | ".join(shown)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--owners", type=int, default=3, help="new students per example, server and variant")
@@ -86,6 +96,7 @@ def main():
     roots = {on: tempfile.mkdtemp(prefix=f"first-run-{'on' if on else 'off'}-") for on in (1, 0)}
     servers = {on: Server(open(os.path.join(logs, f"server-shared-{'on' if on else 'off'}.log"), "ab"),
                           SHARED_KERNELS=on, RUN_ROOT=roots[on]) for on in (1, 0)}
+    say = lambda text: print(text, flush=True)  # noqa: E731  (rows as they come: a cut-off run keeps them)
     try:
         started = time.monotonic()
         for server in servers.values():
@@ -93,33 +104,26 @@ def main():
         healthy_s = time.monotonic() - started
         device = servers[1].health()["device"]
         specs = examples(servers[1].url)
+        say(f"A new student's first run of each gallery example, {args.owners} students each, on {device['name']} "
+            f"(triton {device['triton']}), shared kernels on and off; server logs in {logs}")
         # While the first server's workers still warm: a run must not wait for it.
         during = {on: first_run(servers[on].url, specs["vector_add"], CHECK_ONLY) for on in (1, 0)}
         still_warming = [w.get("shared_kernels") for w in servers[1].health()["workers"]]
+        say(f"servers healthy after {healthy_s:.1f} s; vector add, check only, a new student while the warm-up was "
+            f"under way ({still_warming}): shared on {during[1][0]:.0f} ms ({during[1][1]:.0f} in the run process), "
+            f"off {during[0][0]:.0f} ms ({during[0][1]:.0f})")
         warm_s, reports = wait_warmed(servers[1])
-        rows = {}
+        say(f"the warm-up finished {warm_s:.1f} s after that: {reports}")
+        say("median ms end to end (in the run process)")
+        say("| example | check only, shared on | check only, off | as the page runs it, on | as the page runs it, off |")
+        say("|---|---|---|---|---|")
         for name, spec in specs.items():
-            rows[name] = {(on, variant): median_of(servers[on].url, spec, options, args.owners)
-                          for variant, options in (("check", CHECK_ONLY), ("page", None)) for on in (1, 0)}
+            cells = {(on, variant): median_of(servers[on].url, spec, options, args.owners)
+                     for variant, options in (("check", CHECK_ONLY), ("page", None)) for on in (1, 0)}
+            say(f"| {name} | {row(cells)} |")
     finally:
         for server in servers.values():
             server.stop()
-    print(f"A new student's first run of each gallery example, {args.owners} students each, on {device['name']} "
-          f"(triton {device['triton']}), shared kernels on and off, median ms end to end (in run process)")
-    print(f"servers healthy after {healthy_s:.1f} s; the warm-up finished {warm_s:.1f} s later: {reports}")
-    print(f"vector add, check only, a new student while the warm-up was under way ({still_warming}): "
-          f"shared on {during[1][0]:.0f} ms ({during[1][1]:.0f}), off {during[0][0]:.0f} ms ({during[0][1]:.0f})")
-    print("| example | check only, shared on | check only, off | as the page runs it, on | as the page runs it, off |")
-    print("|---|---|---|---|---|")
-    for name, cells in rows.items():
-        shown = []
-        for variant in ("check", "page"):
-            for on in (1, 0):
-                e2e, inside, statuses = cells[(on, variant)]
-                flag = "" if statuses <= {"ok", "mismatch"} else f" {sorted(statuses)}"
-                shown.append(f"{e2e:.0f} ({inside:.0f}){flag}")
-        print(f"| {name} | " + " | ".join(shown) + " |")
-    print(f"server logs: {logs}")
 
 
 if __name__ == "__main__":
