@@ -19,7 +19,7 @@ import redis
 from celery import Celery
 
 from app import dispatcher as embedded
-from app.dispatcher import Job, OwnerQueueFull, QueueFull, RunLost, ordinal, wait_bound_s
+from app.dispatcher import Job, OwnerQueueFull, QueueFull, RunLost, ordinal, stopped, wait_bound_s
 from app.runstate import WITHDRAWN, RunState
 from sandbox import result as results
 from sandbox.errors import RunError
@@ -114,6 +114,19 @@ class CeleryDispatcher:
             for job in mine:  # its running runs finish on their workers; no one here waits for them
                 self.runs.pop(job.run_id, None)
         return len(gone)
+
+    def stop_run(self, run_id, client):
+        """A run no worker took yet is withdrawn and answered here; a running one is marked in Redis,
+        where its worker's heartbeat finds the mark and ends it (app.celery_worker)."""
+        with self.lock:
+            waiting = self.runs.get(run_id)
+        if waiting is None or not waiting.job.may_stop(client):
+            return False
+        if self.state.take(run_id, waiting.job.owner, WITHDRAWN):
+            self._fail(run_id, stopped(started=False))
+        else:
+            self.state.request_stop(run_id)
+        return True
 
     def run(self, spec, owner, from_link=False):
         run_id = self.submit(spec, owner, from_link=from_link)

@@ -45,7 +45,7 @@ class WorkerHost:
         self.emit = lambda event, data, to: queue.emit(event, data, namespace="/", to=to)  # noqa: E731
         assigned = gpu_assignments()
         self.slot = Slot(f"{socket.gethostname()}/{os.getpid()}", self, assigned[0] if assigned else None)
-        self.run_id = None
+        self.run_id, self.job = None, None  # the run it runs now
         self.stopping = threading.Event()
         self.heart = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
 
@@ -71,6 +71,9 @@ class WorkerHost:
         while not self.stopping.is_set():
             try:
                 self.state.beat(self.id, self.info())
+                job = self.job
+                if job is not None and self.state.stop_requested(job.run_id):
+                    job.stop_requested.set()  # its client pressed Stop: the slot ends the run
             except redis.RedisError:
                 log.exception("heartbeat failed")
             self.stopping.wait(HEARTBEAT_S)
@@ -81,12 +84,12 @@ class WorkerHost:
             return
         client = message["client"]
         job = Job.arrived(message, functools.partial(self.listener, client), self.state.now() - message["queued_at"])
-        self.run_id = job.run_id
+        self.run_id, self.job = job.run_id, job
         try:
             self.slot.ensure_worker()
             self.slot.handle(job)
         finally:
-            self.run_id = None
+            self.run_id, self.job = None, None
 
     def listener(self, client, run_id, type, content):
         if type == "result":

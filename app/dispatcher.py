@@ -38,6 +38,7 @@ STUCK_MARGIN_S = 15
 # POST /api/run waits at most QUEUE_WAIT_S + RUN_TIMEOUT_S + GRACE_S + this: past it the run was
 # lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
 WAIT_MARGIN_S = 5
+STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
 WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
 WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
 
@@ -130,6 +131,7 @@ class Job:
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
         self.stdout = []  # what the run printed, as relayed: the result carries it whole
+        self.stop_requested = threading.Event()  # its client pressed Stop: the slot running it ends it
         # Notifications reach the listener one at a time and in order: the slot's "starting" never
         # overtakes submit's "queued", though a free slot may take the job before submit returns.
         self.notifying = threading.RLock()
@@ -164,6 +166,18 @@ class Job:
     def fail(self, error):
         """End the job with `error` (a RunError) unless it already has its result."""
         self.notify("result", {"result": results.failed(error)})
+
+    def may_stop(self, client):
+        """Only the client that asked for a run can stop it."""
+        return client is not None and self.client == client
+
+
+def stopped(started):
+    """The error of a run its client stopped, before (started=False) or while it ran."""
+    if not started:
+        return RunError("stopped", "you stopped this run before it started; nothing ran", type="Stopped")
+    return RunError("stopped", "you stopped this run while it ran; its worker was replaced, and nothing of the run "
+                               "is kept", type="Stopped")
 
     def message(self):
         """The job as it travels to a worker host of another process (app.celery_worker): JSON."""
@@ -285,6 +299,7 @@ class Slot:
         self.index, self.dispatcher, self.gpu = index, dispatcher, gpu
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.busy_since = None  # monotonic time it took its current job
+        self.job = None  # the job it runs now
         self.thread = threading.Thread(target=self._loop, name=f"worker-slot-{index}", daemon=True)
 
     def busy_s(self):
@@ -349,14 +364,14 @@ class Slot:
             return
         if self.worker is None:
             return job.fail(RunError("sandbox", "no worker could be started for this run; try again"))
-        self.state, self.busy_since = "busy", time.monotonic()
+        self.state, self.busy_since, self.job = "busy", time.monotonic(), job
         try:
             self._run(job)
         except Exception:
             self._recover(job)
         finally:
             self.runs += 1
-            self.state, self.busy_since = "ready", None
+            self.state, self.busy_since, self.job = "ready", None, None
 
     def _too_old(self, job):
         """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
@@ -397,8 +412,12 @@ class Slot:
         except OSError:
             return self._died(job)
         while True:
-            msg = self.worker.next(deadline - time.monotonic())
+            msg = self.worker.next(min(STOP_POLL_S, deadline - time.monotonic()))
+            if job.stop_requested.is_set():
+                return self._stopped(job)
             if msg == "timeout":
+                if time.monotonic() < deadline:
+                    continue
                 return self._unanswered(job, timeout_s)
             if msg is None:
                 return self._died(job)
@@ -414,6 +433,12 @@ class Slot:
     def _unanswered(self, job, timeout_s):
         self._replace_worker()
         job.fail(RunError("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced"))
+
+    def _stopped(self, job):
+        # The worker is in the middle of the run: killing it is the one way to end the run now
+        # (as a timeout does); the client gets its result at once, the slot a fresh worker.
+        job.fail(stopped(started=True))
+        self._replace_worker()
 
     def _died(self, job):
         self._replace_worker()
@@ -433,6 +458,9 @@ class Dispatcher:
       submit(spec, owner, client, from_link) -> run_id: the run's events (run_status, run_stdout,
           run_result) go to the Socket.IO client `client` (its room), from wherever the run runs
       withdraw_client(client): the client left; its waiting runs never start
+      stop_run(run_id, client) -> bool: the client pressed Stop: a waiting run never starts, a
+          running one is ended (its worker replaced); either way its result says it was stopped.
+          False: no run of that client with that id is waiting or running
       run(spec, owner, from_link) -> the result: blocking, bounded (POST /api/run)
       health() -> /healthz's body;  start(), stop()
     QueueFull or OwnerQueueFull: the queue, or the owner's share of it, is full.
@@ -476,6 +504,17 @@ class Dispatcher:
     def withdraw_client(self, client):
         """Drop the waiting runs of a client that left (a run already running finishes); returns how many."""
         return len(self.jobs.withdraw(lambda job: job.client is not None and job.client == client))
+
+    def stop_run(self, run_id, client):
+        for job in self.jobs.withdraw(lambda job: job.run_id == run_id and job.may_stop(client)):
+            job.fail(stopped(started=False))
+            return True
+        for slot in self.slots:
+            job = slot.job
+            if job is not None and job.run_id == run_id and job.may_stop(client):
+                job.stop_requested.set()
+                return True
+        return False
 
     def wait_bound_s(self):
         return wait_bound_s(self.config)

@@ -1,5 +1,6 @@
 """Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_result go to the requesting client only.
-A client that disconnects takes its waiting runs with it."""
+`stop` {run_id} → ack {stopped}: ends that client's run, waiting or running. A client that disconnects
+takes its waiting runs with it."""
 from flask import current_app, request
 
 from app.course import graded
@@ -31,6 +32,15 @@ def register(socketio):
                                                                           from_link=from_link)}
         except QueueFull as e:  # the whole queue, or this owner's share of it
             return {"error": {"phase": "limit", "message": str(e)}}
+
+    @socketio.on("stop")
+    def stop(data):
+        """Stop: the client's run `run_id` ends now, queued or running; its run_result says so.
+        Ack {"stopped": true}, or {"stopped": false} when this client has no such run (it ended)."""
+        run_id = data.get("run_id") if isinstance(data, dict) else None
+        if not isinstance(run_id, str):
+            return {"stopped": False, "error": {"phase": "parse", "message": "stop needs the run_id of a run"}}
+        return {"stopped": current_app.extensions["dispatcher"].stop_run(run_id, request.sid)}
 
     @socketio.on("disconnect")
     def disconnect(*_reason):

@@ -10,6 +10,8 @@ processes and the Celery workers must agree on, each step one atomic command or 
   result    run:<id>:result, set once, by whoever gives the run its one result: its worker, or the web
             process that found its worker gone
   reply     run:<id>:reply, the result of a POST /api/run run, which its web process waits for
+  stop      run:<id>:stop, set by the web process whose client pressed Stop; the worker running
+            the run sees it at its next heartbeat and ends the run
   workers   worker:<id>, each worker's heartbeat (its slot's state and device), expiring
             HEARTBEAT_TTL_S after its last beat: a worker whose heartbeat is gone was lost
 """
@@ -83,6 +85,12 @@ class RunState:
     def finish(self, run_id):
         """True for the one caller that gives the run its result; False for any later one."""
         return bool(self.redis.set(self.key("run", run_id, "result"), 1, nx=True, ex=KEEP_S))
+
+    def request_stop(self, run_id):
+        self.redis.set(self.key("run", run_id, "stop"), 1, ex=KEEP_S)
+
+    def stop_requested(self, run_id):
+        return bool(self.redis.exists(self.key("run", run_id, "stop")))
 
     def finished(self, run_id):
         return bool(self.redis.exists(self.key("run", run_id, "result")))

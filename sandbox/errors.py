@@ -2,7 +2,7 @@
 import re
 
 PHASES = ("parse", "build", "compile", "launch", "check", "bench", "trace", "ir",
-          "timeout", "limit", "sandbox")
+          "timeout", "limit", "sandbox", "stopped")
 
 
 class RunError(Exception):

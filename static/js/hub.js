@@ -4,6 +4,7 @@
 // Every event, its detail, and who emits it:
 //   run-requested          {}                          Run, Ctrl/Cmd+Enter, a shared link's prompt, a new
 //                                                      meta-parameter value or IR target (main.js, editor.js)
+//   stop-requested         {}                          Stop: end the current run (main.js)
 //   run-started            {run_id}                    the server took the run (main.js)
 //   run-status             {run_id, phase, message, position?}
 //                                                      a phase of the run: queued (position: its place in

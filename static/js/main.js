@@ -131,6 +131,7 @@ function connect() {
   let inFlight = false;       // between Run and the result
   let waitingForAck = false;
   let early = [];     // events that arrived before the ack told us their run_id
+  let stopAsked = false;  // Stop was pressed before the ack gave the run its id
 
   const deliver = (name, data) => {
     if (data.run_id !== currentRun) return;
@@ -161,11 +162,21 @@ function connect() {
                                                  puzzle: null, sweep: null } });
   };
 
+  const stop = () => socket.emit("stop", { run_id: currentRun }, (ack) => {
+    if (ack && !ack.stopped && inFlight) emit("run-status", { run_id: currentRun, phase: "running", message: "the run had ended before Stop reached it" });
+  });
+  on("stop-requested", () => {
+    if (!inFlight) return;
+    if (currentRun) stop();
+    else stopAsked = true;
+  });
+
   on("run-requested", () => {
     const spec = getSpec();
     currentRun = null;
     inFlight = true;
     waitingForAck = true;
+    stopAsked = false;
     early = [];
     setRunning(true);
     const payload = fromLink() ? { spec, from_link: true } : { spec };
@@ -177,6 +188,7 @@ function connect() {
       emit("run-started", { run_id: currentRun });
       for (const [name, data] of early) deliver(name, data);
       early = [];
+      if (stopAsked && inFlight) stop();
     });
   });
 }
@@ -185,6 +197,7 @@ function setRunning(running) {
   const button = $("#run-button");
   button.classList.toggle("running", running);
   button.querySelector(".run-label").textContent = running ? "Running" : "Run";
+  $("#stop-button").hidden = !running;
 }
 
 // ---- the header ----
@@ -301,6 +314,7 @@ initExamples();
 initSplitters();
 
 $("#run-button").addEventListener("click", () => emit("run-requested"));
+$("#stop-button").addEventListener("click", () => emit("stop-requested"));
 document.addEventListener("keydown", (event) => {
   // Ctrl/Cmd+Enter anywhere on the page (the editor handles its own).
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.defaultPrevented && !editorView.hasFocus) {

@@ -158,6 +158,30 @@ function stdoutCard(text, live) {
     h("pre", {}, text));
 }
 
+// A run that hit the time limit: the phase it was in when the limit struck (the status line saw it
+// last), and what to turn off or make smaller to fit.
+const TIMEOUT_ADVICE = {
+  queued: "It never started: the server was busy. Try again in a moment.",
+  starting: "It was still starting. Try again in a moment.",
+  compiling: "Compiling took the time: a kernel this large may need a smaller BLOCK or fewer unrolled loops.",
+  running: "Each program runs one after another (on the CPU in the interpreter): fewer programs (a bigger BLOCK) or smaller inputs fit; unticking trace in the Options row saves recording every access.",
+  checking: "Comparing with the reference took the time: a smaller input fits, or untick check in the Options row.",
+  bench: "Timing the kernel took the time: untick bench in the Options row.",
+  ir: "Compiling the IR took the time: untick IR in the Options row.",
+};
+
+function timeoutAdvice(phase) {
+  const label = PHASE_LABELS[phase] || phase || "starting";
+  return h("p", { class: "hint timeout-advice" }, `The limit struck while ${label === "IR" ? "compiling the IR" : label}. `,
+    TIMEOUT_ADVICE[phase] || "");
+}
+
+function errorCardOf(error, lastPhase) {
+  const card = Object.assign(errorCard(error), { id: "error-card" });
+  if (error.phase === "timeout") card.append(timeoutAdvice(lastPhase));
+  return card;
+}
+
 export function initResults(statusEl, resultsEl) {
   const status = new StatusLine(statusEl);
   let liveStdout = "";
@@ -180,7 +204,7 @@ export function initResults(statusEl, resultsEl) {
     resultsEl.classList.remove("stale");
     const verdicts = coverageVerdicts(result.trace);
     replaceChildren(resultsEl,
-      result.error ? Object.assign(errorCard(result.error), { id: "error-card" }) : summary(result),
+      result.error ? errorCardOf(result.error, status.phases?.at(-1)) : summary(result),
       launchFacts(result),
       notesList(result.notes),
       coverageNotes(verdicts),

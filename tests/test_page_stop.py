@@ -1,0 +1,100 @@
+"""Stop and the time limit in the page, at 1280x720, through the real server and one real worker:
+the Stop button ends a run and Run works again; a run that hits the limit says in which phase it was
+and what to turn off. (The `stop` event itself: tests/test_stop.py. Not in one module: Socket.IO's
+test client takes over its app's sending, so a browser on that app would hear nothing.)"""
+import threading
+import time
+
+import pytest
+from werkzeug.serving import make_server
+
+from app import create_app
+from tests.helpers import VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.test_browser import open_playground, run_and_wait
+
+ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
+TIMEOUT_S = 4.0
+SHOTS = "/tmp/shots"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
+                      "WORKERS": 1, "RUN_TIMEOUT_S": TIMEOUT_S})
+    wait_until_ready(app)
+    yield app
+    app.extensions["dispatcher"].stop()
+
+
+@pytest.fixture(scope="module")
+def server(app):
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{http.server_port}"
+    http.shutdown()
+
+
+def ready(app):
+    wait_until_ready(app, timeout_s=60)
+
+
+def busy(app):
+    return app.extensions["dispatcher"].health()["workers"][0]["state"] == "busy"
+
+
+def wait_busy(app):
+    deadline = time.monotonic() + 20
+    while not busy(app):
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.05)
+
+
+# ---- the page ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def set_source(page, source):
+    page.evaluate("""(source) => { const v = window.playground.editorView;
+        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
+
+
+def test_the_stop_button_ends_a_run_and_run_works_again(app, server, page):
+    ready(app)
+    open_playground(page, server + "/")
+    assert page.locator("#stop-button").is_hidden()
+    set_source(page, ENDLESS)
+    page.click("#run-button")
+    page.wait_for_function("document.querySelector('#stop-button').hidden === false")
+    wait_busy(app)
+    page.screenshot(path=f"{SHOTS}/stop-while-running.png")
+    page.click("#stop-button")
+    page.wait_for_function("document.querySelector('#status-line').dataset.state === 'error'", timeout=5000)
+    assert page.locator("#stop-button").is_hidden()
+    assert page.text_content("#error-card .phase") == "stopped error"
+    assert "you stopped this run" in page.text_content("#error-card pre")
+    page.screenshot(path=f"{SHOTS}/stop-stopped.png")
+
+    ready(app)
+    set_source(page, VECTOR_ADD)
+    assert run_and_wait(page) == "ok"
+
+
+def test_a_run_over_the_limit_says_which_phase_it_was_in_and_what_to_turn_off(app, server, page):
+    ready(app)
+    open_playground(page, server + "/")
+    page.fill("input[data-param=BLOCK_SIZE]", "16")  # 6,152 programs, each run one after another
+    assert run_and_wait(page) == "error"
+    assert page.text_content("#error-card .phase") == "timeout error"
+    advice = page.text_content("#error-card .timeout-advice")
+    assert advice.startswith("The limit struck while running.")
+    assert "bigger BLOCK" in advice and "unticking trace" in advice
+    page.screenshot(path=f"{SHOTS}/timeout-advice.png")
