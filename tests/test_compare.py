@@ -50,3 +50,96 @@ def test_a_sweep_in_the_interpreter_checks_every_configuration():
                                                     {"BLOCK_SIZE": 3, "num_warps": 2}, {"BLOCK_SIZE": 3, "num_warps": 4}]
     assert [r["status"] for r in sweep["rows"]] == ["ok", "ok", "error", "error"]
     assert "power of 2" in sweep["rows"][2]["error"]["message"]
+
+
+# ---- the Compare tab in a browser --------------------------------------------------------------
+
+def shot(page, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    page.screenshot(path=f"{SHOTS}/{name}.png", full_page=False)
+
+
+def run_and_wait(page):
+    page.evaluate("document.querySelector('#status-line').dataset.state = 'idle'")
+    page.click("#run-button")
+    page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
+                           timeout=RUN_TIMEOUT_MS)
+
+
+@pytest.mark.browser
+def test_pin_change_block_size_and_see_the_difference(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server}/examples/vector_add")
+    page.wait_for_function("window.playground !== undefined")
+    page.evaluate("""() => { const spec = window.playground.getSpec();
+        spec.inputs = {x: 'torch.randn(4000)', y: 'torch.randn(4000)', out: 'torch.empty(4000)'};
+        window.playground.setSpec(spec); }""")
+    run_and_wait(page)
+    page.click('[data-tab="compare"]')
+    assert page.is_disabled("#pin-button") is False
+    page.click("#pin-button")
+    assert "BLOCK_SIZE=1024" in page.inner_text("#pinned-label")
+    # A new BLOCK_SIZE in the launch form runs again by itself.
+    page.evaluate("document.querySelector('#status-line').dataset.state = 'idle'")
+    page.fill('#args-list input[data-param="BLOCK_SIZE"]', "512")
+    page.press('#args-list input[data-param="BLOCK_SIZE"]', "Enter")
+    page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
+                           timeout=RUN_TIMEOUT_MS)
+    page.click('[data-tab="compare"]')
+    page.wait_for_selector("#compare-time")
+    shot(page, "compare-top")
+    assert "unmeasured" == page.get_attribute("#compare-time .verdict", "data-verdict")  # the interpreter's clock
+    assert "interpreter" in page.inner_text("#compare-time")
+    page.wait_for_selector('#compare-coverage .puzzle-plot[data-output="out"] .main-svg')
+    assert "Both runs write the same elements" in page.inner_text("#compare-coverage")
+    page.click('.compare-stages [data-stage="ttir"]')
+    diff = page.inner_text("#compare-ir-diff")
+    assert "- " in diff and "+ " in diff and "1024" in diff and "512" in diff
+    shot(page, "compare-diff")
+    # The sweep: one run, a row per combination.
+    page.fill('.sweep-field input[data-param="BLOCK_SIZE"]', "256, 512, 3")
+    page.fill('.sweep-field input[data-param="num_warps"]', "4")
+    page.click("#sweep-button")
+    page.wait_for_selector("#sweep-result", timeout=RUN_TIMEOUT_MS)
+    rows = page.locator(".sweep-table tbody tr")
+    assert rows.count() == 3
+    assert "✓ matches" in rows.nth(0).inner_text() and "power of 2" in rows.nth(2).inner_text()
+    assert "interpreter checks each configuration" in page.inner_text("#sweep-verdict")
+    page.locator("#sweep-result").scroll_into_view_if_needed()
+    shot(page, "compare-sweep")
+    assert page.input_value('.sweep-field input[data-param="BLOCK_SIZE"]') == "256, 512, 3"  # kept as typed
+    assert page.evaluate("window.playground.getSpec().options.sweep") is None  # the next run is a plain run
+    context.close()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_the_compare_model_calls_a_change_within_the_noise_noise(browser, live_server):
+    page = browser.new_page()
+    page.goto(f"{live_server}/puzzles")
+    found = page.evaluate("""async () => {
+        const m = await import("/static/js/compare-model.js");
+        const t = (median, spread) => ({median, p20: median * (1 - spread), p80: median * (1 + spread), n: 100});
+        const diff = m.unifiedDiff("a\\nb\\nc\\nd\\ne\\nf\\ng\\nh\\ni", "a\\nb\\nc\\nd\\nE\\nf\\ng\\nh\\ni\\nj", 1);
+        return {
+            small: m.timeChange(t(1.0, 0.03), t(1.01, 0.03)),
+            slower: m.timeChange(t(1.0, 0.03), t(1.10, 0.02)),
+            faster: m.timeChange(t(1.0, 0.01), t(0.90, 0.01)),
+            one: m.timeChange({median: 1, p20: 1, p80: 1, n: 1}, {median: 2, p20: 2, p80: 2, n: 1}).verdict,
+            hunks: diff.hunks.map((h) => [h.header, h.lines.map((l) => l.kind + l.text)]),
+            counts: [diff.added, diff.removed],
+            same: m.unifiedDiff("x\\ny", "x\\ny").hunks.length,
+            resources: m.resourceRows({n_regs: 26, n_spills: 0}, {n_regs: 20, n_spills: 2, shared_bytes: 0}).map((r) => r.delta),
+        };
+    }""")
+    assert found["small"]["verdict"] == "noise" and abs(found["small"]["noise"] - 0.03) < 1e-9
+    assert found["slower"]["verdict"] == "slower" and abs(found["slower"]["change"] - 0.10) < 1e-9
+    assert found["faster"]["verdict"] == "faster"
+    assert found["one"] == "unmeasured"
+    assert found["hunks"] == [["@@ -4,3 +4,3 @@", [" d", "-e", "+E", " f"]], ["@@ -9,1 +9,2 @@", [" i", "+j"]]]
+    assert found["counts"] == [2, 1] and found["same"] == 0
+    assert found["resources"] == [-6, 2, None]
+    page.close()

@@ -12,6 +12,7 @@ import { initDrafts } from "./drafts.js";
 import { initHistory } from "./history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
 import { initPuzzle } from "./puzzle.js";
+import { initCompare } from "./compare.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -299,6 +300,7 @@ initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
+if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec });
 const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
             getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
@@ -330,6 +332,12 @@ on("run-result", ({ result }) => {
   markResultsTab(result);
   lastResult = result;
   redrawDiagram();
+});
+// A sweep is one run with options.sweep; the runs after it are plain runs again.
+on("sweep-requested", ({ sweep }) => {
+  loadedSpec.options = { ...loadedSpec.options, sweep };
+  emit("run-requested");
+  loadedSpec.options = { ...loadedSpec.options, sweep: null };
 });
 // The IR tab's target is an option of the spec (so Share keeps it); a new target means a new compile.
 on("ir-target-selected", ({ arch }) => {

@@ -1,7 +1,7 @@
-// The expected-vs-yours figure of a graded run: for each checked output, two plotly heatmaps side
-// by side, each element coloured by the program that stored it (the solution's on the left, yours
-// on the right), yours marked where it missed, added or wrote twice what the solution writes.
-// Pure: traces in, figures out.
+// Two runs' writes side by side: for an output, two plotly heatmaps, each element coloured by the
+// program that stored it (a puzzle's solution, or the pinned run, on the left; yours on the right),
+// yours marked where it missed, added or wrote twice what the left one writes. Pure: traces in,
+// figures out. Used by the Puzzle tab and the Compare tab.
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 export const MARKS = {
@@ -72,7 +72,8 @@ function marks(kind, runs, layout, axis) {
 }
 
 // {data, layout, config} for output `name`; diff is result.puzzle.diff[name].
-export function comparisonFigure({ name, expected, yours, diff, theme, availableWidth }) {
+export function comparisonFigure({ name, expected, yours, diff, theme, availableWidth,
+                                   titles = ["expected (the solution)", "yours"] }) {
   const shape = (expected.tensors[name] || yours.tensors[name]).shape;
   const layout = shapeOf(shape);
   const data = [heatmap(grid(owners(expected, name), layout), "", theme), heatmap(grid(owners(yours, name), layout), "2", theme)];
@@ -93,8 +94,8 @@ export function comparisonFigure({ name, expected, yours, diff, theme, available
       paper_bgcolor: theme.paper, plot_bgcolor: theme.untouched, font: { color: theme.text, size: 11 },
       width: Math.min(2 * layout.cols * cellPx + 2 * cellPx + 110, availableWidth), height: layout.rows * cellPx + 80,
       margin: { l: 50, r: 10, t: 10, b: 50 }, showlegend: false,
-      xaxis: axis([0, 0.47], "expected (the solution)"), yaxis,
-      xaxis2: { ...axis([0.53, 1], "yours"), anchor: "y2" }, yaxis2: { ...yaxis, anchor: "x2", title: null },
+      xaxis: axis([0, 0.47], titles[0]), yaxis,
+      xaxis2: { ...axis([0.53, 1], titles[1]), anchor: "y2" }, yaxis2: { ...yaxis, anchor: "x2", title: null },
     },
     config: { displayModeBar: false, responsive: false, staticPlot: false },
   };

@@ -1,0 +1,223 @@
+// The Compare tab: pin a result, and every later run shows what changed against it (kernel time
+// and bandwidth judged against their noise, registers, spills and shared memory, which elements each
+// program wrote, each IR stage as a unified diff coloured by source line). Also the sweep: a few
+// values of the meta-parameters, num_warps and num_stages, run as one sweep (options.sweep), and
+// its table with the fastest.
+import { on, emit } from "./hub.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatCount, formatMs, formatNumber } from "./format.js";
+import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+import { coverageDiff, resourceRows, timeChange, unifiedDiff } from "./compare-model.js";
+
+const STAGES = ["ttir", "ttgir", "llir", "ptx", "sass"];
+const SOURCE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
+const COVERAGE_WORDS = {
+  missed: "written by the pinned run, not by this one",
+  extra: "written by this run, not by the pinned one",
+  twice: "written more than once by this run, once by the pinned one",
+};
+
+let pinned = null; // {result, spec, at}
+let latest = null; // {result, spec}
+let stage = "ttgir";
+let elements = null;
+let getSpec = null;
+
+function percent(x) {
+  return `${x >= 0 ? "+" : "−"}${formatNumber(Math.abs(x) * 100)}%`;
+}
+
+function launchWords(spec) {
+  const values = Object.entries(spec.args).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k}=${v}`);
+  return [...values, `num_warps=${spec.options.num_warps}`, `num_stages=${spec.options.num_stages}`].join(", ");
+}
+
+// ---- the sections ----
+
+function timeSection(before, after) {
+  const a = before.timings;
+  const b = after.timings;
+  if (!a || !b) return h("p", { class: "hint" }, "No times to compare: both runs need bench on.");
+  const change = timeChange(a.kernel_ms, b.kernel_ms);
+  const verdictWords = {
+    faster: "faster, beyond the noise", slower: "slower, beyond the noise", noise: "within the noise: no real change",
+    unmeasured: "the interpreter's wall clock: not a speed to compare",
+  };
+  const row = (label, x, y, extra) => h("tr", {}, h("th", {}, label), h("td", {}, x), h("td", {}, y), h("td", {}, extra));
+  return h("table", { class: "compare-table", id: "compare-time" },
+    h("thead", {}, h("tr", {}, h("th", {}), h("th", {}, "pinned"), h("th", {}, "this run"), h("th", {}, "change"))),
+    h("tbody", {},
+      row("kernel time (median)", formatMs(a.kernel_ms.median), formatMs(b.kernel_ms.median),
+        change ? h("span", { class: `verdict ${change.verdict}`, dataset: { verdict: change.verdict } },
+          `${percent(change.change)} · ${verdictWords[change.verdict]}${change.noise !== null ? ` (noise ±${formatNumber(change.noise * 100)}%)` : ""}`) : "—"),
+      row("p20 … p80", `${formatMs(a.kernel_ms.p20)} … ${formatMs(a.kernel_ms.p80)}`, `${formatMs(b.kernel_ms.p20)} … ${formatMs(b.kernel_ms.p80)}`, ""),
+      a.gbps && b.gbps ? row("bandwidth", `${formatNumber(a.gbps)} GB/s`, `${formatNumber(b.gbps)} GB/s`, percent(b.gbps / a.gbps - 1)) : null));
+}
+
+function resourceSection(before, after) {
+  const a = before.ir && !before.ir.error ? before.ir : null;
+  const b = after.ir && !after.ir.error ? after.ir : null;
+  if (!a || !b) return h("p", { class: "hint" }, "No compiler resources to compare: both runs need the IR option on.");
+  const rows = resourceRows(a, b);
+  return h("table", { class: "compare-table", id: "compare-resources" },
+    h("thead", {}, h("tr", {}, h("th", {}), h("th", {}, "pinned"), h("th", {}, "this run"), h("th", {}, "change"))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, h("th", {}, r.label), h("td", {}, r.before ?? "—"), h("td", {}, r.after ?? "—"),
+      h("td", { class: r.delta ? (r.delta > 0 ? "worse" : "better") : "" }, r.delta === null ? "—" : r.delta === 0 ? "same" : (r.delta > 0 ? `+${r.delta}` : String(r.delta)))))));
+}
+
+function coverageSection(before, after) {
+  if (!before.trace || !after.trace) return { node: h("p", { class: "hint" }, "No trace to compare: both runs need trace on."), draw: () => {} };
+  const diff = coverageDiff(before.trace, after.trace);
+  const plots = [];
+  const node = h("div", { id: "compare-coverage" }, Object.entries(diff).map(([name, d]) => {
+    const plot = h("div", { class: "puzzle-plot", dataset: { output: name } });
+    plots.push([plot, name, d]);
+    const words = Object.keys(MARKS).filter((kind) => d[kind].count)
+      .map((kind) => h("li", {}, h("span", { style: `color:${MARKS[kind].colour}` }, "■ "), `${formatCount(d[kind].count)} ${COVERAGE_WORDS[kind]}`));
+    return h("div", { class: "compare-figure" }, h("h4", {}, name), plot,
+      words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Both runs write the same elements; the colours show which program wrote each."));
+  }));
+  const draw = () => {
+    if (!window.Plotly) return;
+    const theme = { paper: "#15181e", untouched: "#2b303a", text: getComputedStyle(elements.panel).color, axis: "#8b93a1" };
+    for (const [plot, name, d] of plots) {
+      const figure = comparisonFigure({ name, expected: before.trace, yours: after.trace, diff: d, theme,
+                                        availableWidth: Math.max(plot.clientWidth, 320), titles: ["pinned", "this run"] });
+      window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+    }
+  };
+  return { node, draw };
+}
+
+function sourceMark(lineMap, index) {
+  const line = lineMap && lineMap[String(index)];
+  if (line === undefined || line === null) return h("span", { class: "src-mark" });
+  return h("span", { class: "src-mark", style: `background:${SOURCE_COLOURS[line % SOURCE_COLOURS.length]}`, title: `source line ${line}` }, String(line));
+}
+
+function irSection(before, after) {
+  const a = before.ir && !before.ir.error ? before.ir : null;
+  const b = after.ir && !after.ir.error ? after.ir : null;
+  if (!a || !b) return h("p", { class: "hint" }, "No IR to compare: both runs need the IR option on.");
+  const stages = STAGES.filter((s) => a[s] || b[s]);
+  if (!stages.includes(stage)) stage = stages[0];
+  const diff = unifiedDiff(a[stage], b[stage]);
+  const picker = h("div", { class: "compare-stages", role: "tablist" }, stages.map((s) => h("button", {
+    type: "button", class: `button small ${s === stage ? "primary" : ""}`, dataset: { stage: s },
+    onclick: () => { stage = s; render(); } }, s.toUpperCase())));
+  let body;
+  if (diff.tooLarge) body = h("p", { class: "hint" }, "The two IRs differ in too many lines to show as a diff.");
+  else if (!diff.hunks.length) body = h("p", { class: "hint", id: "compare-ir-same" }, `The ${stage.toUpperCase()} is the same in both runs.`);
+  else {
+    const mapA = (a.line_map || {})[stage];
+    const mapB = (b.line_map || {})[stage];
+    body = h("pre", { class: "compare-diff", id: "compare-ir-diff" }, diff.hunks.flatMap((hunk) => [
+      h("div", { class: "hunk" }, hunk.header),
+      ...hunk.lines.map((l) => h("div", { class: `diff-line ${{ "+": "add", "-": "del", " ": "same" }[l.kind]}` },
+        l.kind === "+" ? sourceMark(mapB, l.b) : sourceMark(mapA, l.a), `${l.kind} ${l.text}`)),
+    ]));
+  }
+  return h("div", {}, picker, h("p", { class: "hint" }, diff.tooLarge ? "" : `${diff.removed} line(s) removed, ${diff.added} added; the coloured mark is each line's source line.`), body);
+}
+
+// ---- the sweep ----
+
+function numberList(text) {
+  return text.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
+}
+
+const sweepValues = {}; // what was typed in the sweep's fields, kept across renders
+
+function sweepField(name, suggested, placeholder = "") {
+  return [name, h("input", { class: "mono", dataset: { param: name }, value: sweepValues[name] ?? suggested, placeholder,
+                             oninput: (event) => { sweepValues[name] = event.target.value; } })];
+}
+
+function sweepForm() {
+  const spec = getSpec();
+  // Integer literals of upper-case parameters: the meta-parameters (BLOCK_SIZE, GROUP_M, ...).
+  const constexprs = Object.entries(spec.args).filter(([name, v]) => Number.isInteger(v) && /^[A-Z][A-Z0-9_]*$/.test(name));
+  const fields = constexprs.map(([name, value]) => sweepField(name, [...new Set([Math.max(1, value / 2), value, value * 2])].join(", ")));
+  fields.push(sweepField("num_warps", "4, 8"), sweepField("num_stages", "", String(spec.options.num_stages)));
+  const note = h("span", { class: "hint", id: "sweep-note" });
+  const start = () => {
+    const sweep = {};
+    for (const [name, input] of fields) {
+      const values = numberList(input.value);
+      if (values.some((v) => !Number.isFinite(v))) { note.textContent = `${name}: numbers separated by commas`; return; }
+      if (values.length) sweep[name] = values;
+    }
+    if (!Object.keys(sweep).length) { note.textContent = "Give at least one list of values."; return; }
+    note.textContent = "";
+    emit("sweep-requested", { sweep });
+  };
+  return h("div", { class: "sweep-form" },
+    fields.map(([name, input]) => h("label", { class: "sweep-field" }, h("span", { class: "mono" }, name), input)),
+    h("button", { type: "button", class: "button small primary", id: "sweep-button", onclick: start }, "Run sweep"), note);
+}
+
+function sweepTable(sweep) {
+  const rows = sweep.rows.map((r, i) => h("tr", { class: i === sweep.best ? "best" : r.status !== "ok" ? "failed" : "" },
+    sweep.params.map((p) => h("td", { class: "mono" }, String(r.config[p]))),
+    h("td", {}, r.status === "ok" ? "✓ matches" : r.error ? `✗ ${r.error.message}` : "✗ mismatch"),
+    h("td", {}, r.kernel_ms ? formatMs(r.kernel_ms.median) : "—"),
+    h("td", {}, r.kernel_ms && r.kernel_ms.n > 1 ? `${formatMs(r.kernel_ms.p20)} … ${formatMs(r.kernel_ms.p80)}` : "—"),
+    h("td", {}, r.gbps ? `${formatNumber(r.gbps)} GB/s` : "—")));
+  let verdict;
+  if (sweep.best !== null) {
+    const best = sweep.rows[sweep.best].config;
+    verdict = `Fastest: ${sweep.params.map((p) => `${p}=${best[p]}`).join(", ")}${sweep.clear ? "" : " (but within the noise of the runner-up)"}.`;
+  } else {
+    verdict = sweep.interpreter ? "Triton's interpreter checks each configuration but has no clock worth comparing: run the sweep on a GPU to find the fastest."
+      : "No configuration both matched and was timed.";
+  }
+  return h("div", { id: "sweep-result" }, h("p", { class: "sweep-verdict", id: "sweep-verdict" }, verdict),
+    h("table", { class: "compare-table sweep-table" },
+      h("thead", {}, h("tr", {}, sweep.params.map((p) => h("th", { class: "mono" }, p)), h("th", {}, "check"), h("th", {}, "median"), h("th", {}, "p20 … p80"), h("th", {}, "bandwidth"))),
+      h("tbody", {}, rows)));
+}
+
+// ---- the tab ----
+
+function render() {
+  const sections = [];
+  const pinButton = h("button", { type: "button", class: "button small", id: "pin-button", disabled: !latest,
+    onclick: () => { pinned = { ...latest, at: new Date() }; render(); } }, pinned ? "Pin this run instead" : "Pin this result");
+  const unpin = pinned ? h("button", { type: "button", class: "button small ghost", id: "unpin-button", onclick: () => { pinned = null; render(); } }, "Unpin") : null;
+  sections.push(h("div", { class: "compare-head" }, pinButton, unpin,
+    h("span", { class: "hint", id: "pinned-label" }, pinned ? `Pinned: ${launchWords(pinned.spec)} (${pinned.at.toLocaleTimeString()})`
+      : "Pin a result, change something, run again: this tab shows what changed.")));
+  let draw = () => {};
+  if (pinned && latest && latest.result !== pinned.result) {
+    const coverage = coverageSection(pinned.result, latest.result);
+    draw = coverage.draw;
+    sections.push(h("p", { class: "hint" }, `This run: ${launchWords(latest.spec)}`),
+      h("h3", { class: "section-title" }, "Time"), timeSection(pinned.result, latest.result),
+      h("h3", { class: "section-title" }, "Compiler resources"), resourceSection(pinned.result, latest.result),
+      h("h3", { class: "section-title" }, "Who writes what"), coverage.node,
+      h("h3", { class: "section-title" }, "IR diff"), irSection(pinned.result, latest.result));
+  } else if (pinned) {
+    sections.push(h("p", { class: "hint" }, "Run again (change a value first) to compare with the pinned result."));
+  }
+  sections.push(h("h3", { class: "section-title" }, "Sweep ", h("span", { class: "section-hint" }, "each combination is run, checked and timed")), sweepForm());
+  if (latest && latest.result.sweep) sections.push(sweepTable(latest.result.sweep));
+  replaceChildren(elements.panel, h("div", { class: "compare" }, sections));
+  draw();
+}
+
+// panel: the Compare tab's content; spec: () => the page's spec (what a pinned run ran with).
+export function initCompare({ panel, spec }) {
+  elements = { panel };
+  getSpec = spec;
+  let requested = null;
+  on("run-requested", () => { requested = getSpec(); });
+  on("run-result", ({ result }) => {
+    if (result.status === "error" && !result.run_id) return; // refused before it ran
+    latest = { result, spec: requested || getSpec() };
+    render();
+  });
+  // Another spec loaded keeps the pin: two kernels (matmul and matmul + ReLU) compare as well as two tries.
+  on("spec-loaded", () => { latest = null; render(); });
+  on("tab-shown", ({ tab }) => { if (tab === "compare") render(); });
+  render();
+}
