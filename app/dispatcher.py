@@ -171,14 +171,6 @@ class Job:
         """Only the client that asked for a run can stop it."""
         return client is not None and self.client == client
 
-
-def stopped(started):
-    """The error of a run its client stopped, before (started=False) or while it ran."""
-    if not started:
-        return RunError("stopped", "you stopped this run before it started; nothing ran", type="Stopped")
-    return RunError("stopped", "you stopped this run while it ran; its worker was replaced, and nothing of the run "
-                               "is kept", type="Stopped")
-
     def message(self):
         """The job as it travels to a worker host of another process (app.celery_worker): JSON."""
         return {"run_id": self.run_id, "spec": self.spec, "owner": self.owner, "client": self.client,
@@ -191,6 +183,14 @@ def stopped(started):
         job.run_id, job.owner = message["run_id"], message["owner"]  # the owner is a digest already
         job.queued_at = time.monotonic() - waited_s
         return job
+
+
+def stopped(started):
+    """The error of a run its client stopped, before (started=False) or while it ran."""
+    if not started:
+        return RunError("stopped", "you stopped this run before it started; nothing ran", type="Stopped")
+    return RunError("stopped", "you stopped this run while it ran; its worker was replaced, and nothing of the run "
+                               "is kept", type="Stopped")
 
 
 class JobQueue:

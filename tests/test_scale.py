@@ -236,6 +236,28 @@ def test_a_worker_killed_mid_run_costs_that_run_an_error_once_and_the_next_run_w
         wait_for(lambda: len(cluster.online(cluster.webs[1])) == 2, 180, "a second worker again")
 
 
+def test_stop_ends_a_run_on_a_celery_worker_and_only_its_client_can_stop_it(cluster):
+    client, stranger = Client(cluster.webs[0]), Client(cluster.webs[0])
+    try:
+        run_id = client.submit(vector_add(SLEEPY))["run_id"]
+        wait_for(lambda: "starting" in client.statuses(run_id), 30, "the run to start")
+        wait_for(lambda: [w for w in cluster.online(cluster.webs[0]) if w["run_id"] == run_id], 5, "the busy worker's heartbeat")
+        assert stranger.sio.call("stop", {"run_id": run_id}, timeout=10) == {"stopped": False}
+        pressed = time.monotonic()
+        assert client.sio.call("stop", {"run_id": run_id}, timeout=10) == {"stopped": True}
+        result = client.result(run_id, 10)
+        assert time.monotonic() - pressed < 5  # the worker's next heartbeat, not the 15 s limit
+        assert result["status"] == "error" and result["error"]["phase"] == "stopped"
+        wait_for(lambda: len(cluster.online(cluster.webs[0])) == 2 and
+                 all(w["state"] == "ready" for w in cluster.online(cluster.webs[0])), 120, "both workers ready again")
+        next_id = client.submit(vector_add())["run_id"]
+        assert client.result(next_id)["status"] == "ok"
+        assert len(client.results(run_id)) == 1
+    finally:
+        client.close()
+        stranger.close()
+
+
 def test_killing_web_process_a_does_not_disturb_a_client_on_b(cluster):
     a, b = cluster.webs
     on_a, on_b = Client(a), Client(b)
