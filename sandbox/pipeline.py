@@ -14,7 +14,7 @@ import time
 import torch
 import triton
 
-from sandbox import bench, build, gpu_trace, provenance, puzzles, sweep
+from sandbox import bench, build, gpu_trace, provenance, puzzles, stepper, sweep
 from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError, explain, hint_for
@@ -284,6 +284,8 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
         config_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
         return sweep.sweep(spec, lambda one: run_spec(one, emit, scratch, limits, checked_before),
                            lambda one: run_spec(one, config_emit, scratch, limits))
+    if spec["options"]["step_pid"] is not None:
+        return stepper.stepped(spec, scratch, device_info("interpreter"))  # one program, line by line
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))

@@ -30,18 +30,20 @@ TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "
          "tracer": (str,), "bytes_touched": (int, type(None))}
 PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None))}
 SWEEP = {"params": (list,), "rows": (list,), "best": (int, type(None)), "clear": (bool,), "interpreter": (bool,)}
+STEPS = {"pid": (list,), "grid": (list,), "function": (str,), "initial": (dict,), "steps": (list,), "values": (list,), "accesses": (list,),
+         "tensors": (dict,), "truncated": (bool,)}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
-          "sweep": SWEEP}
+          "sweep": SWEEP, "steps": STEPS}
 
 
 def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
-            "puzzle": None, "sweep": None}
+            "puzzle": None, "sweep": None, "steps": None}
 
 
 def failed(error, device=None):

@@ -20,6 +20,7 @@ DEFAULT_OPTIONS = {
     "puzzle": None,               # the puzzle this source answers: the server adds its hidden check
     "trace_pid": None,            # [x, y, z]: record this one program's accesses (one the trace left out)
     "sweep": None,                # {meta-parameter | num_warps | num_stages: [values]}: run each combination
+    "step_pid": None,             # [x, y, z]: replay only this program, line by line, with its locals
 }
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
@@ -126,6 +127,10 @@ def normalize(raw):
     _expect(options["puzzle"] is None or isinstance(options["puzzle"], str) and PUZZLE_NAME.match(options["puzzle"]),
             "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
     _check_sweep(options["sweep"])
+    step = options["step_pid"]
+    _expect(step is None or isinstance(step, list) and 1 <= len(step) <= 3
+            and all(type(v) is int and v >= 0 for v in step),
+            "options.step_pid must be a program id: a list of 1 to 3 non-negative integers", "options.step_pid")
     _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
                                    "options.puzzle instead", "grading")
     pid = options["trace_pid"]

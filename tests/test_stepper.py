@@ -1,0 +1,68 @@
+"""Step through one program: sandbox.stepper replays it alone in the interpreter, with its locals
+after each line and each line's loads and stores, bounded; and the Step panel in a browser."""
+import os
+
+import pytest
+
+from tests.helpers import vector_add_spec
+
+RUN_TIMEOUT_MS = 60_000
+SHOTS = "/tmp/shots"
+
+
+def stepped(spec, pid):
+    from sandbox.pipeline import run_spec
+    return run_spec({**spec, "options": {**spec["options"], "device": "interpreter", "step_pid": pid}})
+
+
+def value_of(steps, index):
+    return steps["values"][index]
+
+
+def test_the_last_program_of_a_masked_add_step_by_step():
+    result = stepped(vector_add_spec(n=10, block=4), [2])
+    assert result["status"] == "ok" and result["trace"] is None
+    steps = result["steps"]
+    assert steps["pid"] == [2, 0, 0] and steps["grid"] == [3, 1, 1] and steps["function"] == "add_kernel"
+    assert [s["line"] for s in steps["steps"]] == [7, 8, 9, 10, 11, 12]
+    by_line = {s["line"]: s for s in steps["steps"]}
+    assert value_of(steps, by_line[7]["set"]["pid"])["values"] == [2]
+    assert value_of(steps, by_line[8]["set"]["offs"])["values"] == [8, 9, 10, 11]
+    assert value_of(steps, by_line[9]["set"]["mask"]) == {"shape": [4], "dtype": "int1", "kind": "mask",
+                                                          "values": [True, True, False, False]}
+    pointer = value_of(steps, steps["initial"]["out_ptr"])
+    assert pointer["kind"] == "pointer" and pointer["tensor"] == "out" and pointer["values"] == [0]
+    start, end = by_line[12]["accesses"]
+    assert steps["accesses"][start:end] == [{"op": "store", "tensor": "out", "line": 12, "offsets": [[8, 2]],
+                                             "masked": [[10, 2]]}]
+
+
+def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
+    from app import gallery
+    spec = gallery.load_example("matmul")["spec"]
+    result = stepped(spec, [1, 0])
+    steps = result["steps"]
+    assert result["status"] == "ok" and steps["pid"] == [1, 0, 0]
+    lines = [s["line"] for s in steps["steps"]]
+    loop_lines = {line for line in lines if lines.count(line) > 1}
+    assert len(loop_lines) >= 3  # the K loop's body, once per iteration
+    tiles = [v for v in steps["values"] if v["kind"] == "tile" and "summary" in v]
+    assert tiles and all(len(v["values"]) == 16 * 16 and v["corner"] == [16, 16] for v in tiles)
+    assert steps["truncated"] is False
+
+
+def test_a_failing_program_stops_at_its_line_with_the_offending_offsets():
+    source = vector_add_spec()["source"].replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs)")
+    result = stepped(vector_add_spec(n=10, block=4, source=source), [2])
+    assert result["status"] == "error" and result["error"]["type"] == "OutOfBounds" and result["error"]["line"] == 10
+    steps = result["steps"]
+    assert steps["steps"][-1]["line"] == 10
+    assert steps["accesses"][-1]["tensor"] == "x" and steps["accesses"][-1]["line"] == 10
+
+
+def test_a_program_outside_the_grid_is_refused():
+    result = stepped(vector_add_spec(n=10, block=4), [5])
+    assert result["error"]["field"] == "options.step_pid" and "outside the grid (3, 1, 1)" in result["error"]["message"]
+    from sandbox.spec import SpecError, normalize
+    with pytest.raises(SpecError, match="options.step_pid"):
+        normalize({**vector_add_spec(), "options": {"step_pid": [-1]}})
