@@ -28,7 +28,7 @@ class UiError(SnippetError):
 
 
 # The page's panes (templates/editor.html's data-tab names); null: the page's default, Results.
-PANES = ("lesson", "puzzle", "results", "diagram", "timings", "ir", "compare")
+PANES = ("lesson", "puzzle", "results", "diagram", "timings", "ir", "compare", "step")
 MAX_PID = 2 ** 31 - 1  # a CUDA grid's largest x extent; the y and z extents are smaller
 
 

@@ -35,7 +35,7 @@ def grade(spec, grading, run_one):
 def test_spec(spec, test):
     """The student's source launched as one of the puzzle's tests: the test's launch and reference,
     the student's options (a test may tighten or loosen tolerances), the check always on."""
-    options = {**spec["options"], **test.get("options", {}), "check": True, "puzzle": None}
+    options = {**spec["options"], **test.get("options", {}), "check": True, "puzzle": None, "sweep": None}
     return {**spec, "kernel": test["kernel"], "inputs": dict(test["inputs"]), "args": dict(test["args"]),
             "grid": test["grid"], "reference": dict(test["reference"]), "options": options}
 

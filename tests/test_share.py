@@ -96,7 +96,7 @@ def test_the_same_inputs_in_another_order_are_another_snippet(client):
 # ---- the UI state: one schema, enforced on save, applied field by field on load ----
 
 @pytest.mark.parametrize("ui, field, words", [
-    ({"pane": "settings"}, "ui.pane", "ui.pane must be one of lesson, puzzle, results, diagram, timings, ir, compare"),
+    ({"pane": "settings"}, "ui.pane", "ui.pane must be one of lesson, puzzle, results, diagram, timings, ir, compare, step"),
     ({"pane": '"]<img src=x>'}, "ui.pane", "ui.pane must be one of"),
     ({"pane": ["diagram"]}, "ui.pane", "ui.pane must be one of"),
     ({"pid": [-1, 0, 0]}, "ui.pid", "ui.pid must be null or a list of 1 to 3 non-negative integers"),

@@ -66,3 +66,73 @@ def test_a_program_outside_the_grid_is_refused():
     from sandbox.spec import SpecError, normalize
     with pytest.raises(SpecError, match="options.step_pid"):
         normalize({**vector_add_spec(), "options": {"step_pid": [-1]}})
+
+
+# ---- the Step tab in a browser -----------------------------------------------------------------
+
+def shot(page, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    page.screenshot(path=f"{SHOTS}/{name}.png")
+
+
+def step_through(page, pid):
+    for axis, value in enumerate(pid):
+        page.fill(f'.step-pid[aria-label="program id, axis {axis}"]', str(value))
+    page.click("#step-button")
+    page.wait_for_selector("#step-where, #step .error-card", timeout=RUN_TIMEOUT_MS)
+
+
+@pytest.mark.browser
+def test_step_through_a_program_of_matmul(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server}/examples/matmul")
+    page.wait_for_function("window.playground !== undefined")
+    page.click('[data-tab="step"]')
+    step_through(page, [1, 0, 0])
+    where = page.inner_text("#step-where")
+    assert where.startswith("step 1 of ")
+    total = int(where.split(" of ")[1].split(" ")[0])
+    assert int(page.get_attribute("#step", "data-replay-ms")) < 5000
+    # Walk to the second visit of the K loop's dot line: the slider is the iteration control.
+    source = page.evaluate("window.playground.getSpec().source").splitlines()
+    dot_line = next(i + 1 for i, text in enumerate(source) if "tl.dot(" in text)
+    for _ in range(total):
+        if f"line {dot_line} · visit 2" in page.inner_text("#step-where"):
+            break
+        page.click("#step-next")
+    assert f"line {dot_line} · visit 2 of" in page.inner_text("#step-where")
+    acc = page.locator('#step-locals tr[data-name="acc"]')
+    assert "tile fp32" in acc.inner_text() and "min" in acc.inner_text()
+    assert page.locator('#step-locals tr.changed[data-name="acc"]').count() == 1
+    highlighted = page.evaluate("document.querySelector('.cm-activeLine, .cm-linked-line') !== null")
+    assert highlighted
+    shot(page, "step-matmul")
+    # Back to the first line with a load: its access is listed with the tensor and elements.
+    page.fill("#step-slider", "0")
+    page.dispatch_event("#step-slider", "input")
+    assert "step 1 of" in page.inner_text("#step-where")
+    context.close()
+    assert not errors, errors
+
+
+@pytest.mark.browser
+def test_step_through_a_failing_program_stops_at_its_line(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server}/examples/vector_add")
+    page.wait_for_function("window.playground !== undefined")
+    page.evaluate("""() => { const spec = window.playground.getSpec();
+        spec.source = spec.source.replace('x = tl.load(x_ptr + offsets, mask=mask)', 'x = tl.load(x_ptr + offsets)');
+        window.playground.setSpec(spec); }""")
+    page.click('[data-tab="step"]')
+    step_through(page, [96, 0, 0])
+    assert "out of bounds" in page.inner_text("#step").lower() or "OutOfBounds" in page.inner_text("#step")
+    where = page.inner_text("#step-where")
+    total = where.split(" of ")[1].split(" ")[0]
+    assert where.startswith(f"step {total} of {total}")  # it opens on the failing line
+    assert "loads x" in page.inner_text("#step-accesses")
+    shot(page, "step-error")
+    context.close()

@@ -212,4 +212,8 @@ function wireEditor(view) {
     scrollToLine(view, line);
   });
   on("jump-to-line", ({ line }) => jumpToLine(view, line));
+  on("step-shown", ({ line }) => {
+    view.dispatch({ effects: linkedLines.set.of(line ? [line] : []) });
+    scrollToLine(view, line);
+  });
 }

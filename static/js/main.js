@@ -13,6 +13,7 @@ import { initHistory } from "./history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
 import { initPuzzle } from "./puzzle.js";
 import { initCompare } from "./compare.js";
+import { initStep } from "./step.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -160,7 +161,7 @@ function connect() {
     const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field };
     emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
                                                  timings: null, trace: null, ir: null, notes: [], run_ms: null,
-                                                 puzzle: null, sweep: null } });
+                                                 puzzle: null, sweep: null, steps: null } });
   };
 
   const stop = () => socket.emit("stop", { run_id: currentRun }, (ack) => {
@@ -301,6 +302,7 @@ initTimings($("#timings"));
 initIr($("#ir"));
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec });
+if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
             getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
