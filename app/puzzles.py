@@ -15,6 +15,7 @@ import ast
 import hashlib
 import io
 import json
+import logging
 import re
 import threading
 import tokenize
@@ -23,6 +24,7 @@ from pathlib import Path
 from app.db import get_db
 from sandbox.spec import SpecError, normalize
 
+log = logging.getLogger(__name__)
 PUZZLES_DIR = Path(__file__).resolve().parent.parent / "kernels" / "puzzles"
 _FILE_NAME = re.compile(r"^\d+_([a-z][a-z0-9_]*)\.py$")
 STARTER, SOLUTION, PUZZLE = "# %% Starter", "# %% Solution", "# %% The puzzle"
@@ -241,10 +243,14 @@ class Solutions:
             if key in self.traces:
                 return self.traces[key]
         spec = {**starter_spec(puzzle), "source": puzzle["solution"]}
-        # An owner of its own per puzzle, and none of its compiled kernels kept: a teacher's solution is
-        # a stranger's code, like a shared link's.
-        result = dispatcher.run({**spec, "grading": grading(puzzle, None)}, f"puzzle-solution:{puzzle['name']}",
-                                from_link=True)
+        try:
+            # An owner of its own per puzzle, and none of its compiled kernels kept: a teacher's solution
+            # is a stranger's code, like a shared link's.
+            result = dispatcher.run({**spec, "grading": grading(puzzle, None)}, f"puzzle-solution:{puzzle['name']}",
+                                    from_link=True)
+        except Exception:  # a full queue, a lost run: the student's run is still graded, without the picture
+            log.exception("the solution of puzzle %s could not be run", puzzle["name"])
+            return None
         trace = result["trace"] if result["status"] == "ok" else None
         with self.lock:
             if result["status"] == "ok":  # a failure (a busy server, a broken teacher's puzzle) is tried again

@@ -246,3 +246,20 @@ def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
     assert "My vector add" in page.inner_text(".puzzle-head")
     assert "x + y" not in json.dumps(page.evaluate("window.playground.getSpec().reference"))
     context.close()
+
+
+def test_a_solution_that_cannot_run_leaves_the_picture_out_and_is_tried_again():
+    from app.dispatcher import QueueFull
+
+    class Busy:
+        calls = 0
+
+        def run(self, spec, owner, from_link=False):
+            Busy.calls += 1
+            assert "grading" in spec and from_link and owner == "puzzle-solution:constant_add"
+            raise QueueFull("the server is busy")
+
+    solutions = puzzles.Solutions()
+    puzzle = puzzles.builtin("constant_add")
+    assert solutions.expected(puzzle, Busy()) is None
+    assert solutions.expected(puzzle, Busy()) is None and Busy.calls == 2
