@@ -30,3 +30,4 @@ test-fast: install
 bench: install
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.trace
+	$(PY) -m benchmarks.step
