@@ -136,3 +136,22 @@ def test_step_through_a_failing_program_stops_at_its_line(browser, live_server):
     assert "loads x" in page.inner_text("#step-accesses")
     shot(page, "step-error")
     context.close()
+
+
+@pytest.mark.browser
+def test_step_through_the_program_selected_in_the_diagram(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server}/examples/masked_tail")
+    page.wait_for_function("window.playground !== undefined")
+    page.click("#run-button")
+    page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
+                           timeout=RUN_TIMEOUT_MS)
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+    page.fill(".diagram-slider", "2")
+    page.dispatch_event(".diagram-slider", "input")
+    page.click('.diagram-controls button:has-text("Step through")')
+    page.wait_for_selector("#step-where", timeout=RUN_TIMEOUT_MS)
+    assert page.is_visible("#step") and "Program (2, 0, 0)" in page.inner_text("#step")
+    context.close()

@@ -182,6 +182,11 @@ export function initStep({ panel, spec }) {
     if (pid) selectedPid = [...pid, 0, 0].slice(0, 3);
     if (!replay) render();
   });
+  on("step-requested", ({ pid }) => {
+    selectedPid = [...pid, 0, 0].slice(0, 3);
+    document.querySelector('[data-tab="step"]')?.click();
+    start();
+  });
   on("run-result", ({ result }) => { if (result.trace) grid = result.trace.grid; if (!replay) render(); });
   on("spec-loaded", () => { replay = null; grid = null; render(); });
   render();
