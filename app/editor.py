@@ -13,10 +13,31 @@ DEFAULT_EXAMPLE = "vector_add"
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 
 
+# What an embed (?embed=1) may show, as ?panes=a,b (the first output pane opens), and its default.
+EMBED_PANES = ("editor", "lesson", "results", "diagram")
+DEFAULT_EMBED_PANES = ("editor", "results", "diagram")
+
+
+def embed_options():
+    """None for the full page; for ?embed=1 {"panes": [...], "readonly": bool} (?readonly=1: the
+    source can be read and run, not edited). An unknown pane is a 400 that names it."""
+    if request.args.get("embed") != "1":
+        return None
+    raw = request.args.get("panes")
+    panes = list(DEFAULT_EMBED_PANES) if raw is None else [p.strip() for p in raw.split(",") if p.strip()]
+    unknown = [p for p in panes if p not in EMBED_PANES]
+    if unknown or not panes:
+        abort(400, f"panes= lists what an embed shows, from {', '.join(EMBED_PANES)}; "
+                   + (f"'{unknown[0]}' is not one of them" if unknown else "it is empty"))
+    if panes == ["editor"]:
+        panes.append("results")  # Run needs somewhere to show what happened
+    return {"panes": panes, "readonly": request.args.get("readonly") == "1"}
+
+
 def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None):
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
-               "embed": request.args.get("embed") == "1", "snippet_id": snippet_id, "example": example,
+               "embed": embed_options(), "snippet_id": snippet_id, "example": example,
                "fork_of": fork_of,
                "spec_schema": spec_schema()}
     return render_template("editor.html", initial=initial,

@@ -95,7 +95,8 @@ function reportChanges() {
   });
 }
 
-export function createEditor(parent, source) {
+// readOnly: the source can be read, selected and run, not edited (an embed with ?readonly=1).
+export function createEditor(parent, source, { readOnly = false } = {}) {
   const runKey = Prec.highest(keymap.of([{ key: "Mod-Enter", preventDefault: true, run: () => { emit("run-requested"); return true; } }]));
   const view = new EditorView({
     parent,
@@ -103,7 +104,7 @@ export function createEditor(parent, source) {
       doc: source,
       extensions: [
         runKey, basicSetup, keymap.of([{ key: "Tab", run: indentLines, shift: dedentLines }]), python(), EditorView.contentAttributes.of({ "aria-label": "Kernel source (Python)" }), playgroundTheme, playgroundHighlight,
-        EditorState.tabSize.of(4), errorField, programLines.field, linkedLines.field, reportChanges(),
+        EditorState.tabSize.of(4), EditorState.readOnly.of(readOnly), errorField, programLines.field, linkedLines.field, reportChanges(),
       ],
     }),
   });

@@ -58,6 +58,7 @@ function render(lesson) {
 
 // tab: the Lesson tab's button (hidden while the source has no docstring); panel: its content.
 export function initLesson(tab, panel) {
+  if (!tab) return;   // an embed without the lesson
   const show = (source) => {
     const text = lessonText(source);
     tab.hidden = text === null;

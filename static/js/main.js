@@ -77,7 +77,7 @@ function fromLink() {
 // ---- tabs and the diagram ----
 
 function showTab(name) {
-  if (!PANES.includes(name)) name = "results";
+  if (!PANES.includes(name)) name = ["results", "diagram", "lesson"].find((pane) => PANES.includes(pane));
   ui.pane = name;
   for (const tab of document.querySelectorAll("[data-tab]")) {
     tab.classList.toggle("active", tab.dataset.tab === name);
@@ -216,6 +216,7 @@ function showDevice(device) {
 
 function markResultsTab(result) {
   const tab = document.querySelector('[data-tab="results"]');
+  if (!tab) return;   // an embed without Results
   tab.querySelector(".dot")?.remove();
   tab.append(h("span", { class: `dot ${result.status === "ok" ? "ok" : "bad"}` }));
 }
@@ -293,7 +294,7 @@ const mac = /Mac|iPhone|iPad/.test(navigator.platform);
 $("#run-shortcut").textContent = mac ? "⌘ ↵" : "Ctrl ↵";
 $("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+Enter)`;
 
-const editorView = createEditor($("#editor"), "");
+const editorView = createEditor($("#editor"), "", { readOnly: Boolean(initial.embed?.readonly) });
 initTabSwitch(editorView, $("#tab-indents"), $("#tab-hint"));
 initLaunch($("#launch"), initial.spec_schema);
 initLesson($('[data-tab="lesson"]'), $("#lesson"));
@@ -305,6 +306,7 @@ if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
+            embedInput: $("#share-embed"),
             getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
 initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink,
               onPick: (run) => {

@@ -67,8 +67,18 @@ async function copyText(text) {
 }
 
 // isOurs(spec): whether a link to `spec` is this browser's own (not a page opened from someone else's link).
-// onShared(): the page's address is now the link's.
-export function initShare({ button, popover, urlInput, note, getSpec, getUi, isOurs = () => true, onShared = () => {} }) {
+// The HTML that embeds a link in another page: compact (?embed=1), in a frame of a size where the
+// source and the output both fit (tests/test_page_embed.py checks it at 700 x 600).
+export const EMBED_SIZE = { width: 700, height: 600 };
+
+export function embedSnippet(url, kernel) {
+  const title = `Triton Playground: ${kernel || "kernel"}`.replace(/[<>&"]/g, "");
+  return `<iframe src="${url}?embed=1" width="${EMBED_SIZE.width}" height="${EMBED_SIZE.height}" `
+    + `style="border: 0" title="${title}" loading="lazy"></iframe>`;
+}
+
+// onShared(): the page's address is now the link's. embedInput: where the embed snippet goes.
+export function initShare({ button, popover, urlInput, note, embedInput, getSpec, getUi, isOurs = () => true, onShared = () => {} }) {
   if (!button) return;
   const show = (text, bad = false) => {
     popover.hidden = false;
@@ -96,6 +106,10 @@ export function initShare({ button, popover, urlInput, note, getSpec, getUi, isO
       urlInput.value = absolute;
       history.replaceState(null, "", new URL(absolute).pathname);
       onShared();
+      if (embedInput) {
+        embedInput.value = embedSnippet(absolute, spec.kernel);
+        embedInput.closest("label").hidden = false;
+      }
       show(await copyText(absolute) ? "Link copied to the clipboard." : "Copy the link above.");
       urlInput.select();
     } catch (error) {
@@ -104,6 +118,7 @@ export function initShare({ button, popover, urlInput, note, getSpec, getUi, isO
       button.disabled = false;
     }
   });
+  embedInput?.addEventListener("focus", () => embedInput.select());
   document.addEventListener("pointerdown", (event) => {
     if (!popover.hidden && !popover.contains(event.target) && event.target !== button) popover.hidden = true;
   });
