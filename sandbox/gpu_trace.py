@@ -140,39 +140,78 @@ class InstrumentedTracer:
         cap = buffers["cap"]
         used = np.minimum(cursor, cap)
         width = int(used.max()) if used.size else 0
-        rec = buffers["rec"].view(-1, cap)[:, :width].cpu().numpy() if width else None
+        rec = buffers["rec"].view(-1, cap)[:, :width].cpu().numpy() if width else np.zeros((len(plan), 0), np.int64)
+        events = self.events(rec, used)
+        records = self.records(rec, events)
         part_bytes = max(1, limits["max_bytes"] // 3)
-        decoded = []
+        decoded, at = [], 0
         for slot, index in enumerate(plan):
             program, nbytes = {"pid": list(pid_of(index, grid)), "accesses": []}, 40
-            stream, at = rec[slot] if rec is not None else None, 0
             truncated = cursor[slot] > cap
-            while stream is not None and at + 2 <= used[slot]:
-                site, n = int(stream[at]), int(stream[at + 1])
-                lanes = stream[at + 2: at + 2 + n]
-                at += n + 2
+            while at < len(events) and events[at][0] == slot:
+                record = records[at]
+                at += 1
+                if record is None:
+                    continue
                 if nbytes > part_bytes:
                     truncated = True
-                    break
-                record = self.record(site, lanes)
-                if record is not None:
-                    program["accesses"].append(record)
-                    nbytes += access_bytes(record)
+                    continue
+                program["accesses"].append(record)
+                nbytes += access_bytes(record)
             if truncated:
                 program["truncated"] = True
             decoded.append((index, program, nbytes))
         return decoded
 
-    def record(self, site_index, lanes):
+    @staticmethod
+    def events(rec, used):
+        """[(slot, first lane's column, site, lanes)] in slot order, then program order."""
+        events = []
+        for slot, stream in enumerate(rec):
+            at, end = 0, int(used[slot])
+            while at + 2 <= end:
+                site, n = int(stream[at]), int(stream[at + 1])
+                if site < 0 or at + 2 + n > end:
+                    break
+                events.append((slot, at + 2, site, n))
+                at += n + 2
+        return events
+
+    def records(self, rec, events):
+        """The access record of each event. Events of one size are judged together: most are one
+        contiguous run of active lanes, which needs no per-event work."""
+        records = [None] * len(events)
+        by_size = {}
+        for i, (_, _, _, n) in enumerate(events):
+            by_size.setdefault(n, []).append(i)
+        for n, which in by_size.items():
+            slots = np.array([events[i][0] for i in which])
+            starts = np.array([events[i][1] for i in which])
+            lanes = rec[slots[:, None], starts[:, None] + np.arange(n)]
+            simple = ((lanes & 3) == 1).all(axis=1) & (np.diff(lanes >> 2, axis=1) == 1).all(axis=1)
+            firsts = (lanes[:, 0] >> 2).tolist()
+            for row, i in enumerate(which):
+                site = events[i][2]
+                if simple[row]:
+                    records[i] = self.simple_record(site, [[firsts[row], n]])
+                else:
+                    records[i] = self.record(site, lanes[row])
+        return records
+
+    def simple_record(self, site_index, offsets):
         site = self.analysis.sites[site_index]
-        tensor = self.ranges[self.owners[site_index]]
+        record = {"op": site.op, "tensor": self.ranges[self.owners[site_index]].name, "line": site.line,
+                  "offsets": offsets, "masked": []}
+        if site.op == "atomic":
+            record["atomic"] = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
+        return record
+
+    def record(self, site_index, lanes):
         elements, active = lanes >> 2, (lanes & 1).astype(bool)
         offsets, masked = runs_of(elements[active]), runs_of(elements[~active])
         if not offsets and not masked:
             return None
-        record = {"op": site.op, "tensor": tensor.name, "line": site.line, "offsets": offsets, "masked": masked}
-        if site.op == "atomic":
-            record["atomic"] = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
+        record = {**self.simple_record(site_index, offsets), "masked": masked}
         out = elements[active & ((lanes >> 1) & 1).astype(bool)]
         if out.size:
             record["out_of_bounds"] = runs_of(out)
@@ -183,8 +222,8 @@ class InstrumentedTracer:
         tensors, coverage, touched = {r.name: r.info() for r in self.ranges}, {}, 0
         for i, cov in counters.items():
             r = self.ranges[i]
-            lowest, highest, stores, loads, atomics = cov.view(probes.COUNTERS, -1)
-            stored, loaded, updated = stores > 0, loads > 0, atomics > 0
+            lowest, highest, loads, atomics = cov.view(probes.COUNTERS, -1)
+            stored, loaded, updated = highest >= 0, loads > 0, atomics > 0
             r.loaded, r.stored = bool((loaded | updated).any()), bool((stored | updated).any())
             tensors[r.name] = r.info()
             touched += int(((loaded | updated).sum() + (stored | updated).sum()).item()) * r.itemsize
@@ -272,9 +311,9 @@ def gpu_trace(tracer, jit, grid, args, config, options, limits):
     trace_pid = options.get("trace_pid")
     plan = record_plan(total, limits, trace_pid, grid) if options["trace"] else []
     buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
-    bad = (buffers["viol"] >= 0).nonzero()
-    if bad.numel():
-        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0].item()), buffers, plan)
+    bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
+    if bad.size:
+        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers, plan)
     if not options["trace"]:
         return None
     tensors, coverage, touched = tracer.tensors_and_coverage(buffers["counters"])
@@ -291,6 +330,7 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers, plan)
     """The first program (in launch order) with an out-of-bounds access, recorded and explained."""
     if index not in plan:  # record it (and the programs before it that have slots) in a second launch
         plan = sorted([p for p in plan if p < index] + [index])
+        tracer.restore()  # the same launch again: from the inputs as they were
         buffers = tracer.run(jit, grid, args, config, plan, True, False)
     programs = []
     error = None
@@ -320,4 +360,6 @@ def prepare(spec, kernel_path, kernel, inputs, namespace):
     writes too: the real one must start from the inputs as built)."""
     clones = {name: t.clone() for name, t in inputs.items()}
     args, _ = build.build_args(spec, kernel, {**namespace, **clones})
-    return InstrumentedTracer(kernel_path, kernel, args, build.launch_tensors(clones, args)), args
+    tracer = InstrumentedTracer(kernel_path, kernel, args, build.launch_tensors(clones, args))
+    tracer.restore = lambda: [clones[name].copy_(t) for name, t in inputs.items()]
+    return tracer, args

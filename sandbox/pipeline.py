@@ -21,7 +21,7 @@ from sandbox.errors import RunError, explain, hint_for
 from sandbox.ir import compile_ir
 from sandbox.kernel import find_kernel, load_module, silenced, user_line, write_source
 from sandbox.spec import SpecError, normalize
-from sandbox.trace import TraceBudgetExceeded, Tracer
+from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer
 
 
 def device_info(kind):
@@ -100,8 +100,9 @@ class Run:
     def __init__(self, spec, emit, scratch, limits, checked_before=False):
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.checked_before = checked_before
-        self.limits = {k: v for k, v in limits.items() if k in ("max_programs", "max_bytes")}
+        self.limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
         self.trace_budget_s = limits.get("trace_budget_s")
+        self.gpu_tracer = limits.get("gpu_tracer", True)
         self.options = spec["options"]
         self.path = os.path.join(scratch, "kernel.py")
         self.result = results.new()
@@ -184,7 +185,10 @@ class Run:
         (sandbox.gpu_trace), or from the interpreter on CPU copies where instrumentation cannot see
         every access. Either raises the out-of-bounds error, the real launch never happening."""
         tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
-        reason = tracer.unsupported
+        unseen = tracer.unsupported
+        reason = f"the GPU tracer cannot see {unseen}" if unseen else None
+        if not self.gpu_tracer:
+            reason = "the GPU tracer is off on this server (GPU_TRACER=0)"
         if reason is None:
             try:
                 self.result["trace"] = gpu_trace.gpu_trace(
@@ -198,9 +202,8 @@ class Run:
             except Exception as e:
                 if "CompilationError" not in type(e).__name__:
                     raise launch_error(e, self.path) from None
-                reason = "this kernel's instrumented build (it did not compile)"
-        self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: the GPU tracer "
-                                    f"cannot see {reason}.")
+                reason = "the GPU tracer's instrumented build of this kernel did not compile"
+        self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: {reason}.")
         self.trace_on_cpu(inputs, grid)
 
     def trace_on_cpu(self, gpu_inputs, grid):

@@ -9,14 +9,15 @@ without the out-of-bounds lanes, so the instrumented launch never touches memory
 tensor.
 
 Coverage counters of a tensor (int32, `span` each, one after the other): the lowest and highest
-linear program id that stored an element, its stores, its loads and its atomic updates. A record:
-[site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active.
+linear program id that stored an element, whether it was loaded, whether an atomic updated it. A record:
+[site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active; a site of -1
+ends a slot that ran out of room.
 """
 import triton
 import triton.language as tl
 
-LOWEST, HIGHEST, STORES, LOADS, ATOMICS = range(5)
-COUNTERS = 5
+LOWEST, HIGHEST, LOADED, UPDATED = range(4)
+COUNTERS = 4
 OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
 
 
@@ -35,14 +36,13 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
     safe = active & inside
     oob = active & (inside == 0)
     if COVER:
-        if OP == 1:
+        if OP == 1:  # which programs stored: two writers differ in the lowest and the highest id
             tl.atomic_min(cov + elem, pid, mask=safe, sem="relaxed")
             tl.atomic_max(cov + span + elem, pid, mask=safe, sem="relaxed")
-            tl.atomic_add(cov + 2 * span + elem, 1, mask=safe, sem="relaxed")
-        elif OP == 0:
-            tl.atomic_add(cov + 3 * span + elem, 1, mask=safe, sem="relaxed")
-        else:
-            tl.atomic_add(cov + 4 * span + elem, 1, mask=safe, sem="relaxed")
+        elif OP == 0:  # loaded: a flag, set by plain stores (many programs read one element: no contention)
+            tl.store(cov + 2 * span + elem, 1, mask=safe)
+        else:  # updated by an atomic
+            tl.store(cov + 3 * span + elem, 1, mask=safe)
     lanes = elem * 4 + oob.to(tl.int64) * 2 + active.to(tl.int64) + tl.zeros([1], tl.int64)
     flat = tl.reshape(lanes, [lanes.numel])
     if tl.sum(((flat >> 1) & 1).to(tl.int32), axis=0) > 0:
@@ -50,11 +50,13 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
     if RECORD:
         if slot >= 0:
             at = tl.atomic_add(cursor + slot, lanes.numel + 2)
+            out = rec + slot.to(tl.int64) * cap + at
             if at + lanes.numel + 2 <= cap:
-                out = rec + slot.to(tl.int64) * cap + at
                 tl.store(out, SITE)
                 tl.store(out + 1, lanes.numel)
                 tl.store(out + 2 + tl.arange(0, lanes.numel), flat)
+            elif at < cap:
+                tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
     return safe
 
 

@@ -53,7 +53,7 @@ class Settings:
         run_root = env.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
         hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
         trace_limits = {"max_programs": int(env["TRACE_MAX_PROGRAMS"]), "max_bytes": int(env["TRACE_MAX_BYTES"]),
-                        "trace_budget_s": float(env["TRACE_BUDGET_S"])}
+                        "trace_budget_s": float(env["TRACE_BUDGET_S"]), "gpu_tracer": env.get("GPU_TRACER", "1") != "0"}
         shared = os.path.join(run_root, "shared-kernels") if env.get("SHARED_KERNELS", "1") != "0" else None
         return cls(env["SANDBOX"], run_root, hidden, has_gpu, can_mount,
                    isolation.Limits(memory_mb=int(env["RUN_MEMORY_MB"])), float(env["RUN_TIMEOUT_S"]),

@@ -24,6 +24,7 @@ from triton.runtime import interpreter
 from sandbox.errors import RunError
 
 MAX_COVERAGE_RUNS = 10_000
+LIMITS = {"max_programs": 4096, "max_bytes": 2_000_000}  # TRACE_MAX_PROGRAMS, TRACE_MAX_BYTES
 
 # Atomic operations as the user wrote them (tl.atomic_<name>); unsigned and float variants fold in.
 ATOMIC_NAMES = {"ADD": "add", "FADD": "add", "MIN": "min", "UMIN": "min", "MAX": "max", "UMAX": "max",
@@ -244,8 +245,8 @@ class Tracer:
     of the `with` block (unwrapped from the interpreter's InterpreterError).
     """
 
-    def __init__(self, tensors, source_path, *, owners=None, record=True, only=None, max_programs=4096,
-                 max_bytes=2_000_000, budget_s=None):
+    def __init__(self, tensors, source_path, *, owners=None, record=True, only=None,
+                 max_programs=LIMITS["max_programs"], max_bytes=LIMITS["max_bytes"], budget_s=None):
         for name, t in tensors.items():
             if isinstance(t, torch.Tensor) and t.device.type != "cpu":
                 raise ValueError(f"tensor '{name}' is on {t.device}: the trace needs CPU tensors "

@@ -133,3 +133,45 @@ def test_a_selected_program_is_recorded_on_demand(tmp_path):
         assert [p["pid"] for p in trace["programs"]] == [[2, 0, 0]]
         assert trace["programs"][0]["accesses"][0]["offsets"] == [[32, 16]]
         assert trace["coverage"]["out"]["unwritten"] == 0  # coverage still covers the whole launch
+
+
+def run_on_gpu(raw, gpu_tracer):
+    from sandbox.pipeline import run_spec
+    return run_spec({**raw, "options": {**raw["options"], "device": "gpu"}},
+                    limits={"gpu_tracer": gpu_tracer, "max_programs": 4096, "max_bytes": 2_000_000})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CORPUS)
+def test_on_a_gpu_the_instrumented_launch_equals_the_interpreter_pass(name):
+    """The same GPU inputs, traced on the GPU and by the interpreter on their CPU copies."""
+    on_gpu, interpreted = run_on_gpu(CORPUS[name], True), run_on_gpu(CORPUS[name], False)
+    assert on_gpu["status"] == interpreted["status"] == "ok", (on_gpu["error"], interpreted["error"])
+    assert on_gpu["trace"]["tracer"] == "gpu" and not on_gpu["notes"]
+    assert same(on_gpu["trace"]) == same(interpreted["trace"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", BUGS)
+def test_on_a_gpu_an_out_of_bounds_access_is_stopped_before_the_real_launch(name):
+    raw, pid, tensor = BUGS[name]
+    on_gpu, interpreted = run_on_gpu(raw, True), run_on_gpu(raw, False)
+    for result in (on_gpu, interpreted):
+        assert result["status"] == "error" and result["error"]["pid"] == pid
+        assert f"`{tensor}`" in result["error"]["message"]
+    assert on_gpu["error"]["message"] == interpreted["error"]["message"]
+    assert on_gpu["trace"]["programs"][-1]["accesses"][-1]["out_of_bounds"]
+    assert run_on_gpu(CORPUS["vector_add_masked_tail"], True)["status"] == "ok"  # the process is fine
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_big_launch_is_traced_whole():
+    n = 1 << 24
+    raw = vector_add_spec(n=n, bench=False)
+    result = run_on_gpu(raw, True)
+    assert result["status"] == "ok", result["error"]
+    trace = result["trace"]
+    assert trace["tracer"] == "gpu" and trace["programs_total"] == n // 1024
+    assert trace["coverage"]["out"] == {**trace["coverage"]["out"], "unwritten": 0, "multiply_written": 0}
+    assert trace["bytes_touched"] == 3 * 4 * n
+    assert trace["programs_traced"] >= 1000

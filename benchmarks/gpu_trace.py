@@ -1,0 +1,144 @@
+"""The GPU tracer against the interpreter's pass, through the real server, on a GPU host.
+
+    python -m benchmarks.gpu_trace [--runs 20] [--out DIR]
+
+Two servers as `make run` starts them, one with GPU_TRACER=1 (the default) and one with
+GPU_TRACER=0 (the trace and bounds check from Triton's interpreter on CPU copies), measured in
+alternation from an outside client over Socket.IO with 1 s between runs:
+- vector add n=98,432, a new seed each run (so the bounds check runs every time), check on, trace off;
+- vector add n=2^24, trace on;
+- matmul 4096 x 4096 x 4096 fp16 with 128 x 128 x 64 tiles, trace on.
+Prints one table; with --out, writes each case's last result as JSON (the diagram's render
+benchmark reads the 2^24 one).
+"""
+import argparse
+import json
+import os
+import statistics
+import threading
+import time
+import urllib.request
+
+import socketio
+
+from benchmarks.server import Server
+
+MATMUL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        ks = k * BLOCK_K + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16), mask=mask)
+"""
+
+
+def example(server, name):
+    with urllib.request.urlopen(f"{server.url}/api/examples/{name}") as r:
+        return json.load(r)["spec"]
+
+
+def cases(server):
+    small = example(server, "vector_add")
+    small["options"].update({"trace": False, "bench": False, "ir": False})
+    big = example(server, "vector_add")
+    big["inputs"] = {k: v.replace("98432", str(1 << 24)) for k, v in big["inputs"].items()}
+    big["options"].update({"bench": False, "ir": False})
+    n = 4096
+    matmul = {"version": 1, "source": MATMUL, "kernel": "matmul_kernel",
+              "inputs": {"a": f"torch.randn({n}, {n}, dtype=torch.float16)",
+                         "b": f"torch.randn({n}, {n}, dtype=torch.float16)",
+                         "c": f"torch.empty({n}, {n}, dtype=torch.float16)"},
+              "args": {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": n, "N": n, "K": n,
+                       "stride_am": "a.stride(0)", "stride_ak": "a.stride(1)", "stride_bk": "b.stride(0)",
+                       "stride_bn": "b.stride(1)", "stride_cm": "c.stride(0)", "stride_cn": "c.stride(1)",
+                       "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+              "grid": "(triton.cdiv(M, meta['BLOCK_M']), triton.cdiv(N, meta['BLOCK_N']))",
+              "reference": {}, "options": {"bench": False, "ir": False, "num_stages": 3, "num_warps": 8}}
+    return [("vector add n=98,432, new seed, bounds check", small, True),
+            ("vector add n=2^24, trace on", big, False),
+            ("matmul 4096^3 fp16, trace on", matmul, False)]
+
+
+class Client:
+    def __init__(self, url):
+        self.sio, self.done, self.box = socketio.Client(), threading.Event(), {}
+        self.sio.on("run_result", lambda data: (self.box.__setitem__("result", data["result"]), self.done.set()))
+        self.sio.connect(url, transports=["websocket"])
+
+    def run(self, spec):
+        self.done.clear()
+        start = time.perf_counter()
+        self.sio.call("run", {"spec": spec})
+        self.done.wait(300)
+        return (time.perf_counter() - start) * 1e3, self.box["result"]
+
+
+def summary(result):
+    trace = result.get("trace") or {}
+    covered = ", ".join(f"{k}: {v['unwritten']} unwritten" for k, v in (trace.get("coverage") or {}).items())
+    return (f"{result['status']}; tracer {trace.get('tracer', '-')}, programs traced "
+            f"{trace.get('programs_traced', 0)}/{trace.get('programs_total', 0)}; {covered or 'no coverage'}; "
+            f"notes: {' | '.join(n[:80] for n in result['notes']) or '-'}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--big-runs", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    servers = {"GPU tracer": Server(GPU_TRACER=1), "interpreter pass": Server(GPU_TRACER=0)}
+    for server in servers.values():
+        server.start()
+    try:
+        clients = {name: Client(server.url) for name, server in servers.items()}
+        specs = cases(next(iter(servers.values())))
+        print(f"| launch | {' | '.join(f'{name}: median (p95) ms' for name in servers)} |")
+        print("|---|" + "---|" * len(servers))
+        details = []
+        for label, spec, new_seed in specs:
+            runs = args.runs if new_seed else args.big_runs
+            times = {name: [] for name in servers}
+            for i in range(runs + 1):  # the first run of each compiles: not counted
+                for name, client in clients.items():
+                    if new_seed:
+                        spec["options"]["seed"] = 1000 + i
+                    elapsed, result = client.run(spec)
+                    if i:
+                        times[name].append(elapsed)
+                    if i == runs:
+                        details.append(f"{label}, {name}: {summary(result)}")
+                        if args.out:
+                            path = os.path.join(args.out, f"case{len(details)}-{name.split()[0].lower()}.json")
+                            with open(path, "w") as f:
+                                json.dump(result, f)
+                    time.sleep(1.0)
+            cells = []
+            for name in servers:
+                values = sorted(times[name])
+                p95 = values[min(len(values) - 1, int(0.95 * len(values)))]
+                cells.append(f"{statistics.median(values):.1f} ({p95:.1f})")
+            print(f"| {label} | {' | '.join(cells)} |", flush=True)
+        print()
+        for line in details:
+            print("-", line)
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
