@@ -283,6 +283,7 @@ def warm_cuda():
     x = torch.randn(1024, device="cuda")
     torch.rand(1024, device="cuda").fill_(float("nan"))
     (x + x * x - x).clone().cpu()
+    torch.full((8,), -1, dtype=torch.int32, device="cuda").cpu()  # the GPU tracer's buffers
     torch.cuda.synchronize()
 
 
