@@ -10,6 +10,28 @@ from sandbox.spec import schema as spec_schema
 
 bp = Blueprint("editor", __name__)
 DEFAULT_EXAMPLE = "vector_add"
+
+# "New kernel" (GET /new): the smallest kernel that runs, to write one's own from, with its launch.
+NEW_KERNEL = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def my_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    # your code here: compute something from x
+    tl.store(out_ptr + offsets, x, mask=mask)
+'''
+
+
+def new_kernel_spec():
+    return {"version": 1, "source": NEW_KERNEL, "kernel": "my_kernel",
+            "inputs": {"x": "torch.randn(1024)", "out": "torch.empty(1024)"},
+            "args": {"x_ptr": "x", "out_ptr": "out", "n": "x.numel()", "BLOCK": 256},
+            "grid": "(triton.cdiv(n, meta['BLOCK']),)", "reference": {"out": "x"}, "options": {}}
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 
 
@@ -47,6 +69,11 @@ def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None):
 @bp.get("/")
 def index():
     return render_editor(gallery.load_example(DEFAULT_EXAMPLE)["spec"], example=DEFAULT_EXAMPLE)
+
+
+@bp.get("/new")
+def new():
+    return render_editor(new_kernel_spec())
 
 
 @bp.get("/examples/<name>")

@@ -189,6 +189,15 @@ def _args_in_parameter_order(spec):
     return {name: spec["args"][name] for name in params + rest}
 
 
+# What the script's header imports already: the same line in the kernel's source is dropped.
+HEADER_IMPORTS = {"import os", "import sys", "import torch", "import triton"}
+
+
+def _source_without_header_imports(source):
+    """The kernel's source minus its top-level lines that repeat an import of the header."""
+    return "\n".join(line for line in source.strip("\n").split("\n") if line.rstrip() not in HEADER_IMPORTS)
+
+
 def export_script(spec, title=None):
     """A standalone script (str) that builds the inputs, launches, checks and times `spec`."""
     spec = normalize(spec)
@@ -207,4 +216,4 @@ def export_script(spec, title=None):
         grid=repr(spec["grid"]),
         reference=_literal(spec["reference"]),
         options=_literal(options))
-    return header + spec["source"].strip("\n") + "\n" + constants + RUNNER
+    return header + _source_without_header_imports(spec["source"]).strip("\n") + "\n" + constants + RUNNER

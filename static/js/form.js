@@ -3,6 +3,7 @@
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
+import { launchProblems } from "./launch-check.js";
 
 const EXPRESSION = "expr";         // the init select's entry for a free torch expression
 const CHECKBOXES = ["check", "bench", "trace", "ir"];
@@ -12,6 +13,7 @@ const DEVICE_LABELS = { gpu: "GPU" };
 // each option's default and its choices or range (sandbox/spec.py is their one definition).
 const state = {
   functions: [],        // the last successful parse of the source
+  source: "",           // the source as last seen (its top-level names may appear in expressions)
   kernel: null,
   values: {},           // parameter name → text the user typed or the spec gave
   loadedArgs: {},       // parameter name → the spec's own value, kept as is while its text is unchanged
@@ -29,14 +31,39 @@ function kernelParams() {
   return Object.keys(state.loadedArgs).map((name) => ({ name, constexpr: false, comment: "", tuned: null, default: null }));
 }
 
+const SIZE_NAMES = /^(n|N|numel|n_elements|n_elems|num_elements|size|length)$/;
+const BLOCK_NAMES = /BLOCK|TILE/;
+
+function isPointer(param) {
+  return !param.constexpr && /(_ptr|_pointer)$|^ptr_/.test(param.name);
+}
+
+function pointerInput(param) {
+  return param.name.replace(/(_ptr|_pointer)$|^ptr_/, "");
+}
+
 // What an untouched parameter gets: its default in the def, else the input of the same name
-// (x_ptr → x), else nothing.
+// (x_ptr → x; a pointer with no such input: that name, an input the form offers to add), a size
+// (n, numel, ...) the first input's numel(), a block size 1024 (a power of 2), else nothing.
 function suggestedValue(param) {
   if (param.default !== null && param.default !== undefined) return param.default;
   const names = state.rows.map((r) => r.name);
-  const stripped = param.name.replace(/_ptr$/, "");
+  const stripped = pointerInput(param);
   if (names.includes(stripped)) return stripped;
-  return names.includes(param.name) ? param.name : "";
+  if (names.includes(param.name)) return param.name;
+  if (isPointer(param)) return stripped;
+  if (SIZE_NAMES.test(param.name) && names.length) return `${names[0]}.numel()`;
+  if (param.constexpr && BLOCK_NAMES.test(param.name)) return "1024";
+  return "";
+}
+
+// A pointer argument naming an input that does not exist: one click adds it (an output when its
+// name says so).
+function addInputButton(param) {
+  const name = argText(param).trim();
+  if (!isPointer(param) || !/^[A-Za-z_]\w*$/.test(name) || state.rows.some((r) => r.name === name)) return null;
+  return h("button", { type: "button", class: "button small ghost add-for-arg", title: `Add an input named ${name} for ${param.name}`,
+                       onclick: () => addRow(name) }, `+ input ${name}`);
 }
 
 function argText(param) {
@@ -77,16 +104,21 @@ function renderArgs() {
     });
     // The source's own comment on the parameter, as a tooltip: the editor shows it too.
     const note = [`${param.name}${param.annotation ? `: ${param.annotation}` : ""}`, param.comment].filter(Boolean).join("\n");
-    return h("label", { class: "arg", title: note }, h("span", { class: "arg-name" }, h("span", { class: "arg-label" }, param.name), paramBadge(param)), input);
+    return h("label", { class: "arg", title: note }, h("span", { class: "arg-name" }, h("span", { class: "arg-label" }, param.name), paramBadge(param)),
+      h("span", { class: "arg-control" }, input, addInputButton(param)));
   }));
 }
 
-// Inputs were renamed or added: untouched parameters follow their suggestion.
+// Inputs were renamed or added: untouched parameters follow their suggestion, and a pointer's
+// "+ input" offer comes or goes.
 function refreshSuggestions() {
   for (const param of kernelParams()) {
-    if (param.tuned || param.name in state.values) continue;
     const input = els.args.querySelector(`input[data-param="${CSS.escape(param.name)}"]`);
-    if (input) input.value = suggestedValue(param);
+    if (!input || param.tuned) continue;
+    if (!(param.name in state.values)) input.value = suggestedValue(param);
+    input.parentElement.querySelector(".add-for-arg")?.remove();
+    const offer = addInputButton(param);
+    if (offer) input.after(offer);
   }
 }
 
@@ -99,6 +131,7 @@ function renderKernelSelect() {
 
 // Source edited: re-read the jit functions, following a renamed kernel by its position.
 function reparse(source) {
+  state.source = source;
   const functions = findJitFunctions(source);
   if (!functions.length) return;   // mid-edit and unparsable: keep what we had
   const oldIndex = state.functions.findIndex((f) => f.name === state.kernel);
@@ -224,16 +257,20 @@ function unusedName() {
   return `t${n}`;
 }
 
-function addRow() {
+// name: the input a pointer argument asked for (an output, empty, when its name says out); else a
+// free name for a new random input.
+function addRow(name = null) {
   const last = state.rows[state.rows.length - 1];
-  const row = rowFromSpec(unusedName(), `torch.randn(${last && last.mode === "init" ? last.shape : "1024"})`, "");
+  const shape = last && last.mode === "init" ? last.shape : "1024";
+  const init = name && /^out|out$|^o$|^y$|^result/.test(name) ? "empty" : "randn";
+  const row = rowFromSpec(name || unusedName(), `torch.${init}(${shape})`, "");
   row.original = null;
   state.rows.push(row);
   renderRow(row);
   els.tbody.append(row.el);
   validateNames();
   refreshSuggestions();
-  row.el.querySelector(".cell-name input").select();
+  if (!name) row.el.querySelector(".cell-name input").select();
 }
 
 function removeRow(row) {
@@ -288,7 +325,8 @@ function loadLaunch(spec) {
   state.values = {};
   state.loadedArgs = { ...(spec.args || {}) };
   for (const [name, value] of Object.entries(state.loadedArgs)) state.values[name] = String(value);
-  state.functions = findJitFunctions(spec.source || "");
+  state.source = spec.source || "";
+  state.functions = findJitFunctions(state.source);
   state.kernel = spec.kernel || (state.functions[0] && state.functions[0].name) || null;
   const reference = spec.reference || {};
   state.rows = Object.entries(spec.inputs || {}).map(([name, expr]) => rowFromSpec(name, expr, reference[name]));
@@ -334,11 +372,52 @@ export function initLaunch(root, specSchema) {
     els[name].addEventListener("change", () => emit("meta-parameter-changed", { name: `num_${name}` }));
   }
   els.grid.addEventListener("input", () => els.grid.classList.toggle("invalid", !els.grid.value.trim()));
-  root.querySelector("#add-input").addEventListener("click", addRow);
+  root.querySelector("#add-input").addEventListener("click", () => addRow());
   on("spec-loaded", ({ spec }) => loadLaunch(spec));
   on("source-changed", ({ source }) => reparse(source));
   on("run-started", () => markField(root, null));
-  on("run-result", ({ result }) => markField(root, result.error));
+  on("run-result", ({ result }) => (result.error?.problems ? showProblems(root, result.error.problems) : markField(root, result.error)));
+}
+
+// ---- what the form can tell before a run ----
+
+// Every problem the form can see now (launch-check.js), in the form's order: [{field, message, part?}].
+export function checkLaunch() {
+  const args = {};
+  for (const param of kernelParams()) args[param.name] = param.tuned ? "" : argText(param);
+  const inputs = state.rows.map((row) => ({ name: row.name, init: row.init, dtype: row.dtype, mode: row.mode, reference: row.reference }));
+  return launchProblems({ args, grid: els.grid.value, inputs }, kernelParams(), state.source);
+}
+
+function problemControl(problem) {
+  const row = problem.part && els.tbody.querySelector(`tr[data-input="${CSS.escape(problem.field.slice("inputs.".length))}"]`);
+  if (problem.part === "dtype") return row?.querySelector(".cell-dtype select");
+  if (problem.part === "name") return row?.querySelector(".cell-name input");
+  return controlOf(problem.field);
+}
+
+// Each problem on its field: outlined, its message under it (and read with it by a screen reader).
+function showProblems(root, problems) {
+  markField(root, null);
+  problems.forEach((problem, i) => {
+    const control = problemControl(problem);
+    if (!control) return;
+    const id = `field-problem-${i}`;
+    control.classList.add("error-field");
+    control.setAttribute("aria-invalid", "true");
+    control.setAttribute("aria-describedby", id);
+    const message = h("span", { class: "field-problem", id }, problem.message);
+    const row = control.closest("tr");
+    if (row) problemRow(row).append(message);   // a table cell is too narrow: a row of its own below
+    else control.closest(".arg-control, .field")?.append(message);
+  });
+}
+
+function problemRow(row) {
+  if (row.nextElementSibling?.classList.contains("problem-row")) return row.nextElementSibling.firstElementChild;
+  const cell = h("td", { colspan: 6 });
+  row.after(h("tr", { class: "problem-row" }, cell));
+  return cell;
 }
 
 // The control of a spec field ("args.n", "inputs.x", "reference.out", "grid", "kernel",
@@ -363,6 +442,8 @@ function controlOf(field) {
 
 // The spec field a run's error names (error.field): its control is outlined until the next run.
 function markField(root, error) {
+  for (const el of root.querySelectorAll(".field-problem, .problem-row")) el.remove();
+  for (const el of root.querySelectorAll("[aria-invalid]")) { el.removeAttribute("aria-invalid"); el.removeAttribute("aria-describedby"); }
   for (const el of root.querySelectorAll(".error-field")) el.classList.remove("error-field");
   if (error?.field) controlOf(error.field)?.classList.add("error-field");
 }

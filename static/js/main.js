@@ -3,7 +3,7 @@
 import { on, emit } from "./hub.js";
 import { h } from "./dom.js";
 import { createEditor, getSource, initTabSwitch } from "./editor.js";
-import { initLaunch, readLaunch } from "./form.js";
+import { initLaunch, readLaunch, checkLaunch } from "./form.js";
 import { initResults } from "./results.js";
 import { initTimings } from "./timings.js";
 import { initIr } from "./ir.js";
@@ -154,11 +154,11 @@ function connect() {
 
   // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a
   // result of its own, shaped as the server's.
-  const fail = ({ message, phase = "sandbox", field = null }) => {
+  const fail = ({ message, phase = "sandbox", field = null, problems = undefined }) => {
     currentRun = null;
     inFlight = false;
     setRunning(false);
-    const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field };
+    const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field, problems };
     emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
                                                  timings: null, trace: null, ir: null, notes: [], run_ms: null,
                                                  puzzle: null, sweep: null, steps: null } });
@@ -174,6 +174,12 @@ function connect() {
   });
 
   on("run-requested", () => {
+    // What the launch form can tell is wrong is said at once, every problem on its field, without a run.
+    const problems = checkLaunch();
+    if (problems.length) {
+      return fail({ phase: "form", field: problems[0].field, problems,
+                    message: problems.map((problem) => problem.message).join("\n") });
+    }
     const spec = getSpec();
     currentRun = null;
     inFlight = true;
@@ -317,6 +323,9 @@ initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, f
               } });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
 initExamples();
+$("#new-kernel")?.addEventListener("click", (event) => {
+  if (!drafts.confirmReplace("a new, blank kernel")) event.preventDefault();
+});
 initSplitters();
 
 $("#run-button").addEventListener("click", () => emit("run-requested"));
