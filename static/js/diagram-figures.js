@@ -72,8 +72,9 @@ function swatch(colour, className = null) {
   return h("span", { class: className ? `diagram-swatch ${className}` : "diagram-swatch", style: colour ? `background: ${colour}` : null });
 }
 
-function swatchItem(label, colour, className = null, attrs = {}) {
-  return h("span", { ...attrs, class: `diagram-legend-item${attrs.class ? ` ${attrs.class}` : ""}` }, swatch(colour, className), label);
+// tag "button": a chip that does something on click (and on Enter or Space, as any button).
+function swatchItem(label, colour, className = null, attrs = {}, tag = "span") {
+  return h(tag, { ...attrs, class: `diagram-legend-item${attrs.class ? ` ${attrs.class}` : ""}` }, swatch(colour, className), label);
 }
 
 // Program chips (a few programs; a click picks one) or the palette, then the marks in use.
@@ -81,7 +82,7 @@ export function legend(model, theme, onPick) {
   const { programs, tensors } = model;
   const items = programs.length <= 12
     ? programs.map((program, index) => swatchItem(programLabel(program.pid), PALETTE[program.linear % PROGRAM_COLOURS], null,
-      { class: "diagram-legend-program", onclick: () => onPick(index) }))
+      { class: "diagram-legend-program", type: "button", title: `Select ${programLabel(program.pid)}`, onclick: () => onPick(index) }, "button"))
     : [h("span", { class: "diagram-legend-item" }, PALETTE.map((colour) => swatch(colour)), LEGEND.programColours)];
   return h("div", { class: "diagram-legend" }, items,
     tensors.some((t) => t.accesses.some((a) => a.masked.length)) ? swatchItem(LEGEND.masked, null, "diagram-swatch-masked") : null,

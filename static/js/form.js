@@ -220,6 +220,7 @@ function renderRow(row) {
       row[field] = event.target.value;
       if (field === "name") {
         row.el.dataset.input = row.name;
+        relabel(row);
         validateNames();
         refreshSuggestions();
       }
@@ -241,6 +242,16 @@ function renderRow(row) {
   );
   if (row.el) row.el.replaceWith(tr);
   row.el = tr;
+  relabel(row);
+}
+
+// The row's controls are named after its input ("shape of x"): a rename renames them.
+function relabel(row) {
+  const labels = { ".cell-shape input": "shape", ".cell-expr input": "expression", ".cell-dtype select": "dtype",
+                   ".cell-init select": "init", ".cell-ref input": "reference" };
+  for (const [selector, what] of Object.entries(labels)) row.el.querySelector(selector)?.setAttribute("aria-label", `${what} of ${row.name}`);
+  row.el.querySelector(".cell-name input").setAttribute("aria-label", `name of input ${row.name}`);
+  row.el.querySelector(".remove").setAttribute("aria-label", `Remove input ${row.name}`);
 }
 
 function renderRows() {

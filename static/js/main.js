@@ -82,6 +82,7 @@ function showTab(name) {
   for (const tab of document.querySelectorAll("[data-tab]")) {
     tab.classList.toggle("active", tab.dataset.tab === name);
     tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
+    tab.tabIndex = tab.dataset.tab === name ? 0 : -1;   // one tab stop; the arrows move between tabs
   }
   for (const panel of document.querySelectorAll("[data-panel]")) panel.classList.toggle("active", panel.dataset.panel === name);
   emit("tab-shown", { tab: name });
@@ -217,7 +218,7 @@ function showDevice(device) {
   badge.classList.toggle("gpu", device.kind === "gpu");
   badge.title = `triton ${device.triton} · torch ${device.torch}`;
   badge.replaceChildren(h("b", {}, device.kind === "gpu" ? device.name : "Interpreter"),
-    device.kind === "gpu" ? "" : " CPU", ` · triton ${device.triton}`);
+    device.kind === "gpu" ? "" : " CPU", h("span", { class: "device-version" }, ` · triton ${device.triton}`));
 }
 
 function markResultsTab(result) {
@@ -260,13 +261,23 @@ function initExamples() {
 
 // ---- layout: draggable splitters ----
 
-function splitter(handle, onMove) {
+// A splitter is a focusable separator: drag it, or move it by 2% with the arrow keys (Home/End: the
+// ends). onMove(event) takes a pointer event; onKey(delta) a step, in %; both return the share now.
+function splitter(handle, onMove, onKey) {
   if (!handle) return;
+  handle.tabIndex = 0;
+  const report = (share) => handle.setAttribute("aria-valuenow", String(Math.round(share)));
+  handle.addEventListener("keydown", (event) => {
+    const step = { ArrowLeft: -2, ArrowUp: -2, ArrowRight: 2, ArrowDown: 2, Home: -100, End: 100 }[event.key];
+    if (step === undefined) return;
+    event.preventDefault();
+    report(onKey(step));
+  });
   handle.addEventListener("pointerdown", (down) => {
     down.preventDefault();
     handle.setPointerCapture(down.pointerId);
     handle.classList.add("dragging");
-    const move = (event) => onMove(event);
+    const move = (event) => report(onMove(event));
     const up = () => {
       handle.classList.remove("dragging");
       handle.removeEventListener("pointermove", move);
@@ -279,19 +290,32 @@ function splitter(handle, onMove) {
 
 function initSplitters() {
   const workspace = $("#workspace");
-  splitter($("#split-cols"), (event) => {
-    const box = workspace.getBoundingClientRect();
-    const share = Math.min(80, Math.max(20, (100 * (event.clientX - box.left)) / box.width));
-    workspace.style.setProperty("--left-width", `${share}%`);
-  });
   const column = $("#column-left");
   const launch = $("#launch");
-  splitter($("#split-rows"), (event) => {
-    const box = column.getBoundingClientRect();
-    const share = Math.min(85, Math.max(10, (100 * (box.bottom - event.clientY)) / box.height));
+  // The source column's share of the width, and the launch form's of the column's height, in %.
+  const setLeft = (share) => {
+    share = Math.min(80, Math.max(20, share));
+    workspace.style.setProperty("--left-width", `${share}%`);
+    return share;
+  };
+  const setLaunch = (share) => {
+    share = Math.min(85, Math.max(10, share));
     launch.style.flex = `0 0 ${share}%`;
     launch.style.maxHeight = "none";
-  });
+    return share;
+  };
+  const leftNow = () => (100 * column.getBoundingClientRect().width) / workspace.getBoundingClientRect().width;
+  const launchNow = () => (100 * launch.getBoundingClientRect().height) / column.getBoundingClientRect().height;
+  splitter($("#split-cols"), (event) => {
+    const box = workspace.getBoundingClientRect();
+    return setLeft((100 * (event.clientX - box.left)) / box.width);
+  }, (step) => setLeft(leftNow() + step));
+  splitter($("#split-rows"), (event) => {
+    const box = column.getBoundingClientRect();
+    return setLaunch((100 * (box.bottom - event.clientY)) / box.height);
+  }, (step) => setLaunch(launchNow() - step));   // down: the form gets smaller
+  $("#split-cols")?.setAttribute("aria-valuenow", String(Math.round(leftNow())));
+  $("#split-rows")?.setAttribute("aria-valuenow", String(Math.round(launchNow())));
 }
 
 // ---- start ----
@@ -338,6 +362,17 @@ document.addEventListener("keydown", (event) => {
   }
 });
 for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
+// The tab list as the ARIA pattern has it: Left/Right (Home/End) move to the next visible tab and show it.
+$(".tabs")?.addEventListener("keydown", (event) => {
+  const tabs = [...document.querySelectorAll("[data-tab]")].filter((tab) => !tab.hidden);
+  const at = tabs.indexOf(document.activeElement);
+  const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[event.key];
+  if (at < 0 || to === undefined) return;
+  event.preventDefault();
+  const tab = tabs[(to + tabs.length) % tabs.length];
+  showTab(tab.dataset.tab);
+  tab.focus();
+});
 if ($("#open-full")) $("#open-full").href = location.pathname;
 
 on("run-result", ({ result }) => {
