@@ -56,11 +56,11 @@ def embed_options():
     return {"panes": panes, "readonly": request.args.get("readonly") == "1"}
 
 
-def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None):
+def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, title=None):
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
                "embed": embed_options(), "snippet_id": snippet_id, "example": example,
-               "fork_of": fork_of,
+               "fork_of": fork_of, "title": title,
                "spec_schema": spec_schema()}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
@@ -68,12 +68,13 @@ def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None):
 
 @bp.get("/")
 def index():
-    return render_editor(gallery.load_example(DEFAULT_EXAMPLE)["spec"], example=DEFAULT_EXAMPLE)
+    found = gallery.load_example(DEFAULT_EXAMPLE)
+    return render_editor(found["spec"], example=DEFAULT_EXAMPLE, title=found["title"])
 
 
 @bp.get("/new")
 def new():
-    return render_editor(new_kernel_spec())
+    return render_editor(new_kernel_spec(), title="New kernel")
 
 
 @bp.get("/examples/<name>")
@@ -81,7 +82,7 @@ def example(name):
     found = gallery.load_example(name)
     if found is None:
         abort(404, f"there is no example named '{name}'")
-    return render_editor(found["spec"], example=name)
+    return render_editor(found["spec"], example=name, title=found["title"])
 
 
 @bp.get("/s/<snippet_id>")

@@ -250,3 +250,19 @@ def test_the_lesson_follows_the_source_and_goes_when_there_is_no_docstring(page,
     page.evaluate("""() => { const v = window.playground.editorView, text = v.state.doc.toString();
         v.dispatch({changes: {from: 0, to: text.indexOf('\"\"\"', 3) + 3, insert: ''}}); }""")
     page.wait_for_function("document.querySelector('[data-tab=lesson]').hidden")
+
+
+# ---- 11. the picker and the title name what is shown ---------------------------------------------
+
+def test_the_title_names_the_example_and_the_picker_lets_go_once_its_kernel_is_replaced(page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    assert page.title() == "Masks: the last block hangs over the edge · Triton Playground"
+    assert page.input_value("#example-select") == "masked_tail"
+    page.evaluate("""() => { const v = window.playground.editorView;
+        v.dispatch({changes: {from: 0, to: v.state.doc.length,
+                              insert: 'import triton\\n\\n@triton.jit\\ndef mine(x_ptr):\\n    pass\\n'}}); }""")
+    page.wait_for_function("document.querySelector('#example-select').value === ''")
+    assert page.title() == "Triton Playground"
+
+    page.goto(live_server + "/new")
+    assert page.title() == "New kernel · Triton Playground"

@@ -238,7 +238,18 @@ function initExamples() {
   const select = $("#example-select");
   if (!select) return;
   let shown = initial.example || "";
+  let kernel = initial.example ? initial.spec.kernel : null;   // the shown example's kernel
   select.value = shown;
+  // Once the example's kernel is gone from the source (replaced, or another spec loaded), the picker
+  // and the title no longer name it.
+  const forget = () => {
+    shown = "";
+    kernel = null;
+    select.value = "";
+    document.title = "Triton Playground";
+  };
+  on("source-changed", ({ source }) => { if (kernel && !new RegExp(`def\\s+${kernel}\\s*\\(`).test(source)) forget(); });
+  on("spec-loaded", ({ spec }) => { if (kernel && spec.kernel !== kernel) forget(); });
   select.addEventListener("change", async () => {
     const name = select.value;
     if (!name) return;
@@ -250,9 +261,11 @@ function initExamples() {
     const response = await fetch(`/api/examples/${encodeURIComponent(name)}`);
     if (!response.ok) return toast(`Could not load the example "${name}".`);
     const example = await response.json();
-    shown = name;
     fromSomeoneElsesLink = false;
     setSpec(example.spec);
+    shown = name;
+    kernel = example.spec.kernel;
+    select.value = name;
     history.pushState(null, "", `/examples/${encodeURIComponent(name)}`);
     drafts.markClean();
     document.title = `${example.title} · Triton Playground`;
