@@ -72,8 +72,10 @@ def browser():
 def app(tmp_path_factory):
     """One real app for the whole session: a real worker pool (interpreter on CPU), a temp database."""
     from app import create_app
+    from app import socketio
     app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "test.sqlite"),
                       "WORKERS": 2, "RUN_TIMEOUT_S": 20.0})
+    app.socketio_server = socketio.server  # see live_server_socketio
     wait_until_ready(app)
     yield app
     app.extensions["dispatcher"].stop()
@@ -87,6 +89,17 @@ def client(app):
 @pytest.fixture
 def spec():
     return vector_add_spec(n=4096)
+
+
+@pytest.fixture(autouse=True)
+def live_server_socketio(request):
+    """A test of the live server talks to the session app's Socket.IO server. The module's `socketio`
+    object handles and emits through the server of the app made last, and a module may make its own
+    app (test_dispatch) after the session's."""
+    if "live_server" in request.fixturenames:
+        from app import socketio
+        socketio.server = request.getfixturevalue("app").socketio_server
+    yield
 
 
 @pytest.fixture(scope="session")

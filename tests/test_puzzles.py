@@ -111,8 +111,10 @@ def test_pages_and_api_keep_the_check_hidden(client):
     assert client.get("/api/puzzles/no_such_puzzle").json["error"]["message"] == "there is no puzzle named 'no_such_puzzle'"
 
 
-def test_graded_run_over_socketio_and_share_link_keep_it_hidden(app, client):
+def test_graded_run_over_socketio_and_share_link_keep_it_hidden(make_app):
     from app import socketio
+    app = make_app(WORKERS=1)  # its own: Socket.IO's test client takes over its server's sending
+    client = app.test_client()
     puzzle = puzzles.builtin("softmax")
     spec = client.get("/api/puzzles/softmax").json["spec"]
     sio = socketio.test_client(app, flask_test_client=client)
