@@ -47,8 +47,25 @@ def _pid_error(value):
     return "ui.pid must be null or a list of 1 to 3 non-negative integers (a program id)"
 
 
-# What the page saves as its UI state (main.js, getUi): the tab on screen and the selected program.
-UI_FIELDS = {"pane": _pane_error, "pid": _pid_error}
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")  # static/js/ir.js STAGES
+MAX_ROW_WIDTH = 65536  # the diagram's row width field (static/js/diagram.js)
+
+
+def _row_width_error(value):
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ROW_WIDTH):
+        return None
+    return f"ui.row_width must be null or an integer from 1 to {MAX_ROW_WIDTH} (elements per row of the diagram)"
+
+
+def _ir_stage_error(value):
+    if value is None or (isinstance(value, str) and value in IR_STAGES):
+        return None
+    return f"ui.ir_stage must be one of {', '.join(IR_STAGES)} (or null)"
+
+
+# What the page saves as its UI state (main.js, getUi): the tab on screen, the selected program,
+# the diagram's row width and the IR tab's stage.
+UI_FIELDS = {"pane": _pane_error, "pid": _pid_error, "row_width": _row_width_error, "ir_stage": _ir_stage_error}
 
 
 def field_name(key):

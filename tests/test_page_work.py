@@ -266,3 +266,33 @@ def test_the_title_names_the_example_and_the_picker_lets_go_once_its_kernel_is_r
 
     page.goto(live_server + "/new")
     assert page.title() == "New kernel · Triton Playground"
+
+
+def test_a_link_keeps_the_diagrams_row_width_and_the_ir_stage(browser, page, live_server):
+    open_playground(page, live_server + "/examples/vector_add")
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-width")
+    page.fill(".diagram-width", "512")
+    page.press(".diagram-width", "Enter")
+    page.click("[data-tab=ir]")
+    page.click(".ir-stage[data-stage=ptx]")
+    url = share(page)
+
+    other = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    try:
+        other.goto(url)
+        other.wait_for_function("window.playground !== undefined")
+        other.get_by_role("button", name="Run this shared kernel").click()
+        other.wait_for_selector(".ir-stage.active", timeout=60000)
+        assert other.get_attribute(".ir-stage.active", "data-stage") == "ptx"
+        other.click("[data-tab=diagram]")
+        other.wait_for_selector(".diagram-width")
+        assert other.input_value(".diagram-width") == "512"
+        assert "rows of 512 elements" in other.inner_text('.diagram-tensor[data-tensor="out"] .diagram-note')
+    finally:
+        other.context.close()
+
+    spec = page.evaluate("window.playground.getSpec()")
+    refused = page.request.post(f"{live_server}/api/snippets", data={"spec": spec, "ui": {"row_width": 0}})
+    assert refused.status == 400 and refused.json()["error"]["field"] == "ui.row_width"

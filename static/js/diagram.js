@@ -18,7 +18,8 @@ const CARD_CHROME_PX = 48; // the view's and a tensor card's padding and border
 
 let current = null; // the diagram rendered last: selectProgram() acts on it
 
-export function renderDiagram(container, trace, { selectedPid = null } = {}) {
+// rowWidth: elements per row of 1-D tensors (null: each tensor's block size), as a link saved it.
+export function renderDiagram(container, trace, { selectedPid = null, rowWidth = null } = {}) {
   current?.dispose();
   container.replaceChildren();
   container.classList.add("diagram");
@@ -27,7 +28,7 @@ export function renderDiagram(container, trace, { selectedPid = null } = {}) {
     current = null;
     return Promise.resolve();
   }
-  current = new Diagram(container, traceModel(trace));
+  current = new Diagram(container, traceModel(trace), rowWidth);
   const restored = indexOfPid(current.model, selectedPid);
   return restored === null ? current.drawAll() : current.select(restored);
 }
@@ -51,11 +52,11 @@ function cellOf(point, layout) {
 }
 
 class Diagram {
-  constructor(container, model) {
+  constructor(container, model, rowWidth = null) {
     this.container = container;
     this.model = model;
     this.selected = null; // index into model.programs
-    this.rowWidth = null; // the user's row width for 1-D tensors; null: each tensor's block size
+    this.rowWidth = rowWidth; // the user's row width for 1-D tensors; null: each tensor's block size
     this.slice = 0; // the z of the program grid shown
     this.theme = readTheme(container);
     this.playTimer = null;
@@ -122,11 +123,14 @@ class Diagram {
 
   buildWidthControl() {
     const input = h("input", { class: "diagram-width", type: "number", min: 1, max: 65536, placeholder: "block",
+      value: this.rowWidth ?? "",
       onchange: () => {
         const width = Math.round(Number(input.value));
-        this.rowWidth = input.value !== "" && width >= 1 ? width : null;
+        this.rowWidth = input.value !== "" && width >= 1 ? Math.min(width, 65536) : null;
         this.views.clear();
+        this.focus(this.selected);
         this.drawTensors();
+        emit("row-width-changed", { width: this.rowWidth });
       } });
     return h("label", { class: "diagram-field", title: "Elements per row for 1-D tensors; empty: the block size" }, "row width ", input);
   }

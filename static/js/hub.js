@@ -25,6 +25,8 @@
 //   sweep-requested        {sweep}                     run the spec once with options.sweep (compare.js)
 //   step-shown             {line}                      the Step tab shows the step of this source line (step.js)
 //   step-requested         {pid}                       replay this program in the Step tab (diagram.js)
+//   ir-stage-selected      {stage}                     the IR tab shows another stage (ir.js)
+//   row-width-changed      {width | null}              the diagram's row width for 1-D tensors (diagram.js)
 //   ir-target-selected     {arch}                      the IR tab's target changed ("sm80", or null: auto) (ir.js)
 //   jump-to-line           {line}                      put the editor's cursor there (error card's "line N")
 //   show-program           {pid}                       open the diagram on this program (error card's "program (x, y, z)")

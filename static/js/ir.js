@@ -176,6 +176,7 @@ class IrPane {
 
   select(stage) {
     this.stage = stage;
+    emit("ir-stage-selected", { stage });
     for (const button of this.buttons) button.classList.toggle("active", button.dataset.stage === stage);
     this.view.setState(this.state());
     this.highlightSource(this.sourceLine);
@@ -212,8 +213,9 @@ export function initIr(container) {
   if (!container) return;
   const pane = new IrPane(container);
   const waiting = () => pane.waiting("Run the kernel to see what Triton compiles it to: TTIR → TTGIR → LLIR → PTX → SASS.");
-  on("spec-loaded", ({ spec }) => {
+  on("spec-loaded", ({ spec, ui }) => {
     pane.arch = (spec.options && spec.options.arch) || null;
+    pane.stage = ui?.ir_stage || "ttir";   // a link shared on PTX opens on PTX
     waiting();
   });
   waiting();

@@ -17,7 +17,7 @@ import { initStep } from "./step.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
-const ui = { pid: null, pane: null };
+const ui = { pid: null, pane: null, row_width: null, ir_stage: null };   // app/share.py UI_FIELDS
 let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
 let diagramDrawn = false;
@@ -29,6 +29,12 @@ const PANES = [...document.querySelectorAll("[data-tab]")].map((tab) => tab.data
 
 function validPane(pane) {
   return PANES.includes(pane) ? pane : null;
+}
+
+const IR_STAGES = ["ttir", "ttgir", "llir", "ptx", "sass"];
+
+function validRowWidth(width) {
+  return Number.isInteger(width) && width >= 1 && width <= 65536 ? width : null;
 }
 
 function validPid(pid) {
@@ -55,6 +61,8 @@ function setSpec(spec, uiState = {}) {
   const saved = uiState && typeof uiState === "object" ? uiState : {};
   loadedSpec = structuredClone(spec);
   ui.pid = validPid(saved.pid);
+  ui.row_width = validRowWidth(saved.row_width);
+  ui.ir_stage = IR_STAGES.includes(saved.ir_stage) ? saved.ir_stage : null;
   lastResult = null;
   emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: validPane(saved.pane) } });
   showTab(validPane(saved.pane) || defaultPane(spec));
@@ -114,7 +122,7 @@ async function drawDiagram() {
   try {
     const { renderDiagram } = await import("./diagram.js");
     $("#diagram").replaceChildren();
-    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid });
+    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width });
   } catch (error) {
     console.error(error);
     diagramMessage(`The diagram could not be drawn: ${error.message}`);
@@ -411,6 +419,8 @@ on("meta-parameter-changed", () => {
   if (lastResult && !$("#run-button").classList.contains("running")) emit("run-requested");
 });
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
+on("row-width-changed", ({ width }) => { ui.row_width = width; });
+on("ir-stage-selected", ({ stage }) => { ui.ir_stage = stage; });
 on("run-requested", () => { if (ui.pane === "lesson") showTab("results"); });
 on("run-result", () => { if (ui.pane === "lesson") showTab("results"); });
 on("show-program", ({ pid }) => {
