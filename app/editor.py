@@ -2,7 +2,7 @@
 import os
 
 import plotly
-from flask import Blueprint, abort, render_template, request, send_file, url_for
+from flask import Blueprint, abort, current_app, render_template, request, send_file, url_for
 
 from app import gallery, share
 from app.owners import current_owner
@@ -56,11 +56,19 @@ def embed_options():
     return {"panes": panes, "readonly": request.args.get("readonly") == "1"}
 
 
+def server_device_kind():
+    """Where runs go now ("gpu" or "interpreter"), for the page's estimate; None before a worker is up."""
+    dispatcher = current_app.extensions.get("dispatcher")
+    device = dispatcher.health().get("device") if dispatcher is not None else None
+    return device.get("kind") if isinstance(device, dict) else None
+
+
 def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, title=None):
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
                "embed": embed_options(), "snippet_id": snippet_id, "example": example,
-               "fork_of": fork_of, "title": title,
+               "fork_of": fork_of, "title": title, "run_timeout_s": current_app.config["RUN_TIMEOUT_S"],
+               "device_kind": server_device_kind(),
                "spec_schema": spec_schema()}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))

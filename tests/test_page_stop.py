@@ -1,6 +1,6 @@
 """Stop and the time limit in the page, at 1280x720, through the real server and one real worker:
-the Stop button ends a run and Run works again; a run that hits the limit says in which phase it was
-and what to turn off. (The `stop` event itself: tests/test_stop.py. Not in one module: Socket.IO's
+the Stop button ends a run and Run works again; the form warns before a launch the interpreter will
+not finish in time, and a run that hits the limit says in which phase it was and what to turn off. (The `stop` event itself: tests/test_stop.py. Not in one module: Socket.IO's
 test client takes over its app's sending, so a browser on that app would hear nothing.)"""
 import threading
 import time
@@ -91,8 +91,13 @@ def test_the_stop_button_ends_a_run_and_run_works_again(app, server, page):
 def test_a_run_over_the_limit_says_which_phase_it_was_in_and_what_to_turn_off(app, server, page):
     ready(app)
     open_playground(page, server + "/")
+    assert page.locator("#launch-estimate").is_hidden()  # 97 programs: well within 4 s
     page.fill("input[data-param=BLOCK_SIZE]", "16")  # 6,152 programs, each run one after another
-    assert run_and_wait(page) == "error"
+    page.wait_for_selector("#launch-estimate:not([hidden])")
+    warning = page.inner_text("#launch-estimate")
+    assert "6,152 programs, run one after another" in warning and "will not fit in the 4 s limit" in warning
+    page.screenshot(path=f"{SHOTS}/estimate-warning.png")
+    assert run_and_wait(page) == "error"  # and indeed it does not
     assert page.text_content("#error-card .phase") == "timeout error"
     advice = page.text_content("#error-card .timeout-advice")
     assert advice.startswith("The limit struck while running.")

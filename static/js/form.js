@@ -1,9 +1,10 @@
 // The launch pane: which kernel, its arguments (read from the source), the inputs table, the grid
 // and the options. Filled on `spec-loaded`; `readLaunch()` gives the spec's launch fields back.
 import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
+import { h, replaceChildren, debounce } from "./dom.js";
 import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
 import { launchProblems } from "./launch-check.js";
+import { estimate, estimateWarning } from "./estimate.js";
 
 const EXPRESSION = "expr";         // the init select's entry for a free torch expression
 const CHECKBOXES = ["check", "bench", "trace", "ir"];
@@ -22,6 +23,7 @@ const state = {
 };
 let els = null;
 let schema = null;   // the spec's options: {name: {default, choices | min, max}}
+let server = null;   // {deviceKind, timeoutS}: where runs go ("gpu" | "interpreter" | null) and their limit
 
 // ---- arguments ----
 
@@ -363,9 +365,31 @@ export function readLaunch() {
   return { kernel: state.kernel, inputs, args, grid: els.grid.value.trim(), reference, options: readOptions() };
 }
 
-// specSchema: the server's schema of the spec (initial.spec_schema).
-export function initLaunch(root, specSchema) {
+// ---- the interpreter's cost, before the run (estimate.js) ----
+
+function largestInput() {
+  const sizes = state.rows.filter((row) => row.mode === "init").map((row) => parseShape(row.shape))
+    .filter((dims) => dims && dims.every((d) => /^\d+$/.test(d))).map((dims) => dims.reduce((a, d) => a * Number(d), 1));
+  return sizes.length ? Math.max(...sizes) : null;
+}
+
+function showEstimate() {
+  if (!els.estimate) return;
+  const device = els.device.value === "auto" ? server.deviceKind : els.device.value;
+  const blocks = kernelParams().filter((p) => p.constexpr && /BLOCK/.test(p.name))
+    .map((p) => Number(argText(p))).filter((v) => Number.isInteger(v) && v > 0);
+  const warning = device === "interpreter"
+    ? estimateWarning(estimate({ elements: largestInput(), blocks, grid: els.grid.value, ir: els.options.ir.checked }), server.timeoutS)
+    : null;
+  els.estimate.hidden = !warning;
+  els.estimate.textContent = warning || "";
+}
+
+// specSchema: the server's schema of the spec (initial.spec_schema); serverFacts: {deviceKind,
+// timeoutS}: where runs go and their time limit, for the estimate.
+export function initLaunch(root, specSchema, serverFacts = {}) {
   schema = specSchema.options;
+  server = { deviceKind: serverFacts.deviceKind ?? null, timeoutS: serverFacts.timeoutS ?? 30 };
   els = {
     kernel: root.querySelector("#kernel-select"),
     grid: root.querySelector("#grid-input"),
@@ -376,6 +400,7 @@ export function initLaunch(root, specSchema) {
     device: root.querySelector("#opt-device"),
     flops: root.querySelector("#opt-flops"),
     optionsRow: root.querySelector("#options-row"),
+    estimate: root.querySelector("#launch-estimate"),
     options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
   };
   els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });
@@ -384,8 +409,12 @@ export function initLaunch(root, specSchema) {
   }
   els.grid.addEventListener("input", () => els.grid.classList.toggle("invalid", !els.grid.value.trim()));
   root.querySelector("#add-input").addEventListener("click", () => addRow());
-  on("spec-loaded", ({ spec }) => loadLaunch(spec));
-  on("source-changed", ({ source }) => reparse(source));
+  on("spec-loaded", ({ spec }) => { loadLaunch(spec); showEstimate(); });
+  on("source-changed", ({ source }) => { reparse(source); showEstimate(); });
+  const estimateSoon = debounce(showEstimate, 300);
+  root.addEventListener("input", estimateSoon);
+  root.addEventListener("change", estimateSoon);
+  on("run-result", ({ result }) => { if (result.device) { server.deviceKind = result.device.kind; showEstimate(); } });
   on("run-started", () => markField(root, null));
   on("run-result", ({ result }) => (result.error?.problems ? showProblems(root, result.error.problems) : markField(root, result.error)));
 }

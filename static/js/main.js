@@ -347,7 +347,7 @@ $("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+En
 
 const editorView = createEditor($("#editor"), "", { readOnly: Boolean(initial.embed?.readonly) });
 initTabSwitch(editorView, $("#tab-indents"), $("#tab-hint"));
-initLaunch($("#launch"), initial.spec_schema);
+initLaunch($("#launch"), initial.spec_schema, { deviceKind: initial.device_kind, timeoutS: initial.run_timeout_s });
 initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
