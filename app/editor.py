@@ -98,7 +98,7 @@ def snippet(snippet_id):
     found = share.load(snippet_id)
     if found is None:
         abort(404, f"there is no shared snippet '{snippet_id}': the link may be mistyped")
-    return render_editor(found["spec"], found.get("ui"), snippet_id)
+    return render_editor(found["spec"], found.get("ui"), snippet_id, title=found["ui"].get("title"))
 
 
 @bp.get("/fork/<snippet_id>")

@@ -63,9 +63,21 @@ def _ir_stage_error(value):
     return f"ui.ir_stage must be one of {', '.join(IR_STAGES)} (or null)"
 
 
+MAX_TITLE, MAX_DESCRIPTION = 120, 2000  # characters
+
+
+def _text_error(name, limit):
+    def check(value):
+        if value is None or (isinstance(value, str) and len(value) <= limit):
+            return None
+        return f"ui.{name} must be null or a text of at most {limit} characters"
+    return check
+
+
 # What the page saves as its UI state (main.js, getUi): the tab on screen, the selected program,
-# the diagram's row width and the IR tab's stage.
-UI_FIELDS = {"pane": _pane_error, "pid": _pid_error, "row_width": _row_width_error, "ir_stage": _ir_stage_error}
+# the diagram's row width, the IR tab's stage, and the title and description the sharer gave.
+UI_FIELDS = {"pane": _pane_error, "pid": _pid_error, "row_width": _row_width_error, "ir_stage": _ir_stage_error,
+             "title": _text_error("title", MAX_TITLE), "description": _text_error("description", MAX_DESCRIPTION)}
 
 
 def field_name(key):

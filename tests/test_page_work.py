@@ -296,3 +296,30 @@ def test_a_link_keeps_the_diagrams_row_width_and_the_ir_stage(browser, page, liv
     spec = page.evaluate("window.playground.getSpec()")
     refused = page.request.post(f"{live_server}/api/snippets", data={"spec": spec, "ui": {"row_width": 0}})
     assert refused.status == 400 and refused.json()["error"]["field"] == "ui.row_width"
+
+
+def test_a_link_can_carry_a_title_and_a_description(browser, page, live_server):
+    open_playground(page, live_server + "/examples/masked_tail")
+    first = share(page)
+    page.get_by_role("button", name="Describe…").click()
+    page.fill("#share-title", "Week 3: the masked tail")
+    page.fill("#share-description", "Run it, then pick program 2 in the diagram.\nWhich lanes are hatched?")
+    page.get_by_role("button", name="Update link").click()
+    page.wait_for_function("(first) => { const v = document.querySelector('#share-url').value; return v && v !== first; }", arg=first)
+    url = page.input_value("#share-url")
+    page.screenshot(path=f"{SHOTS}/share-title-description.png")
+
+    other = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    try:
+        other.goto(url)
+        other.wait_for_function("window.playground !== undefined")
+        assert other.title() == "Week 3: the masked tail · Triton Playground"
+        assert other.inner_text(".link-prompt-title").startswith("Week 3: the masked tail")
+        assert other.inner_text(".link-prompt-description") == "Run it, then pick program 2 in the diagram.\nWhich lanes are hatched?"
+        other.screenshot(path=f"{SHOTS}/link-with-title.png")
+    finally:
+        other.context.close()
+
+    spec = page.evaluate("window.playground.getSpec()")
+    refused = page.request.post(f"{live_server}/api/snippets", data={"spec": spec, "ui": {"title": "x" * 121}})
+    assert refused.status == 400 and refused.json()["error"]["field"] == "ui.title"

@@ -358,6 +358,8 @@ if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
             embedInput: $("#share-embed"),
+            about: $("#share-about") && { form: $("#share-about"), toggle: $("#share-describe"), title: $("#share-title"),
+                                          description: $("#share-description") },
             getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
 initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink,
               onPick: (run) => {
@@ -446,7 +448,12 @@ if (initial.fork_of) fromSomeoneElsesLink = !isOwnSnippet(initial.fork_of);
 if (initial.snippet_id) {
   const own = isOwnSnippet(initial.snippet_id);
   fromSomeoneElsesLink = !own;
-  const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested") });
+  const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested"),
+                              title: initial.ui?.title, description: initial.ui?.description });
+  if ($("#share-about")) {   // Share again keeps them (an embed has no Share)
+    $("#share-title").value = initial.ui?.title || "";
+    $("#share-description").value = initial.ui?.description || "";
+  }
   $(".tab-panels").append(prompt);
   on("run-requested", () => prompt.remove());
   on("spec-loaded", () => prompt.remove());

@@ -32,13 +32,15 @@ export function isOwnSnippet(id) {
 
 const PANE_NAMES = { diagram: "Diagram", timings: "Timings", ir: "IR" };
 
-// What a shared link shows instead of its output until Run: whose code it is, and one button.
-export function linkPrompt({ own, pane, pid, onRun }) {
+// What a shared link shows instead of its output until Run: its title and description when the
+// sharer gave them, whose code it is, and one button.
+export function linkPrompt({ own, pane, pid, onRun, title = null, description = null }) {
   const program = pane === "diagram" && pid ? ` on program ${formatPid(pid)}` : "";
   const then = PANE_NAMES[pane] ? h("p", { class: "link-prompt-then" }, `Once it has run, the ${PANE_NAMES[pane]} tab opens${program}, as it was shared.`) : null;
   return h("div", { class: "link-prompt", id: "link-prompt", role: "region", "aria-label": "Shared kernel" },
     h("div", { class: "link-prompt-card" },
-      h("div", { class: "link-prompt-title" }, own ? "A kernel you shared" : "A shared kernel", h("span", { class: "link-prompt-badge" }, "not run yet")),
+      h("div", { class: "link-prompt-title" }, title || (own ? "A kernel you shared" : "A shared kernel"), h("span", { class: "link-prompt-badge" }, "not run yet")),
+      description ? h("p", { class: "link-prompt-description" }, description) : null,
       h("p", { class: "link-prompt-what" }, own
         ? "You saved this link from this browser. Nothing runs until you ask."
         : "Running it executes Python that someone else wrote, in a sandbox on the server."),
@@ -78,7 +80,8 @@ export function embedSnippet(url, kernel) {
 }
 
 // onShared(): the page's address is now the link's. embedInput: where the embed snippet goes.
-export function initShare({ button, popover, urlInput, note, embedInput, getSpec, getUi, isOurs = () => true, onShared = () => {} }) {
+// about: the popover's form of a title and description the link carries ({form, title, description}).
+export function initShare({ button, popover, urlInput, note, embedInput, about, getSpec, getUi, isOurs = () => true, onShared = () => {} }) {
   if (!button) return;
   const show = (text, bad = false) => {
     popover.hidden = false;
@@ -86,13 +89,17 @@ export function initShare({ button, popover, urlInput, note, embedInput, getSpec
     note.textContent = text;
     note.classList.toggle("bad", bad);
   };
-  button.addEventListener("click", async () => {
+  const described = () => {
+    const title = about?.title.value.trim(), description = about?.description.value.trim();
+    return { title: title || null, description: description || null };
+  };
+  const save = async () => {
     button.disabled = true;
     const spec = getSpec();
     try {
       const response = await fetch("/api/snippets", {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ spec, ui: getUi() }),
+        body: JSON.stringify({ spec, ui: { ...getUi(), ...described() } }),
       });
       if (!response.ok) {
         urlInput.value = "";
@@ -117,6 +124,15 @@ export function initShare({ button, popover, urlInput, note, embedInput, getSpec
     } finally {
       button.disabled = false;
     }
+  };
+  button.addEventListener("click", save);
+  // A title or description makes another link (links are content-addressed): saved again on request.
+  about?.form.addEventListener("submit", (event) => { event.preventDefault(); save(); });
+  // Opened on request: folded, the popover keeps clear of the run's verdict under the top bar.
+  about?.toggle.addEventListener("click", () => {
+    about.form.hidden = !about.form.hidden;
+    about.toggle.setAttribute("aria-expanded", String(!about.form.hidden));
+    if (!about.form.hidden) about.title.focus();
   });
   embedInput?.addEventListener("focus", () => embedInput.select());
   document.addEventListener("pointerdown", (event) => {
