@@ -178,7 +178,9 @@ def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(
     result = run(client, {**spec, "source": spec["source"] + snoop})
     assert result["status"] == "ok", result["error"]
     environment = eval(result["stdout"].split("environment:")[1].splitlines()[0])
-    allowed = WORKER_ENV | set(WORKER_SETTINGS) | {"RUN_HIDDEN_PATHS", "PYTHONPATH", "PYTHONUNBUFFERED", "OPENBLAS_NUM_THREADS"}
+    from sandbox.shared_kernels import ENV as SHARED_KERNELS_AT  # the read-only shared cache's path in the run
+    allowed = WORKER_ENV | set(WORKER_SETTINGS) | {"RUN_HIDDEN_PATHS", "PYTHONPATH", "PYTHONUNBUFFERED",
+                                                   "OPENBLAS_NUM_THREADS", SHARED_KERNELS_AT}
     assert [k for k in environment if k not in allowed and not k.startswith(WORKER_ENV_PREFIXES)] == []
     if "minimal read-only root" in health["isolation"]:
         assert "database visible: False" in result["stdout"]
