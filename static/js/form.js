@@ -389,7 +389,7 @@ function showEstimate() {
 // timeoutS}: where runs go and their time limit, for the estimate.
 export function initLaunch(root, specSchema, serverFacts = {}) {
   schema = specSchema.options;
-  server = { deviceKind: serverFacts.deviceKind ?? null, timeoutS: serverFacts.timeoutS ?? 30 };
+  server = { deviceKind: serverFacts.deviceKind ?? null, timeoutS: serverFacts.timeoutS ?? null };
   els = {
     kernel: root.querySelector("#kernel-select"),
     grid: root.querySelector("#grid-input"),

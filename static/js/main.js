@@ -360,7 +360,7 @@ initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: 
             embedInput: $("#share-embed"),
             about: $("#share-about") && { form: $("#share-about"), toggle: $("#share-describe"), title: $("#share-title"),
                                           description: $("#share-description") },
-            getSpec, getUi: () => ({ ...ui }), isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
+            getSpec, getUi, isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
 initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink,
               onPick: (run) => {
                 if (!drafts.confirmReplace(`the run of ${run.spec.kernel || "a kernel"} from your history`)) return;

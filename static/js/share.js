@@ -91,7 +91,7 @@ export function initShare({ button, popover, urlInput, note, embedInput, about, 
   };
   const described = () => {
     const title = about?.title.value.trim(), description = about?.description.value.trim();
-    return { title: title || null, description: description || null };
+    return { ...(title ? { title } : {}), ...(description ? { description } : {}) };
   };
   const save = async () => {
     button.disabled = true;
