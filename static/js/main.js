@@ -355,7 +355,13 @@ initIr($("#ir"));
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
-const drafts = initDrafts({ getSpec, getUi: () => ({ ...ui }), setSpec, banner: $("#draft-banner"), form: $("#launch") });
+// The UI state a link saves: pane and pid always, the other fields only when set, so that a page
+// saved again without them keeps the link it came from (links are content-addressed).
+function getUi() {
+  return Object.fromEntries(Object.entries(ui).filter(([key, value]) => value !== null || key === "pane" || key === "pid"));
+}
+
+const drafts = initDrafts({ getSpec, getUi, setSpec, banner: $("#draft-banner"), form: $("#launch") });
 initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: $("#share-url"), note: $("#share-note"),
             embedInput: $("#share-embed"),
             about: $("#share-about") && { form: $("#share-about"), toggle: $("#share-describe"), title: $("#share-title"),
