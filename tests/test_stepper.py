@@ -147,8 +147,10 @@ def test_step_through_the_program_selected_in_the_diagram(browser, live_server):
     page.click("#run-button")
     page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
                            timeout=RUN_TIMEOUT_MS)
+    state = page.evaluate("document.querySelector('#status-line').dataset.state")
+    assert state == "ok", page.inner_text("#status-line")
     page.click("[data-tab=diagram]")
-    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=RUN_TIMEOUT_MS)
     page.fill(".diagram-slider", "2")
     page.dispatch_event(".diagram-slider", "input")
     page.click('.diagram-controls button:has-text("Step through")')
