@@ -98,7 +98,11 @@ def live_server_socketio(request):
     app (test_dispatch) after the session's."""
     if "live_server" in request.fixturenames:
         from app import socketio
-        socketio.server = request.getfixturevalue("app").socketio_server
+        server = socketio.server = request.getfixturevalue("app").socketio_server
+        # Flask-SocketIO's test client replaces these on the server it is used with, and the
+        # replacements drop every packet for a client that is not a test client (a browser's)
+        for name in ("_send_packet", "_send_eio_packet"):
+            server.__dict__.pop(name, None)
     yield
 
 

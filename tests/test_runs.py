@@ -382,7 +382,7 @@ def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp
 
 def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_next_run(make_app, spec):
     import signal
-    app = make_app(WORKERS=1)
+    app = make_app(WORKERS=1, SHARED_KERNELS=0)  # only spares among its children: no warm-up run
     client = app.test_client()
     assert run(client, spec)["status"] == "ok"
     worker_pid = app.extensions["dispatcher"].health()["workers"][0]["pid"]

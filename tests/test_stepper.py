@@ -148,7 +148,7 @@ def test_step_through_the_program_selected_in_the_diagram(browser, live_server):
     page.wait_for_function("['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)",
                            timeout=RUN_TIMEOUT_MS)
     state = page.evaluate("document.querySelector('#status-line').dataset.state")
-    assert state == "ok", page.inner_text("#status-line")
+    assert state == "ok", page.inner_text("#status-line") + page.inner_text("#results")
     page.click("[data-tab=diagram]")
     page.wait_for_selector(".diagram-grid-plot .nsewdrag", timeout=RUN_TIMEOUT_MS)
     page.fill(".diagram-slider", "2")
