@@ -23,28 +23,6 @@ import socketio
 
 from benchmarks.server import Server
 
-MATMUL = """import triton
-import triton.language as tl
-
-
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        ks = k * BLOCK_K + tl.arange(0, BLOCK_K)
-        a = tl.load(a_ptr + rows[:, None] * stride_am + ks[None, :] * stride_ak,
-                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ks[:, None] * stride_bk + cols[None, :] * stride_bn,
-                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16), mask=mask)
-"""
-
-
 def example(server, name):
     with urllib.request.urlopen(f"{server.url}/api/examples/{name}") as r:
         return json.load(r)["spec"]
@@ -57,16 +35,12 @@ def cases(server):
     big["inputs"] = {k: v.replace("98432", str(1 << 24)) for k, v in big["inputs"].items()}
     big["options"].update({"bench": False, "ir": False})
     n = 4096
-    matmul = {"version": 1, "source": MATMUL, "kernel": "matmul_kernel",
-              "inputs": {"a": f"torch.randn({n}, {n}, dtype=torch.float16)",
-                         "b": f"torch.randn({n}, {n}, dtype=torch.float16)",
-                         "c": f"torch.empty({n}, {n}, dtype=torch.float16)"},
-              "args": {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": n, "N": n, "K": n,
-                       "stride_am": "a.stride(0)", "stride_ak": "a.stride(1)", "stride_bk": "b.stride(0)",
-                       "stride_bn": "b.stride(1)", "stride_cm": "c.stride(0)", "stride_cn": "c.stride(1)",
-                       "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
-              "grid": "(triton.cdiv(M, meta['BLOCK_M']), triton.cdiv(N, meta['BLOCK_N']))",
-              "reference": {}, "options": {"bench": False, "ir": False, "num_stages": 3, "num_warps": 8}}
+    matmul = example(server, "matmul")  # the gallery's kernel at a GPU's size
+    matmul["inputs"] = {name: f"torch.{init}({n}, {n}, dtype=torch.float16)"
+                        for name, init in (("a", "randn"), ("b", "randn"), ("c", "empty"))}
+    matmul["args"].update({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+    matmul["reference"] = {}
+    matmul["options"].update({"bench": False, "ir": False, "num_stages": 3, "num_warps": 8})
     return [("vector add n=98,432, new seed, bounds check", small, True),
             ("vector add n=2^24, trace on", big, False),
             ("matmul 4096^3 fp16, trace on", matmul, False)]

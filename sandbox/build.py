@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
+from sandbox.kernel import find_kernel, load_module
 
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
@@ -155,3 +156,16 @@ def flop_count(expr, scope):
         raise RunError("build", f"options.flops = {expr!r} gave {value!r}: it must be a positive number of "
                                 f"floating-point operations, e.g. \"2 * M * N * K\" for a matmul", field="options.flops")
     return value
+
+
+def prepare(spec, path, interpret, device):
+    """A launch of `spec` from its source file at `path`, for the interpreter or the compiler: the
+    kernel, the names expressions see, the inputs on `device` (and which are poisoned), the arguments,
+    the grid and the scope later expressions see."""
+    module = load_module(path, interpret)
+    kernel = find_kernel(module, spec["kernel"])
+    namespace = expression_namespace(module)
+    inputs, poisoned = build_inputs(spec, namespace, device)
+    with torch.device(device):  # a tensor made in an argument expression goes where the inputs are
+        args, scope = build_args(spec, kernel, {**namespace, **inputs})
+    return kernel, namespace, inputs, poisoned, args, build_grid(spec, args, scope), scope

@@ -25,10 +25,9 @@ import numpy as np
 import torch
 
 from sandbox import build, probes, provenance
-from sandbox.errors import RunError
 from sandbox.kernel import find_kernel, load_module, silenced
-from sandbox.trace import (ATOMIC_NAMES, ProgramSample, TensorRange, access_bytes, coverage_result,
-                           out_of_bounds_error, runs_of)
+from sandbox.trace import (ProgramSample, TensorRange, access_bytes, coverage_result, index_of, out_of_bounds_error,
+                           pid_of, runs_of, trace_of)
 
 RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
 ARGUMENTS = {
@@ -48,8 +47,7 @@ class InstrumentedTracer:
         self.source_path, self.kernel = source_path, kernel
         with open(source_path) as f:
             self.source = f.read()
-        self.analysis = provenance.analyze(self.source, kernel.jit.fn.__name__ if hasattr(kernel.jit, "fn")
-                                           else kernel.name)
+        self.analysis = provenance.analyze(self.source, kernel.function.__name__)
         self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
         self.owners = self._owners(args, tensors)
         self.site_of = {}  # id of an out-of-bounds record -> its site
@@ -107,30 +105,34 @@ class InstrumentedTracer:
 
     def run(self, jit, grid, args, config, plan, record, cover):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
-        total = math.prod(grid)
-        slots = torch.full((total,), -1, dtype=torch.int32, device=self.device)
-        if plan:
-            slots[torch.tensor(plan, device=self.device)] = torch.arange(len(plan), dtype=torch.int32, device=self.device)
-        cap = max(64, RECORD_LANES // max(1, len(plan))) if plan else 1
-        buffers = {"rec": torch.empty(max(1, len(plan)) * cap if plan else 1, dtype=torch.int64, device=self.device),
-                   "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, device=self.device),
-                   "slots": slots, "viol": torch.full((total,), -1, dtype=torch.int32, device=self.device), "cap": cap}
-        extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
-                 "_tp_viol": buffers["viol"], "_TP_RECORD": bool(record and plan), "_TP_COVER": cover}
-        counters = {}
-        for i in sorted(set(self.owners.values())):
-            r = self.ranges[i]
-            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if cover else 1, dtype=torch.int32, device=self.device)
-            if cover:
-                cov[:r.span].fill_(torch.iinfo(torch.int32).max)
-                cov[r.span:2 * r.span].fill_(-1)
-            counters[i] = cov
-            extra.update({f"_tp_base_{i}": r.start, f"_tp_span_{i}": r.span, f"_tp_cov_{i}": cov})
+        buffers, extra = self.buffers(math.prod(grid), plan, record, cover)
         jit[grid](**args, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        buffers["counters"] = counters
         return buffers
+
+    def buffers(self, total, plan, record, cover):
+        """The buffers of one launch of `total` programs, `plan` of them with a record slot, and the
+        extra kernel arguments that pass them (sandbox.probes says what each holds)."""
+        on = {"device": self.device}
+        slots = torch.full((total,), -1, dtype=torch.int32, **on)
+        if plan:
+            slots[torch.tensor(plan, **on)] = torch.arange(len(plan), dtype=torch.int32, **on)
+        cap = max(64, RECORD_LANES // len(plan)) if plan else 1
+        buffers = {"rec": torch.empty(max(1, len(plan)) * cap, dtype=torch.int64, **on),
+                   "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, **on),
+                   "viol": torch.full((total,), -1, dtype=torch.int32, **on), "cap": cap, "counters": {}}
+        extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
+                 "_tp_viol": buffers["viol"], "_TP_RECORD": bool(record and plan), "_TP_COVER": cover}
+        for i in sorted(set(self.owners.values())):
+            r = self.ranges[i]
+            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if cover else 1, dtype=torch.int32, **on)
+            if cover:
+                cov[:r.span].fill_(torch.iinfo(torch.int32).max)
+                cov[r.span:2 * r.span].fill_(-1)
+            buffers["counters"][i] = cov
+            extra.update({f"_tp_base_{i}": r.start, f"_tp_span_{i}": r.span, f"_tp_cov_{i}": cov})
+        return buffers, extra
 
     # -- reading the buffers back
 
@@ -203,7 +205,7 @@ class InstrumentedTracer:
         record = {"op": site.op, "tensor": self.ranges[self.owners[site_index]].name, "line": site.line,
                   "offsets": offsets, "masked": []}
         if site.op == "atomic":
-            record["atomic"] = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
+            record["atomic"] = site.atomic
         return record
 
     def record(self, site_index, lanes):
@@ -273,21 +275,10 @@ class Instrumenter(ast.NodeTransformer):
         tail = (f"_tp_base_{i}, _tp_span_{i}, _tp_cov_{i}, _tp_rec, _tp_cursor, _tp_cap, _tp_slot, _tp_viol, "
                 f"_tp_pid, {site.index}, {shift}, _TP_RECORD, _TP_COVER")
         if kind == "atomic":
-            name = ATOMIC_NAMES.get(site.name.removeprefix("atomic_").upper(), "add")
-            tail += f", {name!r}"
+            tail += f", {site.atomic!r}"
         call = ast.parse(f"_tp_probes.{kind}({tail})", mode="eval").body
         call.args[0:0] = user
         return ast.copy_location(call, node)
-
-
-def pid_of(index, grid):
-    """(x, y, z) of the program at `index` in launch order (z fastest, as the interpreter runs them)."""
-    gx, gy, gz = grid
-    return index // (gy * gz), index // gz % gy, index % gz
-
-
-def index_of(pid, grid):
-    return (pid[0] * grid[1] + pid[1]) * grid[2] + pid[2]
 
 
 def record_plan(total, limits, trace_pid=None, grid=None):
@@ -321,9 +312,8 @@ def gpu_trace(tracer, jit, grid, args, config, options, limits):
     for item in tracer.programs(buffers, plan, grid, limits):
         sample.add(*item)
     programs = sample.programs()
-    return {"grid": list(grid), "programs_total": total, "programs_traced": len(programs),
-            "sampled": len(programs) < total, "sample": sample.describe(), "tensors": tensors,
-            "programs": programs, "coverage": coverage, "bytes_touched": touched, "tracer": "gpu"}
+    return trace_of(grid, programs, "gpu", sampled=len(programs) < total, sample=sample.describe(), tensors=tensors,
+                    coverage=coverage, bytes_touched=touched)
 
 
 def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers, plan):
@@ -349,9 +339,8 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers, plan)
     out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
     exc = out_of_bounds_error(site.op, tensor, out, list(pid_of(index, grid)), site.line, error.get("atomic"),
                               2 if provenance.looks_2d(site) else 1)
-    exc.trace = {"grid": list(grid), "programs_total": math.prod(grid), "programs_traced": len(programs),
-                 "sampled": True, "sample": None, "tensors": {r.name: r.info() for r in tracer.ranges},
-                 "programs": programs, "coverage": {}, "tracer": "gpu", "bytes_touched": None}
+    exc.trace = trace_of(grid, programs, "gpu", sampled=True, sample=None,
+                         tensors={r.name: r.info() for r in tracer.ranges}, coverage={})
     return exc
 
 

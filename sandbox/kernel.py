@@ -78,6 +78,15 @@ def user_line(exc, path):
     return line
 
 
+def as_run_error(exc, path):
+    """`exc` as the run's error: itself if a RunError, else a "sandbox" error (a bug of ours or an
+    exotic user error) that still names the user's line."""
+    if isinstance(exc, RunError):
+        return exc
+    kind, message = explain(exc)
+    return RunError("sandbox", message, type=kind, line=user_line(exc, path))
+
+
 @dataclass
 class Kernel:
     """What the user named as the kernel: `launcher` is the object to launch (the autotuner or
@@ -89,13 +98,19 @@ class Kernel:
     heuristics: dict = None  # {meta-parameter: rule(args) -> value}
 
     @property
-    def params(self):
-        """[(name, is_constexpr, has_default)] from the Python function's signature."""
+    def function(self):
+        """The Python function under the jit (its name is the one in the source)."""
         fn = self.jit
         while hasattr(fn, "fn"):
             fn = fn.fn
+        return fn
+
+    @property
+    def params(self):
+        """[(name, is_constexpr, has_default)] from the Python function's signature."""
         return [(p.name, p.annotation is tl.constexpr or "constexpr" in str(p.annotation),
-                 p.default is not inspect.Parameter.empty) for p in inspect.signature(fn).parameters.values()]
+                 p.default is not inspect.Parameter.empty)
+                for p in inspect.signature(self.function).parameters.values()]
 
     @property
     def tuned(self):

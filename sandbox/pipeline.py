@@ -19,9 +19,9 @@ from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError, explain, hint_for
 from sandbox.ir import compile_ir
-from sandbox.kernel import find_kernel, load_module, silenced, user_line, write_source
+from sandbox.kernel import as_run_error, find_kernel, load_module, silenced, user_line, write_source
 from sandbox.spec import SpecError, normalize
-from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer
+from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer, index_of, owners_by_position
 
 
 def device_info(kind):
@@ -84,12 +84,10 @@ def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=N
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
     With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
     launch_tensors = build.launch_tensors(tensors, args)
-    with open(path) as f:
-        sites = provenance.analyze(f.read(), kernel.jit.fn.__name__)
-    owners = {sites.sites[i].position: name for i, name in provenance.site_tensors(sites, args, launch_tensors).items()}
+    owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, launch_tensors)
     only = options.get("trace_pid")
     with Tracer(launch_tensors, path, owners=owners, record=options["trace"], budget_s=budget_s,
-                only=None if only is None else gpu_trace.index_of(only, grid), **limits) as tracer:
+                only=None if only is None else index_of(only, grid), **limits) as tracer:
         launch(kernel, grid, args, options)
     return tracer.result(grid) if options["trace"] else None
 
@@ -120,13 +118,8 @@ class Run:
             self.run_interpreter()
 
     def prepare(self, interpret, device):
-        module = load_module(self.path, interpret)
-        kernel = find_kernel(module, self.spec["kernel"])
-        self.namespace = build.expression_namespace(module)
-        inputs, poisoned = build.build_inputs(self.spec, self.namespace, device)
-        with torch.device(device):  # a tensor made in an argument expression goes where the inputs are
-            args, scope = build.build_args(self.spec, kernel, {**self.namespace, **inputs})
-        grid = build.build_grid(self.spec, args, scope)
+        kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
+                                                                                   device)
         return kernel, inputs, poisoned, args, grid, scope
 
     def run_interpreter(self):
@@ -295,9 +288,6 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
         run = Run(spec, emit, scratch, limits or {}, checked_before)
         try:
             run.execute()
-        except RunError as e:
-            results.fail(run.result, e)
-        except Exception as e:  # a bug of ours or an exotic user error: still a clear result
-            kind, message = explain(e)
-            results.fail(run.result, RunError("sandbox", message, type=kind, line=user_line(e, run.path)))
+        except Exception as e:
+            results.fail(run.result, as_run_error(e, run.path))
         return run.result

@@ -35,6 +35,11 @@ class Site:
     roots: frozenset      # parameter names the pointer derives from
     node: ast.Call = field(repr=False, compare=False)
 
+    @property
+    def atomic(self):
+        """The atomic's operation as the trace names it (`add` for tl.atomic_add), else None."""
+        return self.name.removeprefix("atomic_") if self.op == "atomic" else None
+
 
 @dataclass
 class Kernel:
@@ -49,6 +54,12 @@ class Kernel:
 
     def __post_init__(self):
         self.by_position = {site.position: site for site in self.sites}
+
+
+def analyze_kernel(source_path, kernel):
+    """The Kernel analysis of a sandbox.kernel.Kernel loaded from `source_path`."""
+    with open(source_path) as f:
+        return analyze(f.read(), kernel.function.__name__)
 
 
 def analyze(source, function_name):

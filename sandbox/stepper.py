@@ -22,8 +22,8 @@ from triton.runtime import interpreter
 from sandbox import build, provenance
 from sandbox import result as results
 from sandbox.errors import RunError, explain
-from sandbox.kernel import find_kernel, load_module, user_line, write_source
-from sandbox.trace import TensorRange, Tracer
+from sandbox.kernel import as_run_error, user_line, write_source
+from sandbox.trace import TensorRange, Tracer, owners_by_position
 
 MAX_STEPS = 2000  # line events kept; a longer program stops being recorded there (and says so)
 MAX_CELLS = 256  # a tile this small is sent whole: 16 x 16
@@ -167,21 +167,13 @@ def one_program(pid, grid):
 def step_run(spec, result, path):
     """Fill result["steps"] (and result["error"] for a program that fails: the steps up to it stay)."""
     write_source(spec["source"], path)
-    module = load_module(path, True)
-    kernel = find_kernel(module, spec["kernel"])
-    namespace = build.expression_namespace(module)
-    inputs, _ = build.build_inputs(spec, namespace, "cpu")
-    with torch.device("cpu"):
-        args, scope = build.build_args(spec, kernel, {**namespace, **inputs})
-    grid = build.build_grid(spec, args, scope)
+    kernel, _, inputs, _, args, grid, _ = build.prepare(spec, path, True, "cpu")
     pid = check_pid(spec["options"]["step_pid"], grid)
     tensors = build.launch_tensors(inputs, args)
-    with open(path) as f:
-        sites = provenance.analyze(f.read(), kernel.jit.fn.__name__)
-    owners = {sites.sites[i].position: name for i, name in provenance.site_tensors(sites, args, tensors).items()}
+    owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, tensors)
     values = Values([TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)])
     tracer = Tracer(tensors, path, owners=owners, only=0, max_programs=1, max_bytes=4_000_000)
-    recorder = Recorder(path, kernel.jit.fn.__name__, values,
+    recorder = Recorder(path, kernel.function.__name__, values,
                         lambda: len(tracer.program[1]["accesses"]) if tracer.program else 0)
     error, trace = None, None
     try:
@@ -200,7 +192,7 @@ def step_run(spec, result, path):
         recorder.close_step()
     program = trace["programs"][0] if trace and trace["programs"] else {"pid": list(pid), "accesses": []}
     initial, steps = after_each_line(recorder.steps)
-    result["steps"] = {"pid": list(pid), "grid": list(grid), "function": kernel.jit.fn.__name__,
+    result["steps"] = {"pid": list(pid), "grid": list(grid), "function": kernel.function.__name__,
                        "initial": initial, "steps": steps, "values": values.table, "accesses": program["accesses"],
                        "tensors": trace["tensors"] if trace else {}, "truncated": recorder.truncated or values.full}
     if error is not None:
@@ -217,9 +209,6 @@ def stepped(spec, scratch, device):
         path = os.path.join(scratch, "kernel.py")
         try:
             step_run(spec, result, path)
-        except RunError as e:
-            results.fail(result, e)
-        except Exception as e:  # a bug of ours or an exotic user error: still a clear result
-            kind, message = explain(e)
-            results.fail(result, RunError("sandbox", message, type=kind, line=user_line(e, path)))
+        except Exception as e:
+            results.fail(result, as_run_error(e, path))
     return result

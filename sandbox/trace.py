@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from triton.runtime import interpreter
 
+from sandbox import provenance
 from sandbox.errors import RunError
 
 MAX_COVERAGE_RUNS = 10_000
@@ -508,15 +509,34 @@ class Tracer:
         sampled trace kept, else None), per-tensor `coverage` of written tensors, and
         `"truncated": true` on a program whose own accesses outgrew a third of `max_bytes`."""
         self.finish_program()
-        grid = list(grid) + [1] * (3 - len(grid))
         programs = self.sample.programs() if self.sample else []
-        return {"grid": grid, "programs_total": math.prod(grid), "programs_traced": len(programs),
-                "sampled": len(programs) < self.executed,
-                "sample": self.sample.describe() if self.sample else None,
-                "tensors": {r.name: r.info() for r in self.ranges},
-                "programs": programs,
-                "coverage": {r.name: r.coverage.result(r) for r in self.ranges if r.coverage is not None},
-                "tracer": "interpreter", "bytes_touched": None}
+        return trace_of(grid, programs, "interpreter", sampled=len(programs) < self.executed,
+                        sample=self.sample.describe() if self.sample else None,
+                        tensors={r.name: r.info() for r in self.ranges},
+                        coverage={r.name: r.coverage.result(r) for r in self.ranges if r.coverage is not None})
+
+
+def trace_of(grid, programs, tracer, *, sampled, sample, tensors, coverage, bytes_touched=None):
+    """A result's `trace` (docs/result.md), from either tracer."""
+    grid = list(grid) + [1] * (3 - len(grid))
+    return {"grid": grid, "programs_total": math.prod(grid), "programs_traced": len(programs), "sampled": sampled,
+            "sample": sample, "tensors": tensors, "programs": programs, "coverage": coverage, "tracer": tracer,
+            "bytes_touched": bytes_touched}
+
+
+def pid_of(index, grid):
+    """(x, y, z) of the program at `index` in launch order (z fastest, as the interpreter runs them)."""
+    gx, gy, gz = grid
+    return index // (gy * gz), index // gz % gy, index % gz
+
+
+def index_of(pid, grid):
+    return (pid[0] * grid[1] + pid[1]) * grid[2] + pid[2]
+
+
+def owners_by_position(analysis, args, tensors):
+    """Tracer's `owners`: the call position of each access site -> the tensor its pointer derives from."""
+    return {analysis.sites[i].position: name for i, name in provenance.site_tensors(analysis, args, tensors).items()}
 
 
 def out_of_bounds_error(op, tensor, elements, pid, line, atomic, ndim, block_pointer=False):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, vector_add_spec, wait_until_ready
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, vector_add_spec, wait_until_ready
 
 
 def pytest_collection_modifyitems(config, items):
@@ -71,14 +71,10 @@ def browser():
 @pytest.fixture(scope="session")
 def app(tmp_path_factory):
     """One real app for the whole session: a real worker pool (interpreter on CPU), a temp database."""
-    from app import create_app
     from app import socketio
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "test.sqlite"),
-                      "WORKERS": 2, "RUN_TIMEOUT_S": 20.0})
-    app.socketio_server = socketio.server  # see live_server_socketio
-    wait_until_ready(app)
-    yield app
-    app.extensions["dispatcher"].stop()
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=2, RUN_TIMEOUT_S=20.0) as app:
+        app.socketio_server = socketio.server  # see live_server_socketio
+        yield app
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """What tests share besides fixtures: the project's paths, the vector-add spec most tests run, the
-browser's launch settings, waiting for an app's workers. Tests import from here, never from conftest."""
+browser's launch settings and pages, waiting for an app's workers. Tests import from here, never from conftest."""
+import contextlib
 import os
 import time
 
@@ -34,6 +35,9 @@ def vector_add_spec(n=98432, block=1024, source=VECTOR_ADD, **options):
     }
 
 
+ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"  # a run that only its timeout (or Stop) ends
+
+
 def has_gpu():
     try:
         import torch
@@ -51,6 +55,29 @@ def wait_until_ready(app, timeout_s=180):
     raise RuntimeError("workers did not start")
 
 
+def first_worker_busy(app):
+    return app.extensions["dispatcher"].health()["workers"][0]["state"] == "busy"
+
+
+def wait_until_busy(app, timeout_s=20):
+    """Until the first worker has taken a run."""
+    deadline = time.monotonic() + timeout_s
+    while not first_worker_busy(app):
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def running_app(directory, **config):
+    """A real app (its workers ready) with its database in `directory`, stopped afterwards: for a
+    module's own app (make_app is a test's)."""
+    from app import create_app
+    app = create_app({"TESTING": True, "DATABASE": str(directory / "t.sqlite"), **config})
+    wait_until_ready(app)
+    yield app
+    app.extensions["dispatcher"].stop()
+
+
 def wait_until_warmed(app, timeout_s=300):
     """Until every worker's warm-up (the gallery compiled into the shared kernels) has finished;
     returns the workers' warm-up reports."""
@@ -61,3 +88,32 @@ def wait_until_warmed(app, timeout_s=300):
             return reports
         time.sleep(0.3)
     raise RuntimeError(f"the workers' warm-up did not finish: {reports}")
+
+
+# ---- browser pages -----------------------------------------------------------------------------
+
+def new_page(browser, width=1440, height=900, console=True, **context_options):
+    """A page in its own context (no shared storage), recording script errors (and, with `console`,
+    console errors) in `page.errors`."""
+    page = browser.new_context(viewport={"width": width, "height": height}, **context_options).new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    if console:
+        page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
+    return page
+
+
+@contextlib.contextmanager
+def page_without_errors(browser, **page_options):
+    """new_page(...) for a test, which fails on any error it recorded once the page is closed."""
+    page = new_page(browser, **page_options)
+    yield page
+    errors = page.errors
+    page.context.close()
+    assert not errors, errors
+
+
+def set_source(page, source):
+    """Replace the editor's whole text, as typing would."""
+    page.evaluate("""(source) => { const v = window.playground.editorView;
+        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)

@@ -13,29 +13,17 @@ import pytest
 
 from tests.fake_results import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
                                 LAUNCH_ERROR, OLD_SHAPE_ERROR, RACE_RESULT)
+from tests.helpers import new_page, page_without_errors
 
 RUN_TIMEOUT_MS = 60_000
 
 pytestmark = pytest.mark.browser
 
 
-def new_page(browser):
-    """A page in its own context (no shared storage), recording script errors and console errors."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
-    return page
-
-
 @pytest.fixture
 def page(browser):
-    page = new_page(browser)
-    yield page
-    errors = page.errors
-    page.context.close()
-    assert not errors, errors
+    with page_without_errors(browser) as page:
+        yield page
 
 
 # ---- what a person does ----------------------------------------------------------------------

@@ -7,10 +7,9 @@ import time
 import pytest
 
 from app import create_app, dispatcher as dispatcher_module, socketio
-from tests.helpers import VECTOR_ADD, wait_until_ready
+from tests.helpers import ENDLESS, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
-ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
 TIMEOUT_S = 3.0
 
 

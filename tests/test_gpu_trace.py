@@ -3,13 +3,14 @@
 Here, without a GPU, the instrumented kernel runs in Triton's interpreter: the rewrite, the probes,
 the coverage counters and the decoding are the same code a GPU runs, and its builds must compile
 for sm90. On a GPU host (`pytest -m gpu`) the same corpus runs through the real GPU path."""
+import math
+
 import pytest
-import torch
 
 from sandbox import build, gpu_trace, pipeline
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir
-from sandbox.kernel import find_kernel, load_module, write_source
+from sandbox.kernel import write_source
 from sandbox.spec import normalize
 from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
 from tests.helpers import VECTOR_ADD, vector_add_spec
@@ -23,12 +24,8 @@ def launch(raw, tmp_path):
     tmp_path.mkdir(exist_ok=True)
     path = str(tmp_path / "kernel.py")
     write_source(spec["source"], path)
-    module = load_module(path, True)
-    kernel = find_kernel(module, spec["kernel"])
-    namespace = build.expression_namespace(module)
-    inputs, _ = build.build_inputs(spec, namespace, "cpu")
-    args, scope = build.build_args(spec, kernel, {**namespace, **inputs})
-    return spec, path, kernel, namespace, inputs, args, build.build_grid(spec, args, scope)
+    kernel, namespace, inputs, _, args, grid, _ = build.prepare(spec, path, True, "cpu")
+    return spec, path, kernel, namespace, inputs, args, grid
 
 
 def interpreter_trace(raw, tmp_path):
@@ -99,11 +96,7 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     instrumented = tmp_path / "kernel_instrumented.py"
     instrumented.write_text(tracer.instrumented_source())
-    extra = {"_tp_rec": torch.empty(8, dtype=torch.int64), "_tp_cursor": torch.zeros(1, dtype=torch.int64),
-             "_tp_cap": 1 << 20, "_tp_slots": torch.zeros(8, dtype=torch.int32),
-             "_tp_viol": torch.zeros(8, dtype=torch.int32), "_TP_RECORD": True, "_TP_COVER": True}
-    for i in set(tracer.owners.values()):
-        extra.update({f"_tp_base_{i}": 1 << 40, f"_tp_span_{i}": 1000, f"_tp_cov_{i}": torch.zeros(8, dtype=torch.int32)})
+    _, extra = tracer.buffers(math.prod(grid), [0], True, True)
     config = kernel.config(None, 4, 3)
     ir = compile_ir(str(instrumented), spec["kernel"], {**args, **extra, **config.kwargs},
                     num_warps=config.num_warps, num_stages=config.num_stages, arch="sm90")

@@ -4,6 +4,7 @@ tabs, the splitters and the program chips; tabs move with the arrow keys and con
 splitters move with the keyboard; an input's controls are named after it, and follow a rename."""
 import pytest
 
+from tests.helpers import page_without_errors
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser
@@ -50,13 +51,8 @@ LOW_CONTRAST = """() => {
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=1280, height=720, console=False) as page:
+        yield page
 
 
 def test_every_text_meets_wcag_aa_contrast_in_each_tab(page, live_server):

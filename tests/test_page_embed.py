@@ -5,6 +5,7 @@ import html
 
 import pytest
 
+from tests.helpers import page_without_errors
 from tests.test_browser import open_playground, share
 
 pytestmark = pytest.mark.browser
@@ -13,13 +14,8 @@ SHOTS = "/tmp/shots"
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 900, "height": 760})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=900, height=760, console=False) as page:
+        yield page
 
 
 def lesson_page(page, live_server, iframe_html):

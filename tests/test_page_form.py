@@ -5,6 +5,8 @@ is shown at once on its field before any run is sent; a dtype its init cannot ma
 the form in plain words."""
 import pytest
 
+from tests import helpers
+from tests.helpers import page_without_errors
 from tests.test_browser import open_playground, record_runs, run_and_wait
 
 pytestmark = pytest.mark.browser
@@ -26,18 +28,12 @@ def scale_kernel(inp_ptr, out_ptr, numel, BLOCK_SIZE: tl.constexpr):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=1280, height=720, console=False) as page:
+        yield page
 
 
 def set_source(page, source):
-    page.evaluate("""(source) => { const v = window.playground.editorView;
-        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
+    helpers.set_source(page, source)
     page.wait_for_timeout(500)  # the form follows the source after a short pause
 
 

@@ -3,6 +3,7 @@ picker shows its name, and Run stays on screen and is what a tap on it hits, bef
 scrolling down to the results."""
 import pytest
 
+from tests.helpers import page_without_errors
 from tests.test_browser import open_playground
 
 pytestmark = pytest.mark.browser
@@ -11,13 +12,9 @@ SHOTS = "/tmp/shots"
 
 @pytest.fixture
 def phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, device_scale_factor=2)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=390, height=844, console=False, is_mobile=True, has_touch=True,
+                             device_scale_factor=2) as page:
+        yield page
 
 
 def hit_at_centre(page, selector):

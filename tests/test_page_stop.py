@@ -3,27 +3,22 @@ the Stop button ends a run and Run works again; the form warns before a launch t
 not finish in time, and a run that hits the limit says in which phase it was and what to turn off. (The `stop` event itself: tests/test_stop.py. Not in one module: Socket.IO's
 test client takes over its app's sending, so a browser on that app would hear nothing.)"""
 import threading
-import time
 
 import pytest
 from werkzeug.serving import make_server
 
-from app import create_app
-from tests.helpers import VECTOR_ADD, vector_add_spec, wait_until_ready
+from tests.helpers import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, set_source, wait_until_busy,
+                           wait_until_ready)
 from tests.test_browser import open_playground, run_and_wait
 
-ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
 TIMEOUT_S = 4.0
 SHOTS = "/tmp/shots"
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
-                      "WORKERS": 1, "RUN_TIMEOUT_S": TIMEOUT_S})
-    wait_until_ready(app)
-    yield app
-    app.extensions["dispatcher"].stop()
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=1, RUN_TIMEOUT_S=TIMEOUT_S) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
@@ -38,33 +33,13 @@ def ready(app):
     wait_until_ready(app, timeout_s=60)
 
 
-def busy(app):
-    return app.extensions["dispatcher"].health()["workers"][0]["state"] == "busy"
-
-
-def wait_busy(app):
-    deadline = time.monotonic() + 20
-    while not busy(app):
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.05)
-
-
 # ---- the page ----------------------------------------------------------------------------------
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=1280, height=720, console=False) as page:
+        yield page
 
-
-def set_source(page, source):
-    page.evaluate("""(source) => { const v = window.playground.editorView;
-        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
 
 
 def test_the_stop_button_ends_a_run_and_run_works_again(app, server, page):
@@ -74,7 +49,7 @@ def test_the_stop_button_ends_a_run_and_run_works_again(app, server, page):
     set_source(page, ENDLESS)
     page.click("#run-button")
     page.wait_for_function("document.querySelector('#stop-button').hidden === false")
-    wait_busy(app)
+    wait_until_busy(app)
     page.screenshot(path=f"{SHOTS}/stop-while-running.png")
     page.click("#stop-button")
     page.wait_for_function("document.querySelector('#status-line').dataset.state === 'error'", timeout=5000)

@@ -4,6 +4,7 @@ runs; Fork on a shared link), Tab never edits what the reader cannot see, and an
 is shown as prose beside its kernel."""
 import pytest
 
+from tests.helpers import page_without_errors
 from tests.test_browser import open_playground, record_runs, run_and_wait, share, share_from_elsewhere
 
 pytestmark = pytest.mark.browser
@@ -12,15 +13,8 @@ SHOTS = "/tmp/shots"
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on("console", lambda message: message.type == "error" and page.errors.append(message.text))
-    yield page
-    errors = page.errors
-    context.close()
-    assert not errors, errors
+    with page_without_errors(browser, width=1280, height=720) as page:
+        yield page
 
 
 def source(page):

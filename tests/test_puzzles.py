@@ -7,6 +7,7 @@ import os
 import pytest
 
 from app import puzzles
+from tests.helpers import set_source
 
 RUN_TIMEOUT_MS = 60_000
 SHOTS = "/tmp/shots"
@@ -175,10 +176,6 @@ def shot(page, name):
     os.makedirs(SHOTS, exist_ok=True)
     page.screenshot(path=f"{SHOTS}/{name}.png")
 
-
-def set_source(page, source):
-    page.evaluate("""(source) => { const v = window.playground.editorView;
-        v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
 
 
 def run_puzzle(page):

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from app import socketio
-from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec
+from tests.helpers import ENDLESS, ROOT, VECTOR_ADD, vector_add_spec
 
 
 def run(client, spec):
@@ -312,13 +312,9 @@ def collect_until_result(client, run_id, timeout_s=60):
 
 @pytest.fixture(scope="module")
 def quick_timeout_app(tmp_path_factory):
-    from app import create_app
-    from tests.helpers import wait_until_ready
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
-                      "WORKERS": 1, "RUN_TIMEOUT_S": 3.0})
-    wait_until_ready(app)
-    yield app
-    app.extensions["dispatcher"].stop()
+    from tests.helpers import running_app
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=1, RUN_TIMEOUT_S=3.0) as app:
+        yield app
 
 
 @pytest.mark.parametrize("where", ["input", "module"])
@@ -328,7 +324,7 @@ def test_an_endless_loop_times_out_and_the_next_run_works(quick_timeout_app, spe
     if where == "input":
         looping["inputs"] = {**spec["inputs"], "x": "[0 for _ in iter(int, 1)]"}
     else:
-        looping["source"] = VECTOR_ADD + "\nwhile True:\n    pass\n"
+        looping["source"] = ENDLESS
     start = time.monotonic()
     result = run(client, looping)
     assert result["error"]["phase"] == "timeout"

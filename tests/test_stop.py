@@ -4,20 +4,17 @@ import time
 
 import pytest
 
-from app import create_app, socketio
-from tests.helpers import VECTOR_ADD, vector_add_spec, wait_until_ready
+from app import socketio
+from tests.helpers import (ENDLESS, first_worker_busy, running_app, vector_add_spec, wait_until_busy,
+                           wait_until_ready)
 from tests.test_runs import collect_until_result
 
-ENDLESS = VECTOR_ADD + "\nwhile True:\n    pass\n"
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    app = create_app({"TESTING": True, "DATABASE": str(tmp_path_factory.mktemp("db") / "t.sqlite"),
-                      "WORKERS": 1, "RUN_TIMEOUT_S": 20.0})
-    wait_until_ready(app)
-    yield app
-    app.extensions["dispatcher"].stop()
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=1, RUN_TIMEOUT_S=20.0) as app:
+        yield app
 
 
 def ready(app):
@@ -28,25 +25,14 @@ def result_of(client, run_id):
     return collect_until_result(client, run_id)[-1]["args"][0]["result"]
 
 
-def busy(app):
-    return app.extensions["dispatcher"].health()["workers"][0]["state"] == "busy"
-
-
-def wait_busy(app):
-    deadline = time.monotonic() + 20
-    while not busy(app):
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.05)
-
-
 def test_stop_ends_a_running_run_at_once_and_the_next_run_works(app):
     ready(app)
     alice, mallory = socketio.test_client(app), socketio.test_client(app)
     run_id = alice.emit("run", {"spec": vector_add_spec(n=1024, source=ENDLESS)}, callback=True)["run_id"]
-    wait_busy(app)
+    wait_until_busy(app)
 
     assert mallory.emit("stop", {"run_id": run_id}, callback=True) == {"stopped": False}  # not hers
-    assert busy(app)
+    assert first_worker_busy(app)
     pressed = time.monotonic()
     assert alice.emit("stop", {"run_id": run_id}, callback=True) == {"stopped": True}
     result = collect_until_result(alice, run_id, timeout_s=2)[-1]["args"][0]["result"]  # at once, not at the 20 s limit
@@ -63,7 +49,7 @@ def test_stop_takes_a_waiting_run_out_of_the_queue(app):
     ready(app)
     alice = socketio.test_client(app)
     endless = alice.emit("run", {"spec": vector_add_spec(n=1024, source=ENDLESS)}, callback=True)["run_id"]
-    wait_busy(app)
+    wait_until_busy(app)
     waiting = alice.emit("run", {"spec": vector_add_spec(n=1024)}, callback=True)["run_id"]
     assert app.extensions["dispatcher"].health()["queued"] == 1
 
