@@ -30,8 +30,9 @@ def unwritten_mask(actual, poisoned):
 
 
 def compare_one(name, actual, expected, poisoned, atol, rtol):
-    actual = actual.detach().cpu()
-    expected = expected.detach().cpu()
+    # On the outputs' device: a GPU compares 16M elements in milliseconds where the host takes ~0.5 s.
+    actual = actual.detach()
+    expected = expected.detach().to(actual.device)
     if expected.shape != actual.shape:
         try:
             expected = expected.broadcast_to(actual.shape)

@@ -103,23 +103,24 @@ class InstrumentedTracer:
 
     # -- one launch
 
-    def run(self, jit, grid, args, config, plan, record, cover):
+    def run(self, jit, grid, args, config, plan, record, cover, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
-        buffers, extra = self.buffers(math.prod(grid), plan, record, cover)
+        buffers, extra = self.buffers(math.prod(grid), plan, record, cover, cap)
         jit[grid](**args, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return buffers
 
-    def buffers(self, total, plan, record, cover):
-        """The buffers of one launch of `total` programs, `plan` of them with a record slot, and the
-        extra kernel arguments that pass them (sandbox.probes says what each holds)."""
+    def buffers(self, total, plan, record, cover, cap=None):
+        """The buffers of one launch of `total` programs, `plan` of them with a record slot of `cap`
+        lanes (default: an equal share of RECORD_LANES), and the extra kernel arguments that pass
+        them (sandbox.probes says what each holds)."""
         on = {"device": self.device}
         slots = torch.full((total,), -1, dtype=torch.int32, **on)
         if plan:
             slots[torch.tensor(plan, **on)] = torch.arange(len(plan), dtype=torch.int32, **on)
-        cap = max(64, RECORD_LANES // len(plan)) if plan else 1
-        buffers = {"rec": torch.empty(max(1, len(plan)) * cap, dtype=torch.int64, **on),
+        cap = cap or (max(64, RECORD_LANES // len(plan)) if plan else 1)
+        buffers = {"plan": plan, "rec": torch.empty(max(1, len(plan)) * cap, dtype=torch.int64, **on),
                    "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, **on),
                    "viol": torch.full((total,), -1, dtype=torch.int32, **on), "cap": cap, "counters": {}}
         extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
@@ -136,21 +137,25 @@ class InstrumentedTracer:
 
     # -- reading the buffers back
 
-    def programs(self, buffers, plan, grid, limits):
-        """[(index, program, nbytes)] of the recorded programs, decoded like the interpreter's records."""
-        cursor = buffers["cursor"].cpu().numpy()
-        cap = buffers["cap"]
+    def programs(self, buffers, grid, limits, wanted=None):
+        """[(index, program, nbytes)] of the recorded programs (those of `wanted` only, if given),
+        decoded like the interpreter's records."""
+        plan, cap = buffers["plan"], buffers["cap"]
+        slots = [slot for slot, index in enumerate(plan) if wanted is None or index in wanted]
+        cursor = buffers["cursor"][slots].cpu().numpy() if slots else np.zeros(0, np.int64)
         used = np.minimum(cursor, cap)
         width = int(used.max()) if used.size else 0
-        rec = buffers["rec"].view(-1, cap)[:, :width].cpu().numpy() if width else np.zeros((len(plan), 0), np.int64)
+        rec = (buffers["rec"].view(-1, cap)[torch.tensor(slots, device=self.device), :width].cpu().numpy()
+               if width else np.zeros((len(slots), 0), np.int64))
         events = self.events(rec, used)
         records = self.records(rec, events)
         part_bytes = max(1, limits["max_bytes"] // 3)
         decoded, at = [], 0
-        for slot, index in enumerate(plan):
+        for row, slot in enumerate(slots):
+            index = plan[slot]
             program, nbytes = {"pid": list(pid_of(index, grid)), "accesses": []}, 40
-            truncated = cursor[slot] > cap
-            while at < len(events) and events[at][0] == slot:
+            truncated = cursor[row] > cap
+            while at < len(events) and events[at][0] == row:
                 record = records[at]
                 at += 1
                 if record is None:
@@ -167,37 +172,39 @@ class InstrumentedTracer:
 
     @staticmethod
     def events(rec, used):
-        """[(slot, first lane's column, site, lanes)] in slot order, then program order."""
+        """[(row, first body column, site, head)] in row order, then program order; a record's body
+        is `head` lanes, or for a row record (head < 0) the first element of each of its rows."""
         events = []
-        for slot, stream in enumerate(rec):
-            at, end = 0, int(used[slot])
+        for row, stream in enumerate(rec):
+            at, end = 0, int(used[row])
             while at + 2 <= end:
-                site, n = int(stream[at]), int(stream[at + 1])
+                site, head = int(stream[at]), int(stream[at + 1])
+                n = head if head >= 0 else -head // probes.ROW_SHIFT.value
                 if site < 0 or at + 2 + n > end:
                     break
-                events.append((slot, at + 2, site, n))
+                events.append((row, at + 2, site, head))
                 at += n + 2
         return events
 
     def records(self, rec, events):
-        """The access record of each event. Events of one size are judged together: most are one
+        """The access record of each event. Events of one head are decoded together: most are one
         contiguous run of active lanes, which needs no per-event work."""
         records = [None] * len(events)
-        by_size = {}
-        for i, (_, _, _, n) in enumerate(events):
-            by_size.setdefault(n, []).append(i)
-        for n, which in by_size.items():
-            slots = np.array([events[i][0] for i in which])
+        by_head = {}
+        for i, (_, _, _, head) in enumerate(events):
+            by_head.setdefault(head, []).append(i)
+        for head, which in by_head.items():
+            rows = np.array([events[i][0] for i in which])
             starts = np.array([events[i][1] for i in which])
-            lanes = rec[slots[:, None], starts[:, None] + np.arange(n)]
-            simple = ((lanes & 3) == 1).all(axis=1) & (np.diff(lanes >> 2, axis=1) == 1).all(axis=1)
-            firsts = (lanes[:, 0] >> 2).tolist()
+            if head < 0:
+                count, cols = divmod(-head, probes.ROW_SHIFT.value)
+                firsts = rec[rows[:, None], starts[:, None] + np.arange(count)]
+                for row, i in enumerate(which):
+                    records[i] = self.simple_record(events[i][2], row_runs(firsts[row], cols))
+                continue
+            lanes = rec[rows[:, None], starts[:, None] + np.arange(head)]
             for row, i in enumerate(which):
-                site = events[i][2]
-                if simple[row]:
-                    records[i] = self.simple_record(site, [[firsts[row], n]])
-                else:
-                    records[i] = self.record(site, lanes[row])
+                records[i] = self.record(events[i][2], lanes[row])
         return records
 
     def simple_record(self, site_index, offsets):
@@ -281,6 +288,15 @@ class Instrumenter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
 
+def row_runs(firsts, cols):
+    """The runs of an access recorded by its rows (each `cols` elements from its first), rows that
+    continue one another joined, as sandbox.trace.runs_of gives them."""
+    breaks = np.flatnonzero(firsts[1:] != firsts[:-1] + cols) + 1
+    starts, ends = np.concatenate(([0], breaks)), np.concatenate((breaks, [firsts.size]))
+    return [[first, (end - start) * cols] for first, start, end in zip(firsts[starts].tolist(), starts.tolist(),
+                                                                        ends.tolist())]
+
+
 def record_plan(total, limits, trace_pid=None, grid=None):
     """The programs that get a record slot: every program while they fit `max_programs`, else the
     first, the last and an even spread (as ProgramSample keeps them); or only `trace_pid`."""
@@ -304,27 +320,47 @@ def gpu_trace(tracer, jit, grid, args, config, options, limits):
     buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
     bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
     if bad.size:
-        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers, plan)
+        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers)
     if not options["trace"]:
         return None
     tensors, coverage, touched = tracer.tensors_and_coverage(buffers["counters"])
+    wanted, buffers = recorded_whole(tracer, jit, grid, args, config, limits, buffers)
     sample = ProgramSample(total, limits["max_programs"] if trace_pid is None else 1, limits["max_bytes"])
-    for item in tracer.programs(buffers, plan, grid, limits):
+    for item in tracer.programs(buffers, grid, limits, wanted):
         sample.add(*item)
     programs = sample.programs()
     return trace_of(grid, programs, "gpu", sampled=len(programs) < total, sample=sample.describe(), tensors=tensors,
                     coverage=coverage, bytes_touched=touched)
 
 
-def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers, plan):
+def recorded_whole(tracer, jit, grid, args, config, limits, buffers):
+    """The programs worth decoding: as many as the trace's byte limit takes, judged by the first
+    program's size, so that decoding costs what is sent, and a big program's slots are recorded
+    whole (by a second launch, with slots of its size, where the first launch's were too small)."""
+    plan, cap = buffers["plan"], buffers["cap"]
+    cursor = buffers["cursor"].cpu().numpy()[:len(plan)]
+    need = max(1, int(cursor.max()))
+    first = tracer.programs(buffers, grid, limits, {plan[0]})[0][2]
+    per_program = first * max(1.0, cursor[0] / cap)  # a cut-short first program, scaled to its whole size
+    fit = max(1, min(RECORD_LANES // need, math.ceil(limits["max_bytes"] / per_program)))
+    wanted = set(plan if fit >= len(plan) else record_plan(math.prod(grid), {"max_programs": fit}))
+    slot_of = {index: slot for slot, index in enumerate(plan)}
+    if all(index in slot_of and cursor[slot_of[index]] <= cap for index in wanted):
+        return wanted, buffers
+    tracer.restore()  # the same launch again, from the inputs as they were
+    return wanted, tracer.run(jit, grid, args, config, sorted(wanted), True, False, cap=min(max(64, need), RECORD_LANES))
+
+
+def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
     """The first program (in launch order) with an out-of-bounds access, recorded and explained."""
+    plan = buffers["plan"]
     if index not in plan:  # record it (and the programs before it that have slots) in a second launch
         plan = sorted([p for p in plan if p < index] + [index])
         tracer.restore()  # the same launch again: from the inputs as they were
         buffers = tracer.run(jit, grid, args, config, plan, True, False)
     programs = []
     error = None
-    for i, program, _ in tracer.programs(buffers, plan, grid, limits):
+    for i, program, _ in tracer.programs(buffers, grid, limits):
         if i > index:
             break
         if i == index:

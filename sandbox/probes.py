@@ -9,15 +9,20 @@ without the out-of-bounds lanes, so the instrumented launch never touches memory
 tensor.
 
 Coverage counters of a tensor (int32, `span` each, one after the other): the lowest and highest
-linear program id that stored an element, whether it was loaded, whether an atomic updated it. A record:
-[site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active; a site of -1
-ends a slot that ran out of room.
+linear program id that stored an element, whether it was loaded, whether an atomic updated it.
+
+A record: [site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active. An
+access whose lanes are all active and in bounds, each row of its block one run of elements (a
+vector add's block, a matmul's tile), is recorded by its rows instead, 64 times smaller for a
+128x64 tile: [site, -(rows * ROW_SHIFT + cols), first element of each row...]. A site of -1 ends
+a slot that ran out of room.
 """
 import triton
 import triton.language as tl
 
 LOWEST, HIGHEST, LOADED, UPDATED = range(4)
 COUNTERS = 4
+ROW_SHIFT = tl.constexpr(1 << 32)  # a row record's header: -(rows * ROW_SHIFT + cols)
 OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
 
 
@@ -49,15 +54,29 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
         tl.atomic_cas(viol + pid, -1, SITE)
     if RECORD:
         if slot >= 0:
-            at = tl.atomic_add(cursor + slot, lanes.numel + 2)
-            out = rec + slot.to(tl.int64) * cap + at
-            if at + lanes.numel + 2 <= cap:
-                tl.store(out, SITE)
-                tl.store(out + 1, lanes.numel)
-                tl.store(out + 2 + tl.arange(0, lanes.numel), flat)
-            elif at < cap:
-                tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
+            COLS: tl.constexpr = lanes.shape[len(lanes.shape) - 1]
+            ROWS: tl.constexpr = lanes.numel // COLS
+            table = tl.reshape(lanes, [ROWS, COLS])
+            firsts = tl.min(table >> 2, axis=1)
+            whole = (((table >> 2) - firsts[:, None]) == tl.arange(0, COLS)[None, :]) & ((table & 3) == 1)
+            if tl.sum(whole.to(tl.int32)) == lanes.numel:  # each row one run of active lanes, in bounds
+                append(rec, cursor, cap, slot, SITE, -(ROWS * ROW_SHIFT + COLS), firsts)
+            else:
+                append(rec, cursor, cap, slot, SITE, lanes.numel, flat)
     return safe
+
+
+@triton.jit
+def append(rec, cursor, cap, slot, SITE, head, body):
+    """[SITE, head, body...] at the end of the slot's stream, or -1 there if it does not fit."""
+    at = tl.atomic_add(cursor + slot, body.numel + 2)
+    out = rec + slot.to(tl.int64) * cap + at
+    if at + body.numel + 2 <= cap:
+        tl.store(out, SITE)
+        tl.store(out + 1, head)
+        tl.store(out + 2 + tl.arange(0, body.numel), body)
+    elif at < cap:
+        tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
 
 
 @triton.jit

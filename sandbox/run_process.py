@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sandbox import isolation, pipeline, protocol, shared_kernels
+from sandbox import check, isolation, pipeline, protocol, shared_kernels
 
 JOB_FD, MESSAGE_FD = 3, 4
 READY_POLL_S = 1.0  # a ready message under way arrives whole well within this
@@ -279,11 +279,14 @@ def lend_shared_kernels(settings, steps):
 
 def warm_cuda():
     """CUDA init, and the first use of the torch kernels every run needs (random inputs, the poison
-    fill, arithmetic, copies back to the host): CUDA loads each kernel's module lazily, ~5 ms apiece."""
+    fill, arithmetic, copies back to the host, the output check): CUDA loads each kernel's module
+    lazily, ~5 ms apiece."""
     x = torch.randn(1024, device="cuda")
     torch.rand(1024, device="cuda").fill_(float("nan"))
     (x + x * x - x).clone().cpu()
     torch.full((8,), -1, dtype=torch.int32, device="cuda").cpu()  # the GPU tracer's buffers
+    for dtype in (torch.float32, torch.float16):
+        check.compare_one("warm", x.to(dtype), x.to(dtype), True, None, None)
     torch.cuda.synchronize()
 
 

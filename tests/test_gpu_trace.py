@@ -128,6 +128,21 @@ def test_a_selected_program_is_recorded_on_demand(tmp_path):
         assert trace["coverage"]["out"]["unwritten"] == 0  # coverage still covers the whole launch
 
 
+def test_programs_too_big_for_their_slots_are_recorded_whole_by_a_second_launch(tmp_path, monkeypatch):
+    """Record slots share a fixed buffer: where a program outgrows its share, fewer programs are
+    recorded again, each whole, rather than every one cut short."""
+    raw = CORPUS["loop_over_k_with_dot"]
+    expected = {tuple(p["pid"]): p for p in interpreter_trace(raw, tmp_path / "a")["programs"]}
+    monkeypatch.setattr(gpu_trace, "RECORD_LANES", 2048)
+    launches = []
+    run = gpu_trace.InstrumentedTracer.run
+    monkeypatch.setattr(gpu_trace.InstrumentedTracer, "run", lambda self, *a, **k: launches.append(a) or run(self, *a, **k))
+    got = instrumented_trace(raw, tmp_path / "b")
+    assert len(launches) == 2 and len(got["programs"]) < len(expected)
+    for program in got["programs"]:
+        assert "truncated" not in program and program == expected[tuple(program["pid"])]
+
+
 def run_on_gpu(raw, gpu_tracer):
     from sandbox.pipeline import run_spec
     return run_spec({**raw, "options": {**raw["options"], "device": "gpu"}},
