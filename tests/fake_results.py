@@ -140,6 +140,22 @@ def atomic_sum_trace(n=5000, block=512):
                  traced, {"out": coverage_of(1, [], [[0, 1]] * count)})
 
 
+def out_of_bounds_trace(n, block, stray_start=None):
+    """Vector add whose load of x lost its mask: every program up to the last, which stops the run
+    at that load, its lanes from n on (or from `stray_start`, far past the end) out of bounds, as the
+    tracer returns it with the error: the offending access last, the stray lanes in `out_of_bounds`."""
+    full = vector_add_trace(n, block)
+    last = full["programs"][-1]
+    start = last["pid"][0] * block
+    inside = n - start
+    strays = [[n if stray_start is None else stray_start, block - inside]]
+    offsets = [[start, inside], *strays] if stray_start is not None else [[start, block]]
+    last["accesses"] = [{"op": "load", "tensor": "x", "line": LOAD_X, "offsets": offsets, "masked": [],
+                         "out_of_bounds": strays}]
+    full["coverage"] = {"out": coverage_of(n, [[[0, start]]])}
+    return full
+
+
 def without_coverage(trace):
     """The same trace without the server's coverage: the page counts a complete trace itself."""
     return {**trace, "coverage": {}}
@@ -213,4 +229,4 @@ ALL_RESULTS = [GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS, RACE
                *FIELD_ERRORS.values()]
 ALL_TRACES = [vector_add_trace(10, 4), vector_add_trace(10, 4, programs=2), vector_add_trace(10, 4, rows=2),
               vector_add_trace(1 << 20, 1024), vector_add_trace(1 << 30, 1024, programs=3, grid=[1 << 20, 1, 1]),
-              row_sum_2d_trace(5, 20, 2, 8), atomic_sum_trace()]
+              row_sum_2d_trace(5, 20, 2, 8), atomic_sum_trace(), out_of_bounds_trace(10, 4)]

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from tests.fake_results import LOAD_X, LOAD_Y, STORE_OUT, row_sum_2d_trace, vector_add_trace
+from tests.fake_results import LOAD_X, LOAD_Y, STORE_OUT, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace
 from tests.frontend_harness import harness_page, static_server
 
 pytestmark = pytest.mark.browser
+SHOTS = "/tmp/shots"
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +219,74 @@ def test_a_3d_grid_shows_one_z_slice_at_a_time_and_follows_the_selected_program(
     page.locator(".diagram-field input[type=range]").fill("0")  # the other slice: the selected program is not in it
     page.wait_for_function(f"{outlined} === 0")
     assert page.locator(".diagram-field", has_text="grid z").inner_text().strip().endswith("0")
+
+
+# ---- an out-of-bounds error, and programs fetched on request ----------------------------------
+
+def test_the_lanes_of_an_out_of_bounds_load_are_drawn_past_the_end_in_the_errors_colour(page):
+    render(page, out_of_bounds_trace(98432, 1024), selectedPid=[96, 0, 0])
+    assert page.locator("#diagram").get_attribute("data-selected-pid") == "96,0,0"
+    x = page.locator('.diagram-tensor[data-tensor="x"]')
+    # Zoomed to program 96's row: its 128 elements of x, then its 896 stray lanes past x's end.
+    first, count = json.loads(x.get_attribute("data-rows"))
+    assert first <= 96 < first + count
+    assert json.loads(x.get_attribute("data-stray-cells")) == [[(96 - first) * 1024 + 128, 896]]
+    assert figure_state(page, "x")["highlighted"] == [[(96 - first) * 1024, 128]]
+    assert page.locator(".diagram-legend", has_text="out of bounds").count() == 1
+    assert x.locator(".diagram-stray-note").inner_text() == "Out of bounds: 896 lanes past the end of x (offsets 98432..99327)."
+    assert "out of bounds: 896 lanes past the end of x" in caption(page)
+    assert "The run stopped at program (96, 0, 0): its load on line 14" in page.locator(".diagram-summary").inner_text()
+    assert page.locator('.diagram-tensor[data-tensor="y"]').get_attribute("data-stray-cells") == "[]"
+    x.scroll_into_view_if_needed()
+    page.screenshot(path=f"{SHOTS}/diagram-out-of-bounds.png", full_page=True)
+
+    # Every program shown: the stray lanes keep the error's colour, two to a cell at this size.
+    page.get_by_role("button", name="Show all").click()
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === ''")
+    assert json.loads(x.get_attribute("data-stray-cells")) == [[96 * 512 + 64, 448]]
+    assert figure_state(page, "x")["cell_elements"] == 2
+
+
+def test_a_trace_without_stray_lanes_has_no_out_of_bounds_legend(page):
+    render(page, vector_add_trace(10, 4))
+    assert page.locator(".diagram-legend", has_text="out of bounds").count() == 0
+    assert page.locator(".diagram-stray-note").count() == 0
+
+
+def click_grid_cell(page, col, row, cols, rows):
+    area = page.locator(".diagram-grid-plot .nsewdrag").bounding_box()
+    page.mouse.click(area["x"] + area["width"] * (col + 0.5) / cols, area["y"] + area["height"] * (row + 0.5) / rows)
+
+
+SAMPLED = vector_add_trace(160, 4, programs=3, grid=[40, 1, 1])  # programs 0..2 of 40, the grid folded 16 a row
+
+
+def test_clicking_an_untraced_program_fetches_it_and_draws_it_selected(page):
+    page.evaluate("""(trace) => window.renderTrace(trace, { fetchProgram: async (pid) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const offsets = [[pid[0] * 4, 4]];
+        return { pid, accesses: [{ op: "load", tensor: "x", line: 14, offsets, masked: [] },
+                                 { op: "store", tensor: "out", line: 17, offsets, masked: [] }] };
+    } })""", SAMPLED)
+    click_grid_cell(page, 4, 1, 16, 3)  # program 20
+    page.wait_for_function("document.querySelector('#diagram').dataset.fetching === '20,0,0'")
+    assert caption(page) == "fetching program (20, 0, 0)…"
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === '20,0,0'")
+    first, _ = json.loads(page.locator('.diagram-tensor[data-tensor="out"]').get_attribute("data-rows"))
+    assert figure_state(page, "out")["highlighted"] == [[(20 - first) * 4, 4]]  # its row, zoomed into view
+    assert caption(page).startswith("program (20, 0, 0) loads x[80..83], stores out[80..83]")
+    assert "Showing 4 of 40 programs" in page.locator(".diagram-summary").inner_text()
+    assert page.evaluate("window.extendedTraces.at(-1).programs.map((p) => p.pid[0])") == [0, 1, 2, 20]
+
+
+def test_a_program_that_could_not_be_fetched_says_why_and_the_diagram_still_works(page):
+    page.evaluate("""(trace) => window.renderTrace(trace, { fetchProgram: async () => {
+        throw new Error("the server is busy");
+    } })""", SAMPLED)
+    click_grid_cell(page, 4, 1, 16, 3)
+    page.wait_for_function("!document.querySelector('#diagram').dataset.fetching")
+    assert caption(page) == "Could not fetch program (20, 0, 0): the server is busy"
+    assert page.locator(".diagram-caption").get_attribute("class") == "diagram-caption diagram-caption-error"
+    page.get_by_role("button", name="Next").click()
+    page.wait_for_function("document.querySelector('#diagram').dataset.selectedPid === '0,0,0'")
+    assert caption(page).startswith("program (0, 0, 0) loads")

@@ -4,7 +4,7 @@ page that only imports the modules (tests/model_harness.html): no app, no plotly
 
 import pytest
 
-from tests.fake_results import atomic_sum_trace, row_sum_2d_trace, vector_add_trace, without_coverage
+from tests.fake_results import atomic_sum_trace, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace, without_coverage
 from tests.frontend_harness import harness_page, static_server
 
 pytestmark = pytest.mark.browser
@@ -67,7 +67,7 @@ def test_vector_add_has_three_programs_and_the_last_stores_two_elements_with_two
     assert [p["pid"] for p in m["programs"]] == [[0, 0, 0], [1, 0, 0], [2, 0, 0]]
     last = m["programs"][2]
     assert region(last, "store", "out") == {"kind": "store", "op": "store", "atomic": None, "tensor": "out",
-                                            "offsets": [[8, 2]], "masked": [[10, 2]]}
+                                            "offsets": [[8, 2]], "masked": [[10, 2]], "strays": []}
     assert region(last, "load", "x")["offsets"] == [[8, 2]] and region(last, "load", "x")["masked"] == [[10, 2]]
     assert region(m["programs"][0], "store", "out")["masked"] == []
     assert last["lines"] == [14, 15, 17]
@@ -146,6 +146,82 @@ def test_write_counts_count_each_program_once_per_element(page):
     pieces = page.evaluate("model.writeCounts(8, [[[0, 4], [2, 4]], [[4, 2]]], [[[6, 1]], [[6, 1]]])")
     # program 0 stores 0..5 (its runs overlap), program 1 stores 4..5; two programs update 6 atomically
     assert pieces == [[0, 4, 1, 0], [4, 2, 2, 0], [6, 1, 0, 2], [7, 1, 0, 0]]
+
+
+# ---- an out-of-bounds error: its stray lanes ---------------------------------------------------
+
+def strays_of(page, trace, tensor="x", hover=None):
+    """What the model and its words make of `tensor`'s stray lanes: its drawing (cells of single
+    elements), the cells in the error's colour, the selected last program's caption, the summary,
+    the card's line, and the tooltip of cell `hover`."""
+    return page.evaluate("""([trace, name, hover]) => {
+        const m = model.traceModel(trace);
+        const tensor = m.tensors.find((t) => t.name === name);
+        const view = model.tensorView(tensor, tensor.rowWidth);
+        const last = m.programs.length - 1;
+        const classes = Array.from(model.tensorClasses(view, model.selectionMarks(view, null), null, m.programs));
+        return {
+            extent: tensor.extent, notDrawn: tensor.straysNotDrawn, strays: tensor.strays,
+            strayCells: model.cellRuns(model.strayCells(view)), owner: Array.from(view.owner),
+            strayClass: classes.map((value, c) => value === model.CLASS_COUNT - 1 ? c : -1).filter((c) => c >= 0),
+            region: model.regionsOf(m.programs[last]).find((r) => r.tensor === name),
+            caption: words.programCaption(m.programs[last], m.tensors),
+            summary: words.summaryText(m), note: words.strayNote(tensor), tensorNote: words.tensorNote(view),
+            hover: hover === null ? null : words.tensorHoverLines(view, hover, m.programs),
+            hatched: model.hatchedCells(view, model.selectionMarks(view, null), null),
+        };
+    }""", [trace, tensor, hover])
+
+
+def test_the_lanes_an_out_of_bounds_load_reached_are_drawn_past_the_end_in_the_errors_colour(page):
+    x = strays_of(page, out_of_bounds_trace(10, 4), hover=11)
+    assert x["strays"] == [[10, 2]] and x["extent"] == 12 and x["notDrawn"] == 0
+    # Elements 8 and 9 are program 2's own; 10 and 11 lie past x's end: the error, not the program.
+    assert x["owner"] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, -1, -1]
+    assert x["strayCells"] == [[10, 2]] and x["strayClass"] == [10, 11] and x["hatched"] == []
+    assert (x["region"]["offsets"], x["region"]["strays"]) == ([[8, 2]], [[10, 2]])
+    assert x["caption"] == ("program (2, 0, 0) loads x[8..9]; no lanes masked off; "
+                            "out of bounds: 2 lanes past the end of x (offsets 10..11) · source line 14")
+    assert x["summary"].endswith("The run stopped at program (2, 0, 0): its load on line 14 reaches "
+                                 "2 lanes past the end of x (offsets 10..11).")
+    assert x["note"] == "Out of bounds: 2 lanes past the end of x (offsets 10..11)."
+    assert "drawn past its end (10 elements) where its stray lanes point" in x["tensorNote"]
+    assert x["hover"] == ["x[11]", "1 past the end of x (10 elements)",
+                          "program (2, 0, 0) loads it on line 14: out of bounds, the run's error"]
+
+
+def test_stray_lanes_far_past_the_end_are_still_drawn_and_those_before_the_start_are_counted(page):
+    far = strays_of(page, out_of_bounds_trace(10, 4, stray_start=100_000))
+    assert far["strays"] == [[100_000, 2]] and far["extent"] == 100_002 and far["notDrawn"] == 0
+    assert far["tensorNote"].startswith("1-D, drawn in rows of 4 elements")  # folded as before, binned
+
+    many = out_of_bounds_trace(10, 4)
+    many["programs"][-1]["accesses"][0]["out_of_bounds"] = [[1_000_000, 10_000]]
+    x = strays_of(page, many)
+    assert x["extent"] == 1_000_000 + 4096 and x["notDrawn"] == 10_000 - 4096  # the first 4,096 are in reach
+    assert x["note"] == ("Out of bounds: 10,000 lanes past the end of x (offsets 1000000..1009999) "
+                         "(5,904 of them not drawn: before its start or far past its end).")
+
+    before = out_of_bounds_trace(10, 4)
+    before["programs"][-1]["accesses"][0]["out_of_bounds"] = [[-3, 3]]
+    x = strays_of(page, before)
+    assert x["notDrawn"] == 3 and x["strayCells"] == []
+    assert x["note"].startswith("Out of bounds: 3 lanes before the start of x (offsets -3..-1)")
+
+
+def test_a_fetched_program_joins_the_trace_in_launch_order(page):
+    sampled = vector_add_trace(1 << 30, 1024, programs=3, grid=[1 << 20, 1, 1])
+    fetched = {"pid": [7, 0, 0], "accesses": [{"op": "load", "tensor": "x", "line": 14, "offsets": [[7168, 1024]], "masked": []}]}
+    merged = page.evaluate("""([trace, program]) => {
+        const once = model.withProgram(trace, program);
+        const twice = model.withProgram(once, program);
+        const m = model.traceModel(once);
+        return { pids: once.programs.map((p) => p.pid[0]), again: twice.programs.length, fetched: [once.fetched, twice.fetched],
+                 index: model.indexOfPid(m, [7, 0, 0]), summary: words.summaryText(m), untouched: trace.programs.length };
+    }""", [sampled, fetched])
+    assert merged["pids"] == [0, 1, 2, 7] and merged["again"] == 4 and merged["untouched"] == 3
+    assert merged["fetched"] == [1, 1] and merged["index"] == 3
+    assert "Showing 4 of 1,048,576 programs (a sample, and 1 program fetched on request)" in merged["summary"]
 
 
 # ---- the program grid and the words ----------------------------------------------------------

@@ -4,7 +4,7 @@
 import { h } from "./dom.js";
 import { formatCount } from "./format.js";
 import { CLASS_COUNT, PROGRAM_COLOURS, cellCount, firstIndexOfCell } from "./trace-model.js";
-import { LEGEND, colouringText, coverageText, gridAxes, programLabel, tensorAxes, tensorMeta } from "./trace-words.js";
+import { LEGEND, colouringText, coverageText, gridAxes, programLabel, strayNote, tensorAxes, tensorMeta } from "./trace-words.js";
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
@@ -49,17 +49,22 @@ export function readTheme(container) {
   const dark = luminance(textColour) > 0.5;
   const paper = dark ? "#15181e" : "#ffffff";
   const untouched = dark ? "#2b303a" : "#e9ecf0";
+  // Stray lanes: a deep crimson on a light page, a hot pink-red on a dark one; both far enough from
+  // the palette's coral (#e15759) and from the never-written cross to read as the run's error.
+  const stray = dark ? "#ff3d71" : "#a50026";
   return {
     paper, untouched, text: textColour,
     font: style.fontFamily || "system-ui, sans-serif",
     axis: dark ? "#8b93a1" : "#59606b",
-    colours: [ // by colour class: untouched, vivid, dim, ghost, dim ghost
+    colours: [ // by colour class: untouched, vivid, dim, ghost, dim ghost, stray
       untouched,
       ...PALETTE,
       ...PALETTE.map((c) => mix(c, paper, 0.78)),
       ...PALETTE.map((c) => mix(c, paper, 0.5)),
       dark ? "#1f232b" : "#f4f5f7",
+      stray,
     ],
+    stray,
     unwritten: dark ? "#ff6b6b" : "#d7191c",
     multi: "#ff8c00",
     hatch: dark ? "#c9d1d9" : "#4a505a",
@@ -88,7 +93,8 @@ export function legend(model, theme, onPick) {
     tensors.some((t) => t.accesses.some((a) => a.masked.length)) ? swatchItem(LEGEND.masked, null, "diagram-swatch-masked") : null,
     swatchItem(LEGEND.untouched, theme.untouched),
     tensors.some((t) => t.coverage?.unwritten) ? swatchItem(LEGEND.unwritten, null, "diagram-swatch-unwritten") : null,
-    tensors.some((t) => t.coverage?.multi) ? swatchItem(LEGEND.multi, null, "diagram-swatch-multi") : null);
+    tensors.some((t) => t.coverage?.multi) ? swatchItem(LEGEND.multi, null, "diagram-swatch-multi") : null,
+    tensors.some((t) => t.strays.length) ? swatchItem(LEGEND.stray, theme.stray, null, { class: "diagram-legend-stray" }) : null);
 }
 
 // Each written tensor's coverage verdict, one line each.
@@ -99,12 +105,14 @@ export function coverageList(model) {
   }));
 }
 
-// A tensor's card: its name and facts over an empty plot and note.
+// A tensor's card: its name and facts (and its out-of-bounds lanes, if any) over an empty plot and note.
 export function tensorCard(tensor) {
-  return h("figure", { class: "diagram-tensor", dataset: { tensor: tensor.name } },
+  const strays = strayNote(tensor);
+  return h("figure", { class: strays ? "diagram-tensor diagram-tensor-stray" : "diagram-tensor", dataset: { tensor: tensor.name } },
     h("figcaption", {}, h("strong", { class: "diagram-tensor-name" }, tensor.name), " ",
       h("span", { class: "diagram-tensor-meta" }, tensorMeta(tensor)),
-      h("div", { class: "diagram-tensor-colouring" }, colouringText(tensor))),
+      h("div", { class: "diagram-tensor-colouring" }, colouringText(tensor)),
+      strays ? h("div", { class: "diagram-stray-note" }, strays) : null),
     h("div", { class: "diagram-plot" }),
     h("p", { class: "diagram-note" }));
 }

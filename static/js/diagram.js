@@ -5,11 +5,12 @@
 import { emit } from "./hub.js";
 import { h } from "./dom.js";
 import {
-  traceModel, indexOfPid, sourceLines, tensorView, selectionMarks, tensorClasses, hatchedCells, cellRuns,
-  programAtCell, windowOf, gridCells, pidOfGridCell, programWindow, programRows,
+  traceModel, indexOfPid, sourceLines, tensorView, selectionMarks, tensorClasses, hatchedCells, cellRuns, strayCells,
+  programAtCell, windowOf, gridCells, pidOfGridCell, programWindow, programRows, withProgram,
 } from "./trace-model.js";
 import {
   NO_TRACE, IDLE_CAPTION, summaryText, selectionCount, programCaption, tensorNote, tensorHoverLines, gridHoverLines,
+  fetchingCaption, fetchFailedCaption,
 } from "./trace-words.js";
 import { readTheme, legend, coverageList, tensorCard, tooltipLines, tensorPlot, gridPlot } from "./diagram-figures.js";
 
@@ -19,16 +20,20 @@ const CARD_CHROME_PX = 48; // the view's and a tensor card's padding and border
 let current = null; // the diagram rendered last: selectProgram() acts on it
 
 // rowWidth: elements per row of 1-D tensors (null: each tensor's block size), as a link saved it.
-export function renderDiagram(container, trace, { selectedPid = null, rowWidth = null } = {}) {
+// fetchProgram(pid): resolves with a program the trace left out (its accesses, as in
+// trace.programs), or rejects with the reason; without it, untraced programs stay grey. A fetched
+// program joins the trace (a "trace-extended" event gives the new one) and is drawn selected.
+export function renderDiagram(container, trace, { selectedPid = null, rowWidth = null, fetchProgram = null } = {}) {
   current?.dispose();
   container.replaceChildren();
   container.classList.add("diagram");
+  delete container.dataset.fetching;
   if (!trace || !trace.programs?.length) {
     container.append(h("p", { class: "diagram-empty" }, NO_TRACE));
     current = null;
     return Promise.resolve();
   }
-  current = new Diagram(container, traceModel(trace), rowWidth);
+  current = new Diagram(container, trace, rowWidth, fetchProgram);
   const restored = indexOfPid(current.model, selectedPid);
   return restored === null ? current.drawAll() : current.select(restored);
 }
@@ -52,9 +57,12 @@ function cellOf(point, layout) {
 }
 
 class Diagram {
-  constructor(container, model, rowWidth = null) {
+  constructor(container, trace, rowWidth = null, fetchProgram = null) {
     this.container = container;
-    this.model = model;
+    this.trace = trace;
+    this.model = traceModel(trace);
+    this.fetchProgram = fetchProgram;
+    this.fetching = null; // the program id being fetched
     this.selected = null; // index into model.programs
     this.rowWidth = rowWidth; // the user's row width for 1-D tensors; null: each tensor's block size
     this.slice = 0; // the z of the program grid shown
@@ -168,6 +176,7 @@ class Diagram {
     figure.dataset.rows = JSON.stringify([view.layout.row0, view.layout.rows]);
     figure.dataset.highlightedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.touched));
     figure.dataset.maskedCells = JSON.stringify(this.selected === null ? [] : cellRuns(marks.masked));
+    figure.dataset.strayCells = JSON.stringify(cellRuns(strayCells(view)));
     figure.querySelector(".diagram-note").textContent = tensorNote(view);
     const plot = tensorPlot({
       view, marks, theme: this.theme, availableWidth: this.availableWidth(),
@@ -223,16 +232,46 @@ class Diagram {
     if (this.gridPlot.dataset.wired) return;
     this.gridPlot.dataset.wired = "1";
     const programAt = (point) => this.grid.cellProgram[cellOf(point, this.grid.layout)];
+    const pidAt = (point) => pidOfGridCell(this.model, this.grid, cellOf(point, this.grid.layout));
     this.gridPlot.on("plotly_click", (event) => {
       const index = programAt(event.points[0]);
       if (index >= 0) this.select(index);
+      else if (this.fetchProgram) this.fetch(pidAt(event.points[0]));
     });
     this.gridPlot.on("plotly_hover", (event) => {
       const point = event.points[0];
-      const pid = pidOfGridCell(this.model, this.grid, cellOf(point, this.grid.layout));
-      this.showTooltip(event, gridHoverLines(pid, this.grid, programAt(point), this.model.programs));
+      this.showTooltip(event, gridHoverLines(pidAt(point), this.grid, programAt(point), this.model.programs, Boolean(this.fetchProgram)));
     });
     this.gridPlot.on("plotly_unhover", () => { this.tooltip.hidden = true; });
+  }
+
+  // A program the trace left out, asked of the server, then the diagram drawn again with it selected.
+  // Its answer is dropped if another diagram was drawn meanwhile (a new run's).
+  async fetch(pid) {
+    if (this.fetching) return;
+    this.stop();
+    this.fetching = pid;
+    this.container.dataset.fetching = pid.join(",");
+    this.showCaption(fetchingCaption(pid));
+    let program;
+    try {
+      program = await this.fetchProgram(pid);
+    } catch (error) {
+      if (current !== this) return;
+      this.fetching = null;
+      delete this.container.dataset.fetching;
+      this.showCaption(fetchFailedCaption(pid, error.message), true);
+      return;
+    }
+    if (current !== this) return;
+    const trace = withProgram(this.trace, program);
+    emit("trace-extended", { from: this.trace, trace });
+    await renderDiagram(this.container, trace, { selectedPid: pid, rowWidth: this.rowWidth, fetchProgram: this.fetchProgram });
+  }
+
+  showCaption(text, failed = false) {
+    this.caption.textContent = text;
+    this.caption.classList.toggle("diagram-caption-error", failed);
   }
 
   showTooltip(event, lines) {
@@ -314,6 +353,6 @@ class Diagram {
     this.pidLabel.textContent = selectionCount(this.model, this.selected);
     this.prevButton.disabled = this.selected === 0;
     this.nextButton.disabled = this.selected === programs.length - 1;
-    this.caption.textContent = program ? programCaption(program, this.model.tensors) : IDLE_CAPTION;
+    this.showCaption(program ? programCaption(program, this.model.tensors) : IDLE_CAPTION);
   }
 }

@@ -27,6 +27,8 @@
 //   step-requested         {pid}                       replay this program in the Step tab (diagram.js)
 //   ir-stage-selected      {stage}                     the IR tab shows another stage (ir.js)
 //   row-width-changed      {width | null}              the diagram's row width for 1-D tensors (diagram.js)
+//   trace-extended         {from, trace}               a program fetched on request joined the shown trace
+//                                                      `from`; `trace` holds it too (diagram.js)
 //   ir-target-selected     {arch}                      the IR tab's target changed ("sm80", or null: auto) (ir.js)
 //   jump-to-line           {line}                      put the editor's cursor there (error card's "line N")
 //   show-program           {pid}                       open the diagram on this program (error card's "program (x, y, z)")

@@ -20,6 +20,8 @@ const initial = JSON.parse($("#initial-state").textContent);
 const ui = { pid: null, pane: null, row_width: null, ir_stage: null };   // app/share.py UI_FIELDS
 let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
+let sentSpec = null;        // the spec of the run under way
+let resultSpec = null;      // the spec whose run gave lastResult: a program its trace left out is asked of it
 let diagramDrawn = false;
 let fromSomeoneElsesLink = false;  // this page's spec came from someone else's link (until another is loaded)
 
@@ -122,11 +124,32 @@ async function drawDiagram() {
   try {
     const { renderDiagram } = await import("./diagram.js");
     $("#diagram").replaceChildren();
-    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width });
+    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width,
+                                                          fetchProgram: resultSpec && fetchProgram });
   } catch (error) {
     console.error(error);
     diagramMessage(`The diagram could not be drawn: ${error.message}`);
   }
+}
+
+// A program the shown trace left out (a sampled launch): the run that made the trace again, with
+// only that program recorded and nothing else asked for. Resolves with the program; throws the reason.
+async function fetchProgram(pid) {
+  const spec = structuredClone(resultSpec);
+  spec.options = { ...spec.options, trace_pid: pid, check: false, bench: false, ir: false, trace: true, sweep: null, step_pid: null };
+  let response, body;
+  try {
+    response = await fetch("/api/run", { method: "POST", headers: { "Content-Type": "application/json" },
+                                         body: JSON.stringify(fromLink() ? { spec, from_link: true } : { spec }) });
+    body = await response.json();
+  } catch (error) {
+    throw new Error(`the server did not answer (${error.message})`);
+  }
+  if (!response.ok) throw new Error(body?.error?.message || `the server answered ${response.status}`);
+  const same = (program) => pid.every((v, axis) => v === (program.pid[axis] ?? 0));
+  const program = body.trace?.programs?.find(same);
+  if (program) return program;
+  throw new Error(body.error?.message || "the server recorded no accesses for it");
 }
 
 function redrawDiagram() {
@@ -190,6 +213,7 @@ function connect() {
                     message: problems.map((problem) => problem.message).join("\n") });
     }
     const spec = getSpec();
+    sentSpec = structuredClone(spec);
     currentRun = null;
     inFlight = true;
     waitingForAck = true;
@@ -408,7 +432,15 @@ on("run-result", ({ result }) => {
   showDevice(result.device);
   markResultsTab(result);
   lastResult = result;
+  resultSpec = sentSpec;
+  // An out-of-bounds error comes with the trace up to the offending access: its program is the one
+  // to see first (until another is picked).
+  if (result.error?.pid && result.trace) ui.pid = validPid(result.error.pid);
   redrawDiagram();
+});
+// A program fetched into the shown trace stays in it for every later drawing.
+on("trace-extended", ({ from, trace }) => {
+  if (lastResult?.trace === from) lastResult = { ...lastResult, trace };
 });
 // A sweep is one run with options.sweep; the runs after it are plain runs again.
 on("sweep-requested", ({ sweep }) => {

@@ -16,7 +16,8 @@ const vividClass = (linear) => 1 + (linear % K);
 const dimClass = (linear) => 1 + K + (linear % K);
 const ghostClass = (linear) => 1 + 2 * K + (linear % K);
 const GHOST_DIM = 1 + 3 * K;
-export const CLASS_COUNT = GHOST_DIM + 1;
+const STRAY = GHOST_DIM + 1; // an active lane outside its tensor: the run's out-of-bounds error
+export const CLASS_COUNT = STRAY + 1;
 
 const TENSOR_CELL_BUDGET = 65536; // drawn cells per tensor; more elements are binned
 const GRID_CELL_BUDGET = 16384; // drawn cells of the program grid
@@ -42,6 +43,23 @@ export function mergeRuns(runs) {
 // push(...items) without spreading: an access may hold more runs than a call takes arguments.
 function append(target, items) {
   for (const item of items) target.push(item);
+}
+
+// The parts of `runs` outside every run of `minus`, merged.
+export function subtractRuns(runs, minus) {
+  const cut = mergeRuns(minus);
+  const left = [];
+  for (const [first, length] of mergeRuns(runs)) {
+    let start = first;
+    const end = first + length;
+    for (const [s, n] of cut) {
+      if (s + n <= start || s >= end) continue;
+      if (s > start) left.push([start, s - start]);
+      start = s + n;
+    }
+    if (end > start) left.push([start, end - start]);
+  }
+  return left;
 }
 
 function runsContain(runs, offset) {
@@ -76,17 +94,46 @@ export function traceModel(trace) {
   const tensors = Object.entries(trace.tensors ?? {}).sort(([, a], [, b]) => stored(a) - stored(b))
     .map(([name, info]) => makeTensor(name, info, verdicts.get(name) ?? null));
   const byName = new Map(tensors.map((tensor) => [tensor.name, tensor]));
+  const strays = []; // the accesses that went out of bounds: {program, op, tensor, line, runs}
   programs.forEach((program, index) => {
-    for (const access of program.accesses) byName.get(access.tensor)?.accesses.push({ ...access, program: index });
+    for (const access of program.accesses) {
+      byName.get(access.tensor)?.accesses.push(tensorAccess(access, index));
+      if (strayRuns(access).length) strays.push({ program: index, op: access.op, tensor: access.tensor, line: access.line, runs: strayRuns(access) });
+    }
   });
   tensors.forEach(measureExtent);
   tensors.forEach((tensor) => { tensor.rowWidth = defaultRowWidth(tensor); });
   return {
-    grid: [gx, gy, gz], programs, tensors,
+    grid: [gx, gy, gz], programs, tensors, strays,
     programsTotal: trace.programs_total ?? programs.length,
     sampled: isSampled(trace),
     sample: trace.sample ?? null,
+    fetched: trace.fetched ?? 0,
   };
+}
+
+// The lanes of an access that were active but outside its tensor (only the access an
+// out-of-bounds error stopped has any).
+function strayRuns(access) {
+  return access.out_of_bounds ?? [];
+}
+
+// An access as a tensor keeps it: its lanes inside the tensor (`offsets`), its masked-off lanes,
+// and its stray lanes apart, since the drawing gives them the error's colour, not the program's.
+function tensorAccess(access, program) {
+  const strays = strayRuns(access);
+  return { ...access, program, strays, offsets: strays.length ? subtractRuns(access.offsets, strays) : access.offsets };
+}
+
+// The trace with `program` (one the trace had left out, fetched with options.trace_pid) in launch
+// order among its programs; a program of the same id is replaced.
+export function withProgram(trace, program) {
+  const [gx, gy] = [0, 1].map((axis) => trace.grid?.[axis] ?? 1);
+  const linear = (pid) => (pid[0] ?? 0) + gx * ((pid[1] ?? 0) + gy * (pid[2] ?? 0));
+  const others = (trace.programs ?? []).filter((p) => linear(p.pid) !== linear(program.pid));
+  const programs = [...others, program].sort((a, b) => linear(a.pid) - linear(b.pid));
+  const added = others.length === (trace.programs ?? []).length ? 1 : 0;
+  return { ...trace, programs, programs_traced: programs.length, fetched: (trace.fetched ?? 0) + added };
 }
 
 function isSampled(trace) {
@@ -104,6 +151,8 @@ function makeTensor(name, info, coverage) {
     extent: 0,
     rowWidth: 1, // elements per drawn row of a 1-D tensor, unless the user picks another
     lanesNotDrawn: 0, // masked-off lanes that point before the start or far past the end
+    strays: [], // runs of its stray lanes: active, outside it (an out-of-bounds access)
+    straysNotDrawn: 0, // stray lanes before its start or past the drawing's reach
   };
 }
 
@@ -124,18 +173,24 @@ function accessKind(access) {
 }
 
 // What one program touched, per kind of access and tensor, in the kernel's order:
-// [{kind, op, atomic, tensor, offsets, masked}] with merged runs.
+// [{kind, op, atomic, tensor, offsets, masked, strays}] with merged runs; `offsets` holds the lanes
+// inside the tensor, `strays` the active lanes outside it.
 export function regionsOf(program) {
   const regions = new Map();
   for (const access of program.accesses) {
     const kind = accessKind(access);
     const key = `${kind}\u0000${access.tensor}`;
-    if (!regions.has(key)) regions.set(key, { kind, op: access.op, atomic: access.atomic ?? null, tensor: access.tensor, offsets: [], masked: [] });
+    if (!regions.has(key)) {
+      regions.set(key, { kind, op: access.op, atomic: access.atomic ?? null, tensor: access.tensor, offsets: [], masked: [], strays: [] });
+    }
     const region = regions.get(key);
     append(region.offsets, access.offsets);
     append(region.masked, access.masked);
+    append(region.strays, strayRuns(access));
   }
-  return [...regions.values()].map((region) => ({ ...region, offsets: mergeRuns(region.offsets), masked: mergeRuns(region.masked) }));
+  return [...regions.values()].map((region) => ({
+    ...region, offsets: subtractRuns(region.offsets, region.strays), masked: mergeRuns(region.masked), strays: mergeRuns(region.strays),
+  }));
 }
 
 // Outputs are coloured by who stored them, inputs by who loaded them.
@@ -144,34 +199,57 @@ function isDrawnOp(tensor, op) {
 }
 
 // The drawing reaches past the tensor's end where masked-off lanes point, up to as far again as
-// the tensor is long (at least 4096 elements): a masked lane may hold any address at all.
+// the tensor is long (at least 4096 elements): a masked lane may hold any address at all. Stray
+// lanes are the run's error: the first STRAY_LANES_DRAWN of them past the end are always in reach,
+// however far past it they point.
+const STRAY_LANES_DRAWN = 4096;
+
 function measureExtent(tensor) {
-  const reach = tensor.numel + Math.max(tensor.numel, 4096);
+  tensor.strays = mergeRuns(tensor.accesses.flatMap((access) => access.strays));
+  const reach = Math.max(tensor.numel + Math.max(tensor.numel, 4096), strayReach(tensor));
+  const notDrawn = (start, length) => Math.max(0, Math.min(length, -start)) + Math.max(0, Math.min(length, start + length - reach));
   let extent = tensor.numel;
   for (const access of tensor.accesses) {
-    for (const [start, length] of [...access.offsets, ...access.masked]) {
+    for (const [start, length] of [...access.offsets, ...access.masked, ...access.strays]) {
       extent = Math.max(extent, Math.min(start + length, reach));
-      tensor.lanesNotDrawn += Math.max(0, Math.min(length, -start)) + Math.max(0, Math.min(length, start + length - reach));
     }
+    for (const [start, length] of access.masked) tensor.lanesNotDrawn += notDrawn(start, length);
   }
+  for (const [start, length] of tensor.strays) tensor.straysNotDrawn += notDrawn(start, length);
   tensor.extent = extent;
+}
+
+// Where the tensor's first STRAY_LANES_DRAWN stray lanes past its end stop.
+function strayReach(tensor) {
+  let lanes = 0;
+  let end = 0;
+  for (const [start, length] of tensor.strays) {
+    const from = Math.max(start, tensor.numel);
+    if (from >= start + length || lanes >= STRAY_LANES_DRAWN) continue;
+    const taken = Math.min(start + length - from, STRAY_LANES_DRAWN - lanes);
+    lanes += taken;
+    end = from + taken;
+  }
+  return end;
 }
 
 // A 1-D tensor is folded into rows one block wide: its largest access, lanes masked or not.
 // Accesses of one lane (one element per program) fold into a single row or a square instead.
 function defaultRowWidth(tensor) {
   let lanes = 1;
-  for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked));
+  for (const access of tensor.accesses) lanes = Math.max(lanes, runsLength(access.offsets) + runsLength(access.masked) + runsLength(access.strays));
   if (lanes > 1) return Math.min(4096, 2 ** Math.ceil(Math.log2(lanes)));
   return tensor.extent <= 64 ? Math.max(1, tensor.extent) : 2 ** Math.ceil(Math.log2(Math.sqrt(tensor.extent)));
 }
 
-// Every access of the tensor at `offset`: [{access, masked}] (masked: a masked-off lane there).
+// Every access of the tensor at `offset`: [{access, masked, stray}] (masked: a masked-off lane
+// there; stray: an active lane there, outside the tensor).
 export function accessesAt(tensor, offset) {
   const hits = [];
   for (const access of tensor.accesses) {
-    if (runsContain(access.offsets, offset)) hits.push({ access, masked: false });
-    else if (runsContain(access.masked, offset)) hits.push({ access, masked: true });
+    if (runsContain(access.offsets, offset)) hits.push({ access, masked: false, stray: false });
+    else if (runsContain(access.strays, offset)) hits.push({ access, masked: false, stray: true });
+    else if (runsContain(access.masked, offset)) hits.push({ access, masked: true, stray: false });
   }
   return hits;
 }
@@ -360,7 +438,8 @@ export function cellRuns(flags) {
 
 // The tensor folded `width` elements a row (a matrix: its own rows) and binned into cells; per
 // cell the first program (in launch order) that drew it, the first with a masked-off lane there,
-// and its coverage flag (1: never written, 2: stored by more than one program).
+// the first with a stray lane there, and its coverage flag (1: never written, 2: stored by more
+// than one program).
 export function tensorView(tensor, width, area = null) {
   const cols = tensor.oneD ? Math.min(width, Math.max(1, tensor.extent)) : tensor.shape[tensor.shape.length - 1] || 1;
   const full = makeLayout(Math.max(1, tensor.extent), cols, TENSOR_CELL_BUDGET);
@@ -368,16 +447,19 @@ export function tensorView(tensor, width, area = null) {
   const cells = cellCount(layout);
   const owner = new Int32Array(cells).fill(-1);
   const ghostOwner = new Int32Array(cells).fill(-1);
+  const strayOwner = new Int32Array(cells).fill(-1);
+  const claim = (owners, program) => (c) => { if (owners[c] < 0) owners[c] = program; };
   for (const access of tensor.accesses) {
     if (isDrawnOp(tensor, access.op)) {
-      for (const [s, n] of access.offsets) forEachCell(layout, s, n, (c) => { if (owner[c] < 0) owner[c] = access.program; });
+      for (const [s, n] of access.offsets) forEachCell(layout, s, n, claim(owner, access.program));
     }
-    for (const [s, n] of access.masked) forEachCell(layout, s, n, (c) => { if (ghostOwner[c] < 0) ghostOwner[c] = access.program; });
+    for (const [s, n] of access.masked) forEachCell(layout, s, n, claim(ghostOwner, access.program));
+    for (const [s, n] of access.strays) forEachCell(layout, s, n, claim(strayOwner, access.program));
   }
   const coverage = new Uint8Array(cells);
   for (const [s, n] of tensor.coverage?.unwrittenRuns ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 1; });
   for (const [s, n] of tensor.coverage?.multiRuns ?? []) forEachCell(layout, s, n, (c) => { coverage[c] = 2; });
-  return { tensor, full, layout, owner, ghostOwner, coverage };
+  return { tensor, full, layout, owner, ghostOwner, strayOwner, coverage };
 }
 
 // A program whose elements would be a sliver of the whole drawing (a row or two of a tall tensor,
@@ -385,14 +467,14 @@ export function tensorView(tensor, width, area = null) {
 // all columns; null: its rows already show (or it touches nothing of this tensor).
 const FOCUS_ROWS = 9;
 
-// [first, last] row of the whole drawing that the program touches (masked lanes included); null: none.
+// [first, last] row of the whole drawing that the program touches (masked and stray lanes included); null: none.
 export function programRows(view, program) {
   const { full } = view;
   let first = Infinity;
   let last = -Infinity;
   for (const access of view.tensor.accesses) {
     if (access.program !== program) continue;
-    for (const [s, n] of [...access.offsets, ...access.masked]) {
+    for (const [s, n] of [...access.offsets, ...access.masked, ...access.strays]) {
       const begin = Math.max(0, s);
       const end = Math.min(s + n, full.length);
       if (begin >= end) continue;
@@ -413,9 +495,20 @@ export function programWindow(view, program) {
   return { row0, rows: count, col0: 0, cols: full.width };
 }
 
-// The program a click on `cell` follows: its owner, else the program with a masked lane there; -1: none.
+// The program a click on `cell` follows: its owner, else the program with a stray lane there, else
+// the one with a masked lane there; -1: none.
 export function programAtCell(view, cell) {
-  return view.owner[cell] >= 0 ? view.owner[cell] : view.ghostOwner[cell];
+  return [view.owner[cell], view.strayOwner[cell], view.ghostOwner[cell]].find((program) => program >= 0) ?? -1;
+}
+
+// A cell drawn in the error's colour: a stray lane there, and no element of the tensor.
+function isStrayCell(view, cell) {
+  return view.strayOwner[cell] >= 0 && view.owner[cell] < 0;
+}
+
+// Flags of the cells drawn as stray lanes.
+export function strayCells(view) {
+  return Uint8Array.from(view.strayOwner, (_, c) => (isStrayCell(view, c) ? 1 : 0));
 }
 
 // The cells the selected program (an index, or null) touched and those where its lanes were masked off.
@@ -448,17 +541,17 @@ export function tensorClasses(view, marks, selected, programs) {
     else if (marks.masked[c] && own < 0) value = ghostClass(programs[selected].linear);
     else if (own >= 0) value = dimClass(own);
     else if (ghost >= 0) value = GHOST_DIM;
-    classes[c] = value;
+    classes[c] = isStrayCell(view, c) ? STRAY : value; // the error shows whichever program is selected
   }
   return classes;
 }
 
-// Cells hatched as masked-off lanes: the selected program's, or every unowned one.
+// Cells hatched as masked-off lanes: the selected program's, or every unowned one; never a stray lane's.
 export function hatchedCells(view, marks, selected) {
   const cells = [];
   for (let c = 0; c < view.owner.length; c++) {
     const hatched = selected === null ? view.owner[c] < 0 && view.ghostOwner[c] >= 0 : marks.masked[c] === 1;
-    if (hatched) cells.push(c);
+    if (hatched && !isStrayCell(view, c)) cells.push(c);
   }
   return cells;
 }

@@ -15,6 +15,7 @@ export const LEGEND = {
   untouched: "not touched",
   unwritten: "never written",
   multi: "stored by more than one program",
+  stray: "out of bounds (an active lane outside its tensor)",
 };
 
 export const UNWRITTEN_ADVICE = "Check that the grid covers the whole tensor and that the mask does not cut off real elements.";
@@ -31,6 +32,29 @@ function runText([start, length]) {
   return rangeText([start, start + length - 1]);
 }
 
+// "896 lanes past the end of x (offsets 98432..99327)", and "... before the start of x (...)" for
+// lanes at negative offsets.
+export function strayText(name, runs) {
+  const part = (side, where) => {
+    if (!side.length) return null;
+    const [first] = side[0];
+    const [start, length] = side[side.length - 1];
+    const count = runsLength(side);
+    return `${plural(count, "lane")} ${where} ${name} (offset${count === 1 ? "" : "s"} ${rangeText([first, start + length - 1])})`;
+  };
+  return [part(runs.filter(([start]) => start >= 0), "past the end of"), part(runs.filter(([start]) => start < 0), "before the start of")]
+    .filter(Boolean).join(" and ");
+}
+
+const ACCESS_NOUNS = { load: "load", store: "store", atomic: "atomic update" };
+
+// "The run stopped at program (96, 0, 0): its load on line 10 reaches 896 lanes past the end of x (...)."
+function strayAccessText(model, stray) {
+  const where = stray.line == null ? "" : ` on line ${stray.line}`;
+  return `The run stopped at ${programLabel(model.programs[stray.program].pid)}: its ${ACCESS_NOUNS[stray.op] ?? stray.op}${where} `
+    + `reaches ${strayText(stray.tensor, stray.runs)}.`;
+}
+
 export function summaryText(model) {
   const [gx, gy, gz] = model.grid;
   const total = model.programsTotal;
@@ -39,10 +63,23 @@ export function summaryText(model) {
     const { sample } = model;
     const which = sample ? `the first ${formatCount(sample.first)}, every ${formatOrdinal(sample.every)} in between and the last ${formatCount(sample.last)}`
       : "a sample";
-    words += ` Showing ${formatCount(model.programs.length)} of ${formatCount(total)} programs (${which}); the others are drawn grey.`;
+    const fetched = model.fetched ? `, and ${plural(model.fetched, "program")} fetched on request` : "";
+    words += ` Showing ${formatCount(model.programs.length)} of ${formatCount(total)} programs (${which}${fetched}); the others are drawn grey.`;
   }
+  for (const stray of model.strays) words += ` ${strayAccessText(model, stray)}`;
   return words;
 }
+
+// A tensor's out-of-bounds line, for its card: null when no lane strayed outside it.
+export function strayNote(tensor) {
+  if (!tensor.strays.length) return null;
+  const hidden = tensor.straysNotDrawn ? ` (${formatCount(tensor.straysNotDrawn)} of them not drawn: before its start or far past its end)` : "";
+  return `Out of bounds: ${strayText(tensor.name, tensor.strays)}${hidden}.`;
+}
+
+export const fetchingCaption = (pid) => `fetching ${programLabel(pid)}…`;
+
+export const fetchFailedCaption = (pid, message) => `Could not fetch ${programLabel(pid)}: ${message}`;
 
 // "pid 2 of 97 programs" (its program id, as tl.program_id gives it, never a position in a list)
 // while a program is selected; "97 programs" otherwise.
@@ -85,7 +122,12 @@ export function tensorNote(view) {
     notes.push(`each cell = ${formatCount(perCell)} elements${block}, coloured by the first program among them; drag a box to zoom in`);
   }
   if (view.layout !== view.full) notes.push("zoomed in: double-click to see all of it");
-  if (tensor.extent > tensor.numel) notes.push(`drawn past its end (${formatCount(tensor.numel)} elements) where masked-off lanes point`);
+  if (tensor.extent > tensor.numel) {
+    const strays = tensor.strays.some(([start, length]) => start + length > tensor.numel);
+    const masked = tensor.accesses.some((access) => access.masked.some(([start, length]) => start + length > tensor.numel));
+    const lanes = strays && masked ? "stray and masked-off lanes" : strays ? "its stray lanes" : "masked-off lanes";
+    notes.push(`drawn past its end (${formatCount(tensor.numel)} elements) where ${lanes} point`);
+  }
   if (tensor.lanesNotDrawn) notes.push(`${formatCount(tensor.lanesNotDrawn)} masked-off lanes point far outside it (not drawn)`);
   if (!tensor.accesses.length) notes.push("no program accessed it");
   return notes.join("; ");
@@ -178,14 +220,17 @@ export function programCaption(program, tensors) {
   const byTensor = new Map(tensors.map((t) => [t.name, t]));
   const phrases = new Map(); // access kind -> {verb, tail, parts}, in the kernel's order
   const maskedBy = new Map(); // tensor name -> runs
+  const strays = [];
   for (const region of regionsOf(program)) {
     if (!phrases.has(region.kind)) phrases.set(region.kind, { ...phraseOf(region), parts: [] });
     if (region.offsets.length) phrases.get(region.kind).parts.push(regionText(byTensor.get(region.tensor), region.tensor, region.offsets));
     if (region.masked.length) maskedBy.set(region.tensor, [...(maskedBy.get(region.tensor) ?? []), ...region.masked]);
+    if (region.strays.length) strays.push(strayText(region.tensor, region.strays));
   }
   const clauses = [...phrases.values()].filter(({ parts }) => parts.length).map(({ verb, tail, parts }) => `${verb} ${parts.join(", ")}${tail}`);
   let words = `${programLabel(program.pid)} ${clauses.join(", ") || "touches no element"}`;
   words += `; ${maskedText(maskedBy, byTensor)}`;
+  if (strays.length) words += `; out of bounds: ${strays.join(", ")}`;
   if (program.truncated) words += " (only its first accesses were recorded)";
   const lines = sourceLines(program);
   if (lines.length) words += ` · source line${lines.length === 1 ? "" : "s"} ${lines.join(", ")}`;
@@ -195,6 +240,15 @@ export function programCaption(program, tensors) {
 // ---- tooltips ---------------------------------------------------------------------------------
 
 const HOVER_LIMIT = 4; // accesses listed in a tooltip
+
+const STRAY_VERBS = { load: "loads", store: "stores to", atomic: "updates" };
+
+// Where an offset outside the tensor lies: "8 past the end of x (98,432 elements)".
+function outsideText(tensor, offset) {
+  const size = `(${formatCount(tensor.numel)} elements)`;
+  if (offset < 0) return `${formatCount(-offset)} before the start of ${tensor.name} ${size}`;
+  return offset === tensor.numel ? `just past the end of ${tensor.name} ${size}` : `${formatCount(offset - tensor.numel)} past the end of ${tensor.name} ${size}`;
+}
 
 function elementText(tensor, offset) {
   if (tensor.oneD || tensor.shape.length < 2 || offset >= tensor.numel || offset < 0) return `${tensor.name}[${offset}]`;
@@ -208,29 +262,36 @@ export function tensorHoverLines(view, cell, programs) {
   const first = firstIndexOfCell(layout, cell);
   const perCell = layout.bx * layout.by;
   const lines = [perCell > 1 ? `cell of ${formatCount(perCell)} elements from ${elementText(tensor, first)}` : elementText(tensor, first)];
-  if (first >= tensor.numel) lines.push(`past the end of ${tensor.name} (${formatCount(tensor.numel)} elements)`);
+  if (first >= tensor.numel) lines.push(outsideText(tensor, first));
   if (perCell > 1) {
+    if (view.owner[cell] < 0 && view.strayOwner[cell] >= 0) {
+      lines.push(`out of bounds: ${programLabel(programs[view.strayOwner[cell]].pid)} reaches here (the run's error)`);
+      return lines;
+    }
     const owner = view.owner[cell] >= 0 ? view.owner[cell] : view.ghostOwner[cell];
     lines.push(owner >= 0 ? `first program here: ${formatPid(programs[owner].pid)}` : "no program touched these elements");
     return lines;
   }
   const touches = accessesAt(tensor, first);
-  for (const { access, masked } of touches.slice(0, HOVER_LIMIT)) {
+  for (const { access, masked, stray } of touches.slice(0, HOVER_LIMIT)) {
     const who = programLabel(programs[access.program].pid);
     const where = access.line == null ? "" : ` on line ${access.line}`;
-    lines.push(masked ? `${who}: masked-off lane of the ${access.op}${where}, not ${access.op === "load" ? "read" : "written"}`
-      : `${who}: ${access.op}${where}`);
+    if (stray) lines.push(`${who} ${STRAY_VERBS[access.op] ?? "touches"} it${where}: out of bounds, the run's error`);
+    else if (masked) lines.push(`${who}: masked-off lane of the ${access.op}${where}, not ${access.op === "load" ? "read" : "written"}`);
+    else lines.push(`${who}: ${access.op}${where}`);
   }
   if (touches.length > HOVER_LIMIT) lines.push(`and ${touches.length - HOVER_LIMIT} more accesses`);
   if (!touches.length) lines.push("no program touched this element");
   return lines;
 }
 
-// A program grid cell's tooltip; `index` is the traced program drawn there (-1: none).
-export function gridHoverLines(pid, grid, index, programs) {
+// A program grid cell's tooltip; `index` is the traced program drawn there (-1: none); `fetchable`:
+// a click on an untraced program asks the server for it.
+export function gridHoverLines(pid, grid, index, programs, fetchable = false) {
   const perCell = grid.layout.bx * grid.layout.by;
   if (perCell > 1) {
-    return [`programs from ${formatPid(pid)}, ${perCell} per cell`, index >= 0 ? `first traced: ${formatPid(programs[index].pid)}` : "none traced"];
+    const traced = index >= 0 ? `first traced: ${formatPid(programs[index].pid)}` : fetchable ? "none traced: click to fetch the first" : "none traced";
+    return [`programs from ${formatPid(pid)}, ${perCell} per cell`, traced];
   }
-  return [programLabel(pid), index >= 0 ? "click to follow it" : "not traced (sampled)"];
+  return [programLabel(pid), index >= 0 ? "click to follow it" : fetchable ? "not traced (sampled): click to fetch it" : "not traced (sampled)"];
 }
