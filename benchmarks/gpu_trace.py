@@ -4,7 +4,7 @@
 
 Two servers as `make run` starts them, one with GPU_TRACER=1 (the default) and one with
 GPU_TRACER=0 (the trace and bounds check from Triton's interpreter on CPU copies), measured in
-alternation from an outside client over Socket.IO with 1 s between runs:
+alternation from an outside client over Socket.IO (benchmarks.client) with 1 s between runs:
 - vector add n=98,432, a new seed each run (so the bounds check runs every time), check on, trace off;
 - vector add n=2^24, trace on;
 - matmul 4096 x 4096 x 4096 fp16 with 128 x 128 x 64 tiles, trace on.
@@ -15,13 +15,12 @@ import argparse
 import json
 import os
 import statistics
-import threading
 import time
 import urllib.request
 
-import socketio
-
+from benchmarks.client import Tab
 from benchmarks.server import Server
+
 
 def example(server, name):
     with urllib.request.urlopen(f"{server.url}/api/examples/{name}") as r:
@@ -46,20 +45,6 @@ def cases(server):
             ("matmul 4096^3 fp16, trace on", matmul, False)]
 
 
-class Client:
-    def __init__(self, url):
-        self.sio, self.done, self.box = socketio.Client(), threading.Event(), {}
-        self.sio.on("run_result", lambda data: (self.box.__setitem__("result", data["result"]), self.done.set()))
-        self.sio.connect(url, transports=["websocket"])
-
-    def run(self, spec):
-        self.done.clear()
-        start = time.perf_counter()
-        self.sio.call("run", {"spec": spec})
-        self.done.wait(300)
-        return (time.perf_counter() - start) * 1e3, self.box["result"]
-
-
 def summary(result):
     trace = result.get("trace") or {}
     covered = ", ".join(f"{k}: {v['unwritten']} unwritten" for k, v in (trace.get("coverage") or {}).items())
@@ -78,7 +63,7 @@ def main():
     for server in servers.values():
         server.start()
     try:
-        clients = {name: Client(server.url) for name, server in servers.items()}
+        clients = {name: Tab(server.url) for name, server in servers.items()}
         specs = cases(next(iter(servers.values())))
         print(f"| launch | {' | '.join(f'{name}: median (p95) ms' for name in servers)} |")
         print("|---|" + "---|" * len(servers))

@@ -16,12 +16,10 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
-import socketio
-
+from benchmarks.client import Tab
 from benchmarks.server import Server
 from sandbox import protocol
 
@@ -59,24 +57,17 @@ def measure(port, runs, options, new_launch, pause_s):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/examples/vector_add") as r:
         spec = json.load(r)["spec"]
     spec["options"].update(options)
-    client = socketio.Client()
-    done, box = threading.Event(), {}
-    client.on("run_result", lambda data: (box.__setitem__("result", data["result"]), done.set()))
-    client.connect(f"http://127.0.0.1:{port}", transports=["websocket"])
+    tab = Tab(f"http://127.0.0.1:{port}")
     rows = []
     for i in range(runs + 2):  # two warm-up runs
         if new_launch:
             spec["options"]["seed"] = 1000 + i
-        done.clear()
-        start = time.perf_counter()
-        client.call("run", {"spec": spec})
-        done.wait(120)
-        end_to_end = (time.perf_counter() - start) * 1e3
-        assert box["result"]["status"] == "ok", box["result"]["error"]
+        end_to_end, result = tab.run(spec)
+        assert result["status"] == "ok", result["error"]
         if i >= 2:
-            rows.append((end_to_end, box["result"]["run_ms"]))
+            rows.append((end_to_end, result["run_ms"]))
         time.sleep(pause_s)
-    client.disconnect()
+    tab.close()
     return rows
 
 

@@ -1,10 +1,13 @@
 """What seeing the grid costs: tracing overhead, trace size, and the diagram's render time.
 
     python -m benchmarks.trace [--rounds 5] [--n 1048576]
+    python -m benchmarks.trace --result case3-gpu.json   # draw a saved result's trace only
 
 Vector add (BLOCK 1024) in Triton's interpreter, interleaved rounds in one process: a plain launch,
 a launch with only the bounds sanitizer, and a fully traced launch. Then the traced result is drawn
-by the page's diagram module in headless Chromium (skipped without /usr/bin/chromium).
+by the page's diagram module in headless Chromium (skipped without /usr/bin/chromium). With
+--result, only the drawing, of a result saved elsewhere (benchmarks.gpu_trace --out writes the GPU
+tracer's 2^24-element launch).
 """
 import argparse
 import functools
@@ -87,7 +90,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=1 << 20)
     parser.add_argument("--block", type=int, default=1024)
+    parser.add_argument("--result", help="a saved result (JSON): time the drawing of its trace only")
     args = parser.parse_args()
+    if args.result:
+        with open(args.result) as f:
+            trace = json.load(f)["trace"]
+        renders = render_in_chromium(trace)
+        print(f"{trace['programs_total']} programs ({trace['programs_traced']} traced, {trace['tracer']} tracer), "
+              f"trace JSON {len(json.dumps(trace)) / 1e6:.2f} MB: diagram render in Chromium, median "
+              f"{statistics.median(renders):.0f} ms, min {min(renders):.0f} ms ({len(renders)} renders)")
+        return
     launch = launcher(args.n, args.block)
     launch("traced")  # warm-up: the interpreter rewrites the kernel once
     times = {"plain": [], "sanitizer": [], "traced": []}

@@ -30,7 +30,13 @@ def message(type, run_id=None, **content):
 
 
 def encode(msg):
-    return (json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str) + "\n").encode()
+    """One line of JSON. NaN and infinity (a max error of a NaN output) have no JSON form: they become
+    null, in a second pass taken only then (a result with a trace is megabytes: one walk is enough)."""
+    try:
+        text = json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        text = json.dumps(jsonable(msg), separators=(",", ":"), allow_nan=False, default=str)
+    return (text + "\n").encode()
 
 
 def decode(line, allowed=WORKER_TYPES):
@@ -45,7 +51,7 @@ def decode(line, allowed=WORKER_TYPES):
 
 
 def jsonable(value):
-    """Results may hold NaN/inf (a max error of a NaN output): JSON has no such numbers, so null."""
+    """`value` with NaN and infinity replaced by None."""
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None
     if isinstance(value, dict):

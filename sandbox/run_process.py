@@ -309,7 +309,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     lend_shared_kernels(settings, steps)
 
     def send(msg):
-        os.write(MESSAGE_FD, protocol.encode(protocol.jsonable(msg)))
+        os.write(MESSAGE_FD, protocol.encode(msg))
 
     if settings.has_gpu:
         warm_cuda()

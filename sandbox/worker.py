@@ -62,7 +62,7 @@ class Worker:
         self.spares = collections.deque()
 
     def send(self, msg):
-        self.send_line(protocol.encode(protocol.jsonable(msg)))
+        self.send_line(protocol.encode(msg))
 
     def send_line(self, line):
         self.channel.write(line)
