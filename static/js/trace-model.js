@@ -46,7 +46,7 @@ function append(target, items) {
 }
 
 // The parts of `runs` outside every run of `minus`, merged.
-export function subtractRuns(runs, minus) {
+function subtractRuns(runs, minus) {
   const cut = mergeRuns(minus);
   const left = [];
   for (const [first, length] of mergeRuns(runs)) {
@@ -98,7 +98,8 @@ export function traceModel(trace) {
   programs.forEach((program, index) => {
     for (const access of program.accesses) {
       byName.get(access.tensor)?.accesses.push(tensorAccess(access, index));
-      if (strayRuns(access).length) strays.push({ program: index, op: access.op, tensor: access.tensor, line: access.line, runs: strayRuns(access) });
+      const runs = strayRuns(access);
+      if (runs.length) strays.push({ program: index, op: access.op, tensor: access.tensor, line: access.line, runs });
     }
   });
   tensors.forEach(measureExtent);
