@@ -29,12 +29,15 @@ def message(type, run_id=None, **content):
     return {"type": type, "id": new_id(), "run_id": run_id, "content": content}
 
 
-def encode(msg):
-    """One line of JSON. NaN and infinity (a max error of a NaN output) have no JSON form: they become
-    null, in a second pass taken only then (a result with a trace is megabytes: one walk is enough)."""
+def encode(msg, nan_to_null=False):
+    """One line of JSON; ValueError for NaN or infinity, which JSON has no form for, unless
+    `nan_to_null` (a result's max error of a NaN output): then they become null, in a second pass
+    taken only when needed (a result with a trace is megabytes: one walk is enough)."""
     try:
         text = json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str)
     except ValueError:
+        if not nan_to_null:
+            raise
         text = json.dumps(jsonable(msg), separators=(",", ":"), allow_nan=False, default=str)
     return (text + "\n").encode()
 

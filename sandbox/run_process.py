@@ -280,13 +280,15 @@ def lend_shared_kernels(settings, steps):
 def warm_cuda():
     """CUDA init, and the first use of the torch kernels every run needs (random inputs, the poison
     fill, arithmetic, copies back to the host, the output check): CUDA loads each kernel's module
-    lazily, ~5 ms apiece."""
+    lazily, ~5 ms apiece. And cuBLAS, whose first call (a matmul's reference) sets it up."""
     x = torch.randn(1024, device="cuda")
     torch.rand(1024, device="cuda").fill_(float("nan"))
     (x + x * x - x).clone().cpu()
     torch.full((8,), -1, dtype=torch.int32, device="cuda").cpu()  # the GPU tracer's buffers
     for dtype in (torch.float32, torch.float16):
         check.compare_one("warm", x.to(dtype), x.to(dtype), True, None, None)
+        square = x.to(dtype).view(32, 32)
+        square @ square
     torch.cuda.synchronize()
 
 
@@ -309,7 +311,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     lend_shared_kernels(settings, steps)
 
     def send(msg):
-        os.write(MESSAGE_FD, protocol.encode(msg))
+        os.write(MESSAGE_FD, protocol.encode(msg, nan_to_null=True))
 
     if settings.has_gpu:
         warm_cuda()

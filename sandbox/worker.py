@@ -62,7 +62,7 @@ class Worker:
         self.spares = collections.deque()
 
     def send(self, msg):
-        self.send_line(protocol.encode(msg))
+        self.send_line(protocol.encode(msg, nan_to_null=True))
 
     def send_line(self, line):
         self.channel.write(line)

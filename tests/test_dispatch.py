@@ -92,6 +92,15 @@ def test_nan_over_socketio_is_refused_in_the_ack_and_the_next_run_works(app, spe
     assert health(app)["ok"]
 
 
+def test_a_message_with_nan_is_refused_unless_it_is_a_result_that_may_say_null():
+    from sandbox import protocol
+    with pytest.raises(ValueError):
+        protocol.encode(protocol.message("job", "r1", spec={"args": {"n": float("nan")}}))
+    line = protocol.encode(protocol.message("result", "r1", result={"max_rel_err": float("inf"), "ms": 1.5}),
+                           nan_to_null=True)
+    assert protocol.decode(line)["content"]["result"] == {"max_rel_err": None, "ms": 1.5}
+
+
 def test_a_spec_that_cannot_reach_a_worker_costs_only_that_run(app, client, spec):
     # A spec past every check but unencodable (NaN: JSON has none) is that run's error, not a dead slot,
     # and its worker is kept: nothing was written to it.
