@@ -8,8 +8,9 @@ they are healthy (the first worker warm, its warm-up under way on the first) a n
 the vector add on each: a warm-up must not delay a run. Once the warm-up has finished, for each
 example in turn and on each server, `--owners` new students (a new Socket.IO connection is a new
 owner: nothing of theirs is compiled) run it once as shipped, check only, then as the page runs it
-(every option on: trace, timing, IR). Prints a table of median end-to-end times (pressing Run to the
-result) in ms, and the time in the run process (`result.run_ms`).
+(every option on: trace, timing, IR), the students `--think-s` apart (default 1 s; 0: back to back,
+where a GPU worker's next run process may still be starting CUDA). Prints a table of median
+end-to-end times (pressing Run to the result) in ms, and the time in the run process (`result.run_ms`).
 """
 import argparse
 import json
@@ -70,8 +71,11 @@ def wait_warmed(server, timeout_s=WARM_UP_TIMEOUT_S):
     raise RuntimeError(f"the warm-up did not finish within {timeout_s} s")
 
 
-def median_of(url, spec, options, owners):
-    rows = [first_run(url, spec, options) for _ in range(owners)]
+def median_of(url, spec, options, owners, think_s):
+    rows = []
+    for _ in range(owners):
+        time.sleep(think_s)
+        rows.append(first_run(url, spec, options))
     statuses = {r[2]["status"] for r in rows}
     return statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows), statuses
 
@@ -89,6 +93,7 @@ def row(cells):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--owners", type=int, default=3, help="new students per example, server and variant")
+    parser.add_argument("--think-s", type=float, default=1.0, help="seconds between one student's run and the next's")
     parser.add_argument("--log-dir", default=None, help="where the servers' logs go (default: a temp dir)")
     args = parser.parse_args()
     logs = args.log_dir or tempfile.mkdtemp(prefix="first-run-")
@@ -104,7 +109,7 @@ def main():
         healthy_s = time.monotonic() - started
         device = servers[1].health()["device"]
         specs = examples(servers[1].url)
-        say(f"A new student's first run of each gallery example, {args.owners} students each, on {device['name']} "
+        say(f"A new student's first run of each gallery example, {args.owners} students each, {args.think_s:g} s apart, on {device['name']} "
             f"(triton {device['triton']}), shared kernels on and off; server logs in {logs}")
         # While the first server's workers still warm: a run must not wait for it.
         during = {on: first_run(servers[on].url, specs["vector_add"], CHECK_ONLY) for on in (1, 0)}
@@ -118,7 +123,7 @@ def main():
         say("| example | check only, shared on | check only, off | as the page runs it, on | as the page runs it, off |")
         say("|---|---|---|---|---|")
         for name, spec in specs.items():
-            cells = {(on, variant): median_of(servers[on].url, spec, options, args.owners)
+            cells = {(on, variant): median_of(servers[on].url, spec, options, args.owners, args.think_s)
                      for variant, options in (("check", CHECK_ONLY), ("page", None)) for on in (1, 0)}
             say(f"| {name} | {row(cells)} |")
     finally:
