@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, vector_add_spec, wait_until_ready
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
 
 
 def pytest_collection_modifyitems(config, items):
@@ -105,10 +105,5 @@ def live_server_socketio(request):
 @pytest.fixture(scope="session")
 def live_server(app):
     """The session app served over real HTTP and Socket.IO in a background thread; yields its base URL."""
-    import threading
-    from werkzeug.serving import make_server
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with served(app) as url:
+        yield url

@@ -1,7 +1,8 @@
 """What tests share besides fixtures: the project's paths, the vector-add spec most tests run, the
-browser's launch settings and pages, waiting for an app's workers. Tests import from here, never from conftest."""
+browser's launch settings and pages, waiting for an app's workers, serving an app over HTTP. Tests import from here, never from conftest."""
 import contextlib
 import os
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,3 +118,15 @@ def set_source(page, source):
     """Replace the editor's whole text, as typing would."""
     page.evaluate("""(source) => { const v = window.playground.editorView;
         v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: source}}); }""", source)
+
+
+@contextlib.contextmanager
+def served(app):
+    """`app` over real HTTP and Socket.IO in a background thread; yields its base URL."""
+    from werkzeug.serving import make_server
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()

@@ -5,14 +5,12 @@ nothing that sends data off-site. Then through the real server and one worker tr
 TRACE_MAX_PROGRAMS programs: an out-of-bounds run opens the diagram on the offending program with
 its stray lanes drawn, and a program the sample left out is fetched with a click."""
 import json
-import threading
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.fake_results import row_sum_2d_trace, vector_add_trace
 from tests.frontend_harness import harness_page, static_server
-from tests.helpers import VECTOR_ADD, page_without_errors, running_app, set_source
+from tests.helpers import VECTOR_ADD, page_without_errors, running_app, served, set_source
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"
@@ -115,10 +113,8 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(app):
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{http.server_port}"
-    http.shutdown()
+    with served(app) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,10 @@
 the Stop button ends a run and Run works again; the form warns before a launch the interpreter will
 not finish in time, and a run that hits the limit says in which phase it was and what to turn off. (The `stop` event itself: tests/test_stop.py. Not in one module: Socket.IO's
 test client takes over its app's sending, so a browser on that app would hear nothing.)"""
-import threading
 
 import pytest
-from werkzeug.serving import make_server
 
-from tests.helpers import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, set_source, wait_until_busy,
+from tests.helpers import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, served, set_source, wait_until_busy,
                            wait_until_ready)
 from tests.test_browser import open_playground, run_and_wait
 
@@ -23,10 +21,8 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(app):
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{http.server_port}"
-    http.shutdown()
+    with served(app) as url:
+        yield url
 
 
 def ready(app):
