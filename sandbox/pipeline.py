@@ -147,8 +147,9 @@ class Run:
         if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
             self.trace_pass(kernel, inputs, grid)
         elif self.options["sanitize"]:
-            self.result["notes"].append("Bounds check not repeated: this worker checked this exact launch (source, "
-                                        "inputs, arguments, grid and seed) on an earlier run.")
+            self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
+                                        "grid and seed) passed it on this server before, in an earlier run or in "
+                                        "the server's own warm-up of the gallery.")
         else:
             self.result["notes"].append("No trace and no bounds check (options.trace and options.sanitize are "
                                         "off): an out-of-bounds access faults on the GPU instead of being explained.")
