@@ -34,7 +34,7 @@ NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLO
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x8, 0x20, 0x1000
 MS_REC, MS_PRIVATE = 0x4000, 0x40000
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 4, 24, 28
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 4, 15, 24, 28
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 SECUREBITS = 0b1111  # root gets no capabilities back on exec nor on a uid change; locked
 SYS_CAPSET, SYS_PIVOT_ROOT = 126, 155  # x86_64
@@ -102,6 +102,11 @@ def prctl(option, value):
     return libc.prctl(option, value, 0, 0, 0) == 0
 
 
+def set_process_name(name):
+    """What ps and /proc/<pid>/comm show for this process (15 bytes at most)."""
+    libc.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
 # ---------------------------------------------------------------- the worker's side
 
 def prepare_worker():
@@ -154,6 +159,13 @@ class Scratch:
                 pass
         if not self.capped and os.getuid() == 0:
             os.chown(path, uid, uid)
+
+    @classmethod
+    def existing(cls, path, capped):
+        """The handle on a scratch dir made by another process (the worker, for a run process)."""
+        scratch = cls.__new__(cls)
+        scratch.path, scratch.capped = path, capped
+        return scratch
 
     def remove(self):
         if self.capped:

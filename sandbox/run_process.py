@@ -76,37 +76,29 @@ def kernel_cache_of(scratch):
 class RunProcess:
     """The worker's handle on one run process: its pipes, scratch dir, cgroup and uid."""
 
-    parent_fds = set()  # the worker's ends of every live run's pipes, and its cache locks
-    live = set()  # pids of the run processes not yet finished
+    live = set()  # pids of the worker's children that are no strays: its zygote, the runs not yet finished
     serials = itertools.count()
 
-    def __init__(self, settings, warming=False):
-        """`warming`: a run of the worker's own warm-up (sandbox.warming), at idle CPU priority."""
+    def __init__(self, settings, zygote, warming=False):
+        """Forked by `zygote` (sandbox.zygote), never by the worker: it inherits no job.
+        `warming`: a run of the worker's own warm-up (sandbox.warming), at idle CPU priority."""
         self.settings, self.warming = settings, warming
         self.uid = isolation.run_uid(os.getpid(), next(RunProcess.serials))
         path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
         self.scratch = isolation.Scratch(path, self.uid, settings.limits, settings.can_mount and settings.jailed)
         self.cgroup = isolation.RunCgroup.create(os.path.basename(path), settings.limits) if settings.jailed else None
-        pid_namespace = settings.jailed and isolation.new_pid_namespace()
-        job_r, self.job_w = os.pipe()
-        self.msg_r, msg_w = os.pipe()
-        self.out_r, out_w = os.pipe()
-        worker = os.getpid()
-        self.pid = os.fork()
-        if self.pid == 0:
-            try:
-                keep_only_run_descriptors(job_r, msg_w, out_w)
-                self._jail_and_serve(worker, pid_namespace)
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-            finally:
-                os._exit(70)
-        for fd in (job_r, msg_w, out_w):
-            os.close(fd)
+        request = {"worker": os.getpid(), "uid": self.uid, "scratch": path, "capped": self.scratch.capped,
+                   "cgroup": [self.cgroup.paths, self.cgroup.kind] if self.cgroup else None,
+                   "warming": warming, "pid_namespace": settings.jailed}
+        try:
+            self.pid, (self.job_w, self.msg_r, self.out_r) = zygote.spawn(request)
+        except BaseException:
+            self.scratch.remove()
+            if self.cgroup:
+                self.cgroup.remove()
+            raise
         RunProcess.live.add(self.pid)
         self.fds = {self.job_w, self.msg_r, self.out_r}
-        RunProcess.parent_fds.update(self.fds)
         self.lines = b""
         self.status = None  # its wait status, once it has ended
         self.ready = None
@@ -114,31 +106,25 @@ class RunProcess:
         self.keep_kernels = True  # collect what it compiled into the owner's cache
         self.reservation = None
 
-    # -- inside the run process
+    # -- inside the run process (forked by the zygote: see sandbox.zygote)
 
-    def _jail_and_serve(self, worker, pid_namespace):
-        isolation.die_with_parent()
-        if os.getppid() != worker and not pid_namespace:  # the worker died before the line above
+    @staticmethod
+    def serve_request(settings, request, pipes, pid_namespace):
+        """The run process's life, from what the zygote was asked: never returns."""
+        try:
+            isolation.die_with_parent()  # with the worker, which has adopted this process
+            isolation.set_process_name("run")
+            if os.getppid() != request["worker"] and not pid_namespace:  # the worker died meanwhile
+                os._exit(70)
+            keep_only_run_descriptors(*pipes)
+            scratch = isolation.Scratch.existing(request["scratch"], request["capped"])
+            cgroup = isolation.RunCgroup(*request["cgroup"]) if request["cgroup"] else None
+            jail_and_serve(settings, request["uid"], scratch, cgroup, request["warming"])
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
             os._exit(70)
-        steps, scratch = [], self.scratch.path
-        if self.cgroup:
-            self.cgroup.join()
-            steps.append(self.cgroup.kind)
-        if self.settings.jailed:
-            jail_steps, scratch = isolation.enter_namespaces(self.settings.root_mountpoint, scratch, self.uid,
-                                                             self.settings.devices, self.settings.hidden,
-                                                             self.settings.shared_kernels)
-            steps += jail_steps
-        if self.scratch.capped:
-            steps.append(f"scratch capped at {self.settings.limits.scratch_mb} MB")
-        user = os.fork()
-        if user == 0:
-            isolation.die_with_parent()
-            user_process(self.settings, self.uid, self.cgroup, scratch, steps, self.warming)
-            os._exit(0)
-        for fd in (0, 1, 2, JOB_FD, MESSAGE_FD):
-            os.close(fd)
-        isolation.serve_as_init(user)
 
     # -- in the worker
 
@@ -204,7 +190,6 @@ class RunProcess:
         if fd in self.fds:
             os.close(fd)
             self.fds.discard(fd)
-            RunProcess.parent_fds.discard(fd)
 
     def wait(self, grace_s=0.0):
         """The run process's wait status if it has ended or ends within `grace_s`, else None."""
@@ -223,8 +208,6 @@ class RunProcess:
         """Take the owner's lock until finish() collects what this run compiled."""
         if self.owner and self.keep_kernels:
             self.reservation = kernel_caches.reserve(self.owner)
-            if self.reservation is not None:
-                RunProcess.parent_fds.add(self.reservation)  # a run process forked meanwhile must not hold it
 
     def finish(self, kernel_caches, grace_s=0.0, publish=None):
         """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
@@ -242,7 +225,6 @@ class RunProcess:
         if self.owner and self.keep_kernels:  # nothing of the run runs any more: its files can be read
             with contextlib.suppress(OSError):
                 kernel_caches.collect(self.owner, kernel_cache_of(self.scratch.path), self.reservation)
-            RunProcess.parent_fds.discard(self.reservation)
         if publish is not None:
             with contextlib.suppress(OSError):
                 publish(kernel_cache_of(self.scratch.path))
@@ -251,6 +233,28 @@ class RunProcess:
         if self.cgroup:
             self.cgroup.remove()
         return status, out_of_memory
+
+
+def jail_and_serve(settings, uid, scratch, cgroup, warming):
+    """Pid 1 of the run, root for a moment: build the jail, fork the user process, be its init."""
+    steps, path = [], scratch.path
+    if cgroup:
+        cgroup.join()
+        steps.append(cgroup.kind)
+    if settings.jailed:
+        jail_steps, path = isolation.enter_namespaces(settings.root_mountpoint, path, uid, settings.devices,
+                                                      settings.hidden, settings.shared_kernels)
+        steps += jail_steps
+    if scratch.capped:
+        steps.append(f"scratch capped at {settings.limits.scratch_mb} MB")
+    user = os.fork()
+    if user == 0:
+        isolation.die_with_parent()
+        user_process(settings, uid, cgroup, path, steps, warming)
+        os._exit(0)
+    for fd in (0, 1, 2, JOB_FD, MESSAGE_FD):
+        os.close(fd)
+    isolation.serve_as_init(user)
 
 
 def keep_only_run_descriptors(job_r, msg_w, out_w):

@@ -10,6 +10,7 @@ that dies into a clear error. No state of one run reaches the next.
 import codecs
 import collections
 import contextlib
+import functools
 import os
 import select
 import tempfile
@@ -18,6 +19,7 @@ import time
 from sandbox import isolation, protocol
 from sandbox import result as results
 from sandbox.errors import RunError
+from sandbox.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 
@@ -51,7 +53,10 @@ class Worker:
     def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.run_process import RunProcess
         from sandbox.warming import Warming
-        self.new_run_process = lambda warming=False: RunProcess(settings, warming)  # noqa: E731
+        # Forked now, before this worker holds any job: every run process descends from it.
+        self.zygote = Zygote(functools.partial(RunProcess.serve_request, settings))
+        RunProcess.live.add(self.zygote.pid)
+        self.new_run_process = lambda warming=False: RunProcess(settings, self.zygote, warming)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
@@ -252,6 +257,7 @@ def main():
     worker.serve()
     for spare in worker.spares:  # stdin closed: the server stopped this worker
         spare.finish(worker.kernel_caches)
+    worker.zygote.stop()
 
 
 if __name__ == "__main__":

@@ -610,3 +610,62 @@ def forge():
     return written
 attempt('forged_on', forge)
 """
+
+# A run of one owner holds a secret in its source and its output; a later run of another owner looks
+# for it in everything it inherited: each readable page of its own address space and every object
+# Python keeps. It knows only the secret's prefix and digest, so its own memory never holds the secret.
+PLANT = """
+PLANTED = CONTEXT['plant']
+print(PLANTED)
+time.sleep(CONTEXT.get('hold_s', 0))
+"""
+
+MEMORY_SCAN = """
+import gc as _gc
+import hashlib as _hashlib
+
+
+def _matches(data, prefix, digest, length):
+    found, i = 0, data.find(prefix)
+    while i >= 0:
+        found += _hashlib.sha256(data[i:i + len(prefix) + length]).hexdigest() == digest
+        i = data.find(prefix, i + 1)
+    return found
+
+
+def scan_memory(prefix, digest, length):
+    # Every readable anonymous region (heap, stack, arenas: where a job's bytes would lie), read in
+    # place (/proc/self/mem is closed to a process that is not dumpable).
+    prefix, found, pages = prefix.encode(), 0, 0
+    with open('/proc/self/maps') as maps:
+        regions = maps.read().splitlines()
+    for line in regions:
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split('-'))
+        path = fields[5] if len(fields) > 5 else ''
+        if fields[1][0] != 'r' or path not in ('', '[heap]', '[stack]') or end - start > 4 << 30:
+            continue
+        tail = b''
+        for at in range(start, end, 1 << 22):
+            chunk = _ctypes.string_at(at, min(1 << 22, end - at))
+            pages += len(chunk) >> 12
+            found += _matches(tail + chunk, prefix, digest, length)
+            tail = chunk[-(len(prefix) + length):]
+    return {'found': found, 'scanned_mb': pages >> 8}
+
+
+def scan_objects(prefix, digest, length):
+    found = 0
+    for obj in _gc.get_objects():
+        items = list(obj.keys()) + list(obj.values()) if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+        for item in items:
+            if isinstance(item, str) and prefix in item:
+                found += _matches(item.encode(), prefix.encode(), digest, length)
+            elif isinstance(item, bytes) and prefix.encode() in item:
+                found += _matches(item, prefix.encode(), digest, length)
+    return found
+
+
+attempt('memory', scan_memory, CONTEXT['prefix'], CONTEXT['digest'], CONTEXT['length'])
+attempt('objects', scan_objects, CONTEXT['prefix'], CONTEXT['digest'], CONTEXT['length'])
+"""

@@ -290,7 +290,8 @@ def host_pids():
 
 
 def children_of(pid):
-    return [p for p in host_pids() if (stat_fields(p) or (None, None))[1] == pid]
+    """A worker's run processes (its zygote, which forks them, aside)."""
+    return [p for p in host_pids() if (stat_fields(p) or (None, None))[1] == pid and _comm(p) != "zygote"]
 
 
 def processes_carrying(*markers):
@@ -723,6 +724,43 @@ def concurrent_run_of_another_owner(h):
     assert not problems, "\n".join(problems)
 
 
+def runs_at_once(h, specs_and_clients):
+    """Run the specs concurrently (with two workers, each takes one): their results, in order."""
+    results = [None] * len(specs_and_clients)
+
+    def one(i, spec, client):
+        results[i] = h.target.run(spec, client)
+
+    threads = [threading.Thread(target=one, args=(i, *pair)) for i, pair in enumerate(specs_and_clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return results
+
+
+def a_previous_runs_job_is_not_in_a_later_runs_memory(h):
+    """Alice's runs (one on each worker) hold a secret in their source and output; then Bob's runs
+    (again one on each worker) scan all they inherited: every readable page of their address space
+    and every object Python keeps. Run processes descend from a zygote that never held a job."""
+    prefix = "PLANTED-"
+    planted = prefix + secrets.token_hex(12)
+    alice, bob = h.target.new_client(), h.target.new_client()
+    # Two rounds of one run on each worker: each worker's two spare run processes are then forked
+    # after it held Alice's job (a worker keeps two warm).
+    for _ in range(2):
+        plants = runs_at_once(h, [(hostile_spec(H.PLANT, h.context(plant=planted, hold_s=1.0)), alice)] * 2)
+        assert all(r and r["status"] == "ok" and planted in r["stdout"] for r in plants), \
+            [result_summary(r or {}) for r in plants]
+    context = h.context(prefix=prefix, length=len(planted) - len(prefix),
+                        digest=hashlib.sha256(planted.encode()).hexdigest())
+    for _ in range(2):
+        for scan in runs_at_once(h, [(hostile_spec(H.MEMORY_SCAN, context), bob)] * 2):
+            check(scan, Expect({"memory": Returns(lambda v: v["found"] == 0 and v["scanned_mb"] > 100,
+                                                  "no copy of the secret in 100+ MB read"),
+                                "objects": Returns(0)}), context)
+
+
 def _comm(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
@@ -937,6 +975,7 @@ def oversized_socketio_event(h):
 
 
 SCENARIOS = [
+    pytest.param(a_previous_runs_job_is_not_in_a_later_runs_memory, "hostile", id="read_a_previous_runs_job_from_memory"),
     pytest.param(concurrent_run_of_another_owner, "hostile", id="kill_a_concurrent_run_of_another_owner"),
     pytest.param(idle_run_process_of_the_other_worker, "hostile", id="kill_the_other_workers_idle_run_process"),
     pytest.param(own_worker_killed_and_a_daemon_left, "hostile", id="kill_own_worker_and_leave_a_daemon"),
