@@ -39,8 +39,11 @@ STUCK_MARGIN_S = 15
 # lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
 WAIT_MARGIN_S = 5
 STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
-WORKER_ENV = {"PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
-WORKER_ENV_PREFIXES = ("LC_", "TRITON_", "CUDA_", "NVIDIA_", "PYTORCH_", "TORCH_", "OMP_", "MKL_")
+# The server's variables a worker gets, by name (never by prefix: a credential shares its prefix with
+# a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.run_process).
+WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME",
+              "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH",
+              "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS"}
 
 
 # A host without a GPU: two workers, so that a run rarely waits for the next warm run process.
@@ -53,7 +56,7 @@ WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUT
 
 def worker_env(config, gpu=None):
     """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's)."""
-    env = {k: v for k, v in os.environ.items() if k in WORKER_ENV or k.startswith(WORKER_ENV_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if k in WORKER_ENV}
     env.update({name: str(config[name]) for name in WORKER_SETTINGS if config.get(name) is not None})
     # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
     # host without an installed environment brings them; it names code, nothing secret).

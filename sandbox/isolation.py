@@ -23,6 +23,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -55,6 +56,11 @@ DENIED_SYSCALLS = (
     "swapon", "swapoff", "acct", "quotactl", "syslog", "sethostname", "setdomainname",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl", "ioperm", "lookup_dcookie",
 )
+
+# The socket families a run may open: AF_UNIX (Python, torch and the CUDA driver talk to themselves
+# over it) and IP, which reaches nothing in the run's empty network namespace. Every other family
+# (vsock, netlink, packet, bluetooth, alg, ...) has a port space or a kernel interface outside it.
+SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 
 SHARED_AT = "/shared-kernels"  # the gallery's compiled kernels (sandbox.shared_kernels), read-only
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
@@ -580,7 +586,8 @@ def set_limits(limits, memory_rlimit_mb, tasks_rlimit):
 
 
 def deny_syscalls():
-    """A seccomp filter: EPERM for DENIED_SYSCALLS, for clone into any new namespace, and for
+    """A seccomp filter: EPERM for DENIED_SYSCALLS, for a socket of a family not in SOCKET_FAMILIES,
+    for clone into any new namespace, and for
     prctl(PR_SET_DUMPABLE) (not dumpable stays so); clone3 answers ENOSYS, so the C library falls
     back to clone, whose flags the filter can see. Syscalls of other ABIs (i386, x32) kill.
     Returns None once loaded, else why not (for /healthz)."""
@@ -601,6 +608,11 @@ def deny_syscalls():
         for flag in NAMESPACE_FLAGS:
             rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
         rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+        for call in ("socket", "socketpair"):
+            for family in set(range(max(SOCKET_FAMILIES))) - set(SOCKET_FAMILIES):
+                rules.add_rule(deny, call, seccomp.Arg(0, seccomp.EQ, family))
+            # Above the largest allowed, as a 64-bit value: an int with high bits set is caught too.
+            rules.add_rule(deny, call, seccomp.Arg(0, seccomp.GT, max(SOCKET_FAMILIES)))
         rules.load()
     except (ImportError, OSError, RuntimeError, AttributeError) as e:
         return f"{type(e).__name__}: {e}"

@@ -28,6 +28,12 @@ import torch
 from sandbox import check, isolation, pipeline, protocol, shared_kernels
 
 JOB_FD, MESSAGE_FD = 3, 4
+# The environment a run gets, by name, nothing by prefix: what the C library, CUDA and Triton's tools
+# read, with values the worker was given. The run sets TMPDIR, HOME and TRITON_CACHE_DIR itself.
+RUN_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+                   "CUDA_DEVICE_ORDER", "CUDA_HOME", "PYTORCH_NVML_BASED_CUDA_CHECK", "OPENBLAS_NUM_THREADS",
+                   "TRITON_INTERPRET", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+                   "TRITON_LIBCUDA_PATH")
 READY_POLL_S = 1.0  # a ready message under way arrives whole well within this
 
 
@@ -272,6 +278,13 @@ def keep_only_run_descriptors(job_r, msg_w, out_w):
     sys.stdout.reconfigure(line_buffering=True)
 
 
+def keep_only_run_environment():
+    """Unset every variable but RUN_ENVIRONMENT's (in the C library's environment too)."""
+    for name in list(os.environ):
+        if name not in RUN_ENVIRONMENT:
+            del os.environ[name]
+
+
 def lend_shared_kernels(settings, steps):
     """Let Triton find the gallery's compiled kernels, where this process cannot write them."""
     if not settings.shared_kernels:
@@ -298,6 +311,7 @@ def warm_cuda():
 
 def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     """The process that runs user code: confined, warm, then one job."""
+    keep_only_run_environment()
     if warming:  # the CPU goes to runs first: a warm-up never delays one
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     cgroup_kind = cgroup.kind if cgroup else ""

@@ -33,11 +33,11 @@ NR = {
     "x86_64": {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
                "ptrace": 101, "keyctl": 250, "add_key": 248, "bpf": 321, "perf_event_open": 298,
                "userfaultfd": 323, "process_vm_readv": 310, "init_module": 175, "finit_module": 313,
-               "kexec_load": 246, "reboot": 169},
+               "kexec_load": 246, "reboot": 169, "socket": 41},
     "aarch64": {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
                 "ptrace": 117, "keyctl": 219, "add_key": 217, "bpf": 280, "perf_event_open": 241,
                 "userfaultfd": 282, "process_vm_readv": 270, "init_module": 105, "finit_module": 273,
-                "kexec_load": 104, "reboot": 142},
+                "kexec_load": 104, "reboot": 142, "socket": 198},
 }[_platform.machine()]
 FOUND = {}
 
@@ -219,6 +219,8 @@ attempt('secret_in_own_environment', lambda: 'SECRET_KEY' in os.environ
 
 OWN_ENVIRONMENT = """
 attempt('secret_key', lambda: 'SECRET_KEY' in os.environ)
+attempt('credential', lambda: [k for k, v in os.environ.items() if 'API_KEY' in k or CONTEXT['credential'] in v])
+attempt('names', lambda: sorted(os.environ))
 attempt('secret_value', lambda: any(CONTEXT['secret'] in value for value in os.environ.values()))
 attempt('test_process_environ', read, '/proc/%d/environ' % CONTEXT['test_pid'])
 """
@@ -668,4 +670,29 @@ def scan_objects(prefix, digest, length):
 
 attempt('memory', scan_memory, CONTEXT['prefix'], CONTEXT['digest'], CONTEXT['length'])
 attempt('objects', scan_objects, CONTEXT['prefix'], CONTEXT['digest'], CONTEXT['length'])
+"""
+
+# Socket families outside IP and AF_UNIX: each would reach outside the run's network namespace
+# (vsock's port space is the host's) or the kernel's own interfaces.
+SOCKET_FAMILIES = """
+def open_socket(family, kind):
+    socket.socket(family, kind).close()
+    return 'opened'
+
+
+def open_pair(family, kind=socket.SOCK_STREAM):
+    for end in socket.socketpair(family, kind):
+        end.close()
+    return 'opened'
+
+
+attempt('vsock', open_socket, 40, socket.SOCK_STREAM)
+attempt('netlink', open_socket, 16, socket.SOCK_RAW)
+attempt('packet', open_socket, 17, socket.SOCK_RAW)
+attempt('bluetooth', open_socket, 31, socket.SOCK_STREAM)
+attempt('alg', open_socket, 38, socket.SOCK_SEQPACKET)
+attempt('high_bits_vsock', syscall, 'socket', _ctypes.c_long((1 << 32) | 40), 1, 0)
+attempt('vsock_pair', open_pair, 40)
+attempt('unix_pair', open_pair, socket.AF_UNIX)
+attempt('ip', open_socket, socket.AF_INET, socket.SOCK_DGRAM)
 """

@@ -27,11 +27,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from sandbox.run_process import RUN_ENVIRONMENT
 from tests import hostile_cases as H
 from app.gallery import load_example
 from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
 SECRET = "hostile-secret-" + secrets.token_hex(8)
+CREDENTIAL = "nvapi-" + secrets.token_hex(8)  # a credential-shaped variable of the server's, NVIDIA_API_KEY
+RUN_ENVIRONMENT = set(RUN_ENVIRONMENT)
+RUN_SETS = {"TMPDIR", "HOME", "TRITON_CACHE_DIR", "PLAYGROUND_SHARED_KERNELS", "TRITON_CACHE_MANAGER"}  # by the run itself
 RUN_TIMEOUT_S = 20.0
 RUN_MEMORY_MB = 4096  # the memory bomb goes over it without pressing on the host
 FINDINGS = "HOSTILE-FINDINGS "
@@ -190,6 +194,9 @@ RUN_CASES = [
          "attempt('set_dumpable', lambda: checked(libc.prctl(4, 1, 0, 0, 0), 'prctl(PR_SET_DUMPABLE, 1)'))\n"
          "attempt('dumpable', libc.prctl, 3, 0, 0, 0, 0)",
          set_dumpable=EPERM, dumpable=Returns(0)),
+    case("socket_families_other_than_unix_and_ip", H.SOCKET_FAMILIES,
+         vsock=EPERM, netlink=EPERM, packet=EPERM, bluetooth=EPERM, alg=EPERM, high_bits_vsock=EPERM,
+         vsock_pair=EPERM, unix_pair=Returns("opened"), ip=Returns("opened")),
     # limits of the run as a whole
     case("memory_bomb_across_three_forks", H.MEMORY_BOMB,  # 3 x 2 GB held at once, over the run's 4 GB
          status="error", phases=("limit", "sandbox"), words=("memory",)),
@@ -204,7 +211,9 @@ RUN_CASES = [
          local=NO_NETWORK, remote=NO_NETWORK),
     case("abstract_unix_socket", "attempt('abstract', abstract_unix, CONTEXT['abstract'])", abstract=NO_NETWORK),
     case("no_server_secret_in_the_environment", H.OWN_ENVIRONMENT,
-         secret_key=Returns(False), secret_value=Returns(False), test_process_environ=NOT_THERE),
+         secret_key=Returns(False), secret_value=Returns(False), test_process_environ=NOT_THERE,
+         credential=Returns([]), names=Returns(lambda names: set(names) <= RUN_ENVIRONMENT | RUN_SETS,
+                                               "only the run environment's names")),
 ]
 
 # Attacks on the web server process itself: through a real gunicorn server.
@@ -577,7 +586,8 @@ class Harness:
         scratch = sorted(glob.glob(os.path.join(self.run_root, "run-*")))
         context = {"marker": marker, "number": str(secrets.randbelow(10 ** 9)).zfill(9), "test_pid": os.getpid(),
                    "worker_pids": self.target.worker_pids(), "checkout": ROOT, "database": self.database,
-                   "run_root": self.run_root, "scratch_dirs": scratch, "secret": SECRET, "disk": host_disk(),
+                   "run_root": self.run_root, "scratch_dirs": scratch, "secret": SECRET, "credential": CREDENTIAL,
+                   "disk": host_disk(),
                    **self.listeners.context()}
         if isinstance(self.target, GunicornServer):
             context.update(port=self.target.port, master_pid=self.target.master_pid,
@@ -636,6 +646,7 @@ def hostile(tmp_path_factory, listeners):
     os.makedirs(os.path.dirname(database))
     before = os.environ.get("SECRET_KEY")
     os.environ["SECRET_KEY"] = SECRET
+    os.environ["NVIDIA_API_KEY"] = CREDENTIAL
     app = create_app({"TESTING": True, "DATABASE": database, "RUN_ROOT": run_root, "WORKERS": 2,
                       "RUN_TIMEOUT_S": RUN_TIMEOUT_S, "RUN_MEMORY_MB": RUN_MEMORY_MB})
     try:
@@ -644,6 +655,7 @@ def hostile(tmp_path_factory, listeners):
         yield Harness(AppTarget(app), database, run_root, listeners)
     finally:
         app.extensions["dispatcher"].stop()
+        os.environ.pop("NVIDIA_API_KEY", None)
         if before is None:
             os.environ.pop("SECRET_KEY", None)
         else:
