@@ -17,15 +17,22 @@ import stat
 import time
 
 NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")  # Triton's keys and file names; no path tricks
+# What a Triton cache entry holds: the kernel's IR stages, its binary, its metadata and source, the
+# group index, a launcher library. Nothing else is collected.
+ENTRY_FILE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}\.(json|source|ttir|ttgir|llir|ptx|cubin|so|hsaco|amdgcn|spv|c)$")
 OWNER = re.compile(r"^[0-9a-f]{16,64}$")
 GROUP = "__grp__"  # Triton's index of an entry's files, by absolute path
 NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW
 
 
 class KernelCaches:
-    def __init__(self, root, max_owners=256, max_entries=64, max_entry_bytes=256 << 20):
+    """Bounded on the host's disk: an entry, an owner and the whole directory each have a byte cap,
+    counted in apparent and allocated size alike (a sparse file from a run is copied dense)."""
+
+    def __init__(self, root, max_bytes=2 << 30, max_owners=256, max_entries=64, max_entry_bytes=32 << 20):
         self.root, self.locks = root, os.path.join(root, ".locks")
         self.max_owners, self.max_entries, self.max_entry_bytes = max_owners, max_entries, max_entry_bytes
+        self.max_bytes, self.max_owner_bytes = max_bytes, max(max_entry_bytes, max_bytes // 16)
         for directory in (root, self.locks):
             os.makedirs(directory, mode=0o700, exist_ok=True)
 
@@ -94,17 +101,32 @@ class KernelCaches:
 
     def _take_entries(self, source, target):
         os.makedirs(target, mode=0o700, exist_ok=True)
-        moved = 0
+        moved, used = 0, tree_bytes(target)
         for key in os.listdir(source)[:self.max_entries]:
             kept = os.path.join(target, key)
-            if not os.path.lexists(kept) and acceptable(source, key, self.max_entry_bytes):
+            size = None if os.path.lexists(kept) else entry_bytes(source, key, self.max_entry_bytes)
+            if size is not None and used + size <= self.max_owner_bytes:
                 copy_entry(source, key, kept)
-                moved += 1
+                moved, used = moved + 1, used + size
         self.evict(target, self.max_entries)
-        for owner in self.evict(self.root, self.max_owners, OWNER):
+        for owner in self.evict(self.root, self.max_owners, OWNER) + self.evict_to_size():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.locks, owner))
         return moved
+
+    def evict_to_size(self):
+        """Remove the least recently used owners' caches until all of them fit in max_bytes."""
+        owners = sorted((name for name in os.listdir(self.root) if OWNER.match(name)),
+                        key=lambda name: os.lstat(os.path.join(self.root, name)).st_mtime)
+        sizes = {name: tree_bytes(os.path.join(self.root, name)) for name in owners}
+        total, removed = sum(sizes.values()), []
+        for name in owners:
+            if total <= self.max_bytes:
+                break
+            shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+            total -= sizes[name]
+            removed.append(name)
+        return removed
 
     @staticmethod
     def evict(directory, keep, names=NAME):
@@ -135,22 +157,40 @@ class KernelCaches:
                 time.sleep(0.005)
 
 
-def acceptable(source_fd, key, max_bytes):
-    """A finished entry of a run's cache (opened as `source_fd`): a real, non-empty directory of
-    regular files, named as Triton names them, `max_bytes` at most."""
+def file_bytes(st):
+    """What a file costs on the host once copied: its apparent size, or its blocks if more."""
+    return max(st.st_size, st.st_blocks * 512)
+
+
+def tree_bytes(directory):
+    total = 0
+    for top, _, names in os.walk(directory):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += file_bytes(os.lstat(os.path.join(top, name)))
+    return total
+
+
+def entry_bytes(source_fd, key, max_bytes):
+    """The size of a finished entry of a run's cache (opened as `source_fd`), or None if it is not
+    one: a real, non-empty directory of regular files named as Triton names them (ENTRY_FILE),
+    `max_bytes` at most."""
     if not NAME.match(key) or key.startswith("tmp."):
-        return False
+        return None
     try:
         entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source_fd)
     except OSError:
-        return False
+        return None
     try:
         names = os.listdir(entry)
         files = [os.lstat(name, dir_fd=entry) for name in names]
     finally:
         os.close(entry)
-    return (bool(names) and all(NAME.match(name) for name in names) and all(stat.S_ISREG(f.st_mode) for f in files)
-            and sum(f.st_size for f in files) <= max_bytes)
+    size = sum(file_bytes(f) for f in files)
+    if names and all(ENTRY_FILE.match(name) for name in names) and all(stat.S_ISREG(f.st_mode) for f in files) \
+            and size <= max_bytes:
+        return size
+    return None
 
 
 def copy_entry(source_fd, key, kept):
@@ -162,7 +202,7 @@ def copy_entry(source_fd, key, kept):
     entry = os.open(key, NO_FOLLOW | os.O_DIRECTORY, dir_fd=source_fd)
     try:
         for name in os.listdir(entry):
-            if not NAME.match(name):
+            if not ENTRY_FILE.match(name):
                 continue
             with os.fdopen(os.open(name, NO_FOLLOW, dir_fd=entry), "rb") as src, \
                     open(os.path.join(partial, name), "wb") as dst:

@@ -23,7 +23,7 @@ import shutil
 
 from triton.runtime.cache import FileCacheManager
 
-from sandbox.kernel_cache import GROUP, NO_FOLLOW, acceptable, copy_entry
+from sandbox.kernel_cache import GROUP, NO_FOLLOW, copy_entry, entry_bytes
 
 KEY = re.compile(r"^[A-Z2-7]{16,64}$")  # Triton's keys: base32 digests (a partial copy or a marker is not one)
 ENV = "PLAYGROUND_SHARED_KERNELS"  # where a run's cache manager looks, as the run sees it
@@ -104,7 +104,7 @@ class SharedKernels:
     of a host warms at a time), and a marker per warm-up that finished (`digest`: Triton's version,
     the GPU and the gallery's specs), listing its entries and the launches it bounds-checked."""
 
-    def __init__(self, path, max_entry_bytes=256 << 20):
+    def __init__(self, path, max_entry_bytes=32 << 20):
         self.path, self.max_entry_bytes = path, max_entry_bytes
         os.makedirs(path, mode=0o755, exist_ok=True)
         os.chmod(path, 0o755)
@@ -167,7 +167,7 @@ class SharedKernels:
         published = []
         try:
             for key in os.listdir(source):
-                if not (KEY.match(key) and acceptable(source, key, self.max_entry_bytes)):
+                if not KEY.match(key) or entry_bytes(source, key, self.max_entry_bytes) is None:
                     continue
                 kept = os.path.join(self.path, key)
                 if not os.path.lexists(kept):

@@ -696,3 +696,28 @@ attempt('vsock_pair', open_pair, 40)
 attempt('unix_pair', open_pair, socket.AF_UNIX)
 attempt('ip', open_socket, socket.AF_INET, socket.SOCK_DGRAM)
 """
+
+# Entries in the run's own Triton cache that cost nothing on its tmpfs (sparse files) but would be
+# written dense into the owner's cache on the host's disk; and files no Triton entry holds.
+SPARSE_CACHE = """
+def plant_sparse(entries, mb):
+    for i in range(entries):
+        entry = os.path.join(os.environ['TRITON_CACHE_DIR'], 'SPARSE%02d' % i)
+        os.makedirs(entry, exist_ok=True)
+        with open(os.path.join(entry, 'k.cubin'), 'wb') as f:
+            f.truncate(mb << 20)
+    return 'planted'
+
+
+def plant_foreign(entries):
+    for i in range(entries):
+        entry = os.path.join(os.environ['TRITON_CACHE_DIR'], 'FOREIGN%02d' % i)
+        os.makedirs(entry, exist_ok=True)
+        with open(os.path.join(entry, 'payload.bin'), 'wb') as f:
+            f.write(b'x' * 4096)
+    return 'planted'
+
+
+attempt('sparse', plant_sparse, 64, 60)
+attempt('foreign', plant_foreign, 8)
+"""

@@ -874,6 +874,22 @@ def another_owners_kernels_are_out_of_reach(h):
     check(result, Expect({"visible": Returns([]), "listing": ENOENT}), context)
 
 
+def sparse_entries_are_not_collected_dense(h):
+    """A run plants 64 cache entries of a 60 MB sparse file each (nothing on its tmpfs, 3.8 GB copied
+    dense) and entries of files no Triton entry holds: none reaches its owner's cache on the host."""
+    from sandbox.kernel_cache import tree_bytes
+    mallory = h.target.new_client()
+    context = h.context()
+    result = h.target.run(hostile_spec(H.SPARSE_CACHE, context), mallory)
+    check(result, Expect({"sparse": Returns("planted"), "foreign": Returns("planted")}), context)
+    root = os.path.join(h.run_root, "kernel-caches")
+    time.sleep(0.5)  # collected just after the reply
+    planted = [os.path.join(top, d) for top, dirs, _ in os.walk(root) for d in dirs
+               if d.startswith(("SPARSE", "FOREIGN"))]
+    assert not planted, f"collected into the host's kernel caches: {planted[:4]}"
+    assert tree_bytes(root) < 256 << 20, f"the kernel caches hold {tree_bytes(root) >> 20} MB"
+
+
 def file_digests(directory):
     found = {}
     for top, _, names in os.walk(directory):
@@ -987,6 +1003,7 @@ def oversized_socketio_event(h):
 
 
 SCENARIOS = [
+    pytest.param(sparse_entries_are_not_collected_dense, "hostile", id="sparse_files_collected_into_kernel_caches"),
     pytest.param(a_previous_runs_job_is_not_in_a_later_runs_memory, "hostile", id="read_a_previous_runs_job_from_memory"),
     pytest.param(concurrent_run_of_another_owner, "hostile", id="kill_a_concurrent_run_of_another_owner"),
     pytest.param(idle_run_process_of_the_other_worker, "hostile", id="kill_the_other_workers_idle_run_process"),

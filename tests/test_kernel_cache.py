@@ -62,3 +62,48 @@ def test_an_owner_keeps_only_its_most_recent_entries(tmp_path):
         os.utime(run / f"KEY{i}", (i, i))
         caches.collect(ALICE, str(run))
     assert sorted(os.listdir(tmp_path / "caches" / ALICE)) == ["KEY1", "KEY2"]
+
+
+def sparse(path, size):
+    with open(path, "wb") as f:
+        f.truncate(size)  # no block allocated: 0 bytes on the run's tmpfs, `size` once copied dense
+
+
+def test_an_entry_is_counted_in_apparent_size_so_a_sparse_file_is_refused(tmp_path):
+    caches = KernelCaches(str(tmp_path / "caches"), max_entry_bytes=1 << 20)
+    run = tmp_path / "run"
+    (run / "SPARSE").mkdir(parents=True)
+    sparse(run / "SPARSE" / "add_kernel.cubin", 1 << 30)
+    (run / "SMALL").mkdir()
+    (run / "SMALL" / "add_kernel.cubin").write_bytes(b"\0" * 1000)
+    assert caches.collect(ALICE, str(run)) == 1
+    assert os.listdir(tmp_path / "caches" / ALICE) == ["SMALL"]
+
+
+def test_only_files_a_triton_entry_holds_are_collected(tmp_path):
+    caches = KernelCaches(str(tmp_path / "caches"))
+    run = tmp_path / "run"
+    for key, name in (("IR", "k.ttgir"), ("BIN", "k.cubin"), ("LAUNCHER", "__triton_launcher.so"),
+                      ("DATA", "payload.bin"), ("NOEXT", "k")):
+        (run / key).mkdir(parents=True)
+        (run / key / name).write_text("x")
+    caches.collect(ALICE, str(run))
+    assert sorted(os.listdir(tmp_path / "caches" / ALICE)) == ["BIN", "IR", "LAUNCHER"]
+
+
+def test_an_owner_and_the_whole_directory_are_capped_in_bytes(tmp_path):
+    caches = KernelCaches(str(tmp_path / "caches"), max_bytes=64 << 10, max_entry_bytes=16 << 10)
+    assert caches.max_owner_bytes == 16 << 10  # an owner's share: a sixteenth, an entry at least
+    run = tmp_path / "run"
+    for i in range(4):
+        (run / f"KEY{i}").mkdir(parents=True)
+        (run / f"KEY{i}" / "k.cubin").write_bytes(b"\1" * (6 << 10))
+    assert caches.collect(ALICE, str(run)) == 2  # 12 KB of 16: a third entry would pass the owner's cap
+    owners = [f"{i:02x}" * 16 for i in range(12)]
+    for i, owner in enumerate(owners):
+        caches.collect(owner, str(run))
+        os.utime(tmp_path / "caches" / owner, (1000 + i, 1000 + i))
+    kept = [o for o in os.listdir(tmp_path / "caches") if not o.startswith(".")]
+    total = sum(os.path.getsize(os.path.join(top, n)) for top, _, names in os.walk(tmp_path / "caches")
+                for n in names if ".locks" not in top)
+    assert total <= 64 << 10 and owners[-1] in kept and owners[0] not in kept
