@@ -75,6 +75,7 @@ class Limits:
     and Triton's compiler runs gcc and ptxas: hence these."""
     memory_mb: int = 8192       # resident memory of the whole run, tmpfs writes included
     tasks: int = 512            # processes and threads
+    tasks_without_cpu_share: int = 64  # where no cgroup shares the CPU out (RLIMIT_NPROC of the run's uid)
     scratch_mb: int = 512       # /tmp: the source, Triton's cache of the run, compiler temp files
     scratch_files: int = 8192
     shm_mb: int = 64
@@ -179,9 +180,19 @@ class Scratch:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+RUN_CONTROLLERS = ("memory", "pids", "cpu")
+CPU_PERIOD_US = 100_000
+
+
+def cpu_quota_us():
+    """A run may use every core but one (one core on a host of one): however many processes it
+    spins, the server and the other runs keep a core, and the CPU's weight is shared evenly."""
+    return max(1, (os.cpu_count() or 1) - 1) * CPU_PERIOD_US
+
+
 class RunCgroup:
-    """Memory and tasks of all of one run's processes together: a cgroup of its own (v2, or the
-    memory and pids hierarchies of v1). The run process joins it before it forks anything."""
+    """Memory, tasks and CPU of all of one run's processes together: a cgroup of its own (v2, or
+    the memory, pids and cpu hierarchies of v1). The run process joins it before it forks anything."""
 
     def __init__(self, paths, kind):
         self.paths, self.kind = paths, kind
@@ -209,7 +220,10 @@ class RunCgroup:
             _write(os.path.join(path, "memory.swap.max"), 0, missing_ok=True)
         if "pids" in controllers:
             _write(os.path.join(path, "pids.max"), limits.tasks)
-        kept = [c for c in ("memory", "pids") if c in controllers]
+        if "cpu" in controllers:  # the same weight as every other run, and never every core
+            _write(os.path.join(path, "cpu.weight"), 100)
+            _write(os.path.join(path, "cpu.max"), f"{cpu_quota_us()} {CPU_PERIOD_US}")
+        kept = [c for c in RUN_CONTROLLERS if c in controllers]
         return cls([path], "cgroup v2 (" + ", ".join(kept) + ")") if kept else None
 
     @classmethod
@@ -217,7 +231,9 @@ class RunCgroup:
         paths, kept = [], []
         for controller, files in (("memory", {"memory.limit_in_bytes": limits.memory_mb << 20,
                                               "memory.memsw.limit_in_bytes": limits.memory_mb << 20}),
-                                  ("pids", {"pids.max": limits.tasks})):
+                                  ("pids", {"pids.max": limits.tasks}),
+                                  ("cpu", {"cpu.shares": 1024, "cpu.cfs_period_us": CPU_PERIOD_US,
+                                           "cpu.cfs_quota_us": cpu_quota_us()})):
             own = own_cgroup(controller)
             root = os.path.join("/sys/fs/cgroup", controller)
             if own is None or not os.path.isdir(root):
@@ -275,7 +291,7 @@ class RunCgroup:
 def sweep_cgroups(is_dead):
     """Remove the run cgroups that workers now dead left behind (named after their worker's pid)."""
     parents = [runs_cgroup_v2()] if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else [
-        os.path.join("/sys/fs/cgroup", c) + own for c in ("memory", "pids") if (own := own_cgroup(c)) is not None]
+        os.path.join("/sys/fs/cgroup", c) + own for c in RUN_CONTROLLERS if (own := own_cgroup(c)) is not None]
     for parent in filter(None, parents):
         try:
             names = os.listdir(parent)
@@ -317,7 +333,7 @@ def runs_cgroup_v2():
     base = "/sys/fs/cgroup" + own
     if os.path.basename(base) == LEAF:  # moved there by an earlier worker of this server
         base = os.path.dirname(base)
-    wanted = [c for c in ("memory", "pids") if c in _read(os.path.join(base, "cgroup.controllers")).split()]
+    wanted = [c for c in RUN_CONTROLLERS if c in _read(os.path.join(base, "cgroup.controllers")).split()]
     enabled = _read(os.path.join(base, "cgroup.subtree_control")).split()
     if not wanted:
         return None

@@ -317,6 +317,10 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     cgroup_kind = cgroup.kind if cgroup else ""
     memory_rlimit = 0 if settings.has_gpu or "memory" in cgroup_kind else settings.limits.memory_mb
     tasks_rlimit = 0 if "pids" in cgroup_kind else settings.limits.tasks
+    if "cpu" not in cgroup_kind and settings.jailed and os.getuid() == 0:
+        # No CPU share: fewer tasks of its own uid, so fewer processes to spin every core with.
+        tasks_rlimit = min(tasks_rlimit or settings.limits.tasks, settings.limits.tasks_without_cpu_share)
+        steps = steps + [f"no CPU cgroup: at most {tasks_rlimit} tasks"]
     if settings.jailed:
         python_reachable = "minimal read-only root" in steps or all(
             isolation.readable_by_others(p) for p in (sys.base_prefix, sys.prefix))

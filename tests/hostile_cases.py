@@ -721,3 +721,25 @@ def plant_foreign(entries):
 attempt('sparse', plant_sparse, 64, 60)
 attempt('foreign', plant_foreign, 8)
 """
+
+# As many processes as the run may have, each spinning on a core, for CONTEXT['spin_s'] seconds.
+SPIN = """
+def spin(count, seconds):
+    end, children = time.monotonic() + seconds, []
+    for _ in range(count):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.waitpid(pid, 0)
+    return len(children)
+
+
+attempt('spinners', spin, 120, CONTEXT['spin_s'])
+"""

@@ -890,6 +890,30 @@ def sparse_entries_are_not_collected_dense(h):
     assert tree_bytes(root) < 256 << 20, f"the kernel caches hold {tree_bytes(root) >> 20} MB"
 
 
+def a_spinning_run_leaves_a_bystander_its_share(h):
+    """One owner's run spins 120 processes for 10 s; another owner's vector add, run meanwhile on
+    the other worker, takes less than twice its time on the idle host (the run's CPU share)."""
+    import statistics
+    bystander, spinner = h.target.new_client(), h.target.new_client()
+
+    def bystander_s():
+        start = time.monotonic()
+        result = h.target.run(vector_add_spec(n=1 << 16, block=1024), bystander)
+        assert result["status"] == "ok", result_summary(result)
+        return time.monotonic() - start
+
+    idle = statistics.median(bystander_s() for _ in range(3))
+    box = {}
+    spin = hostile_spec(H.SPIN, h.context(spin_s=10))
+    thread = threading.Thread(target=lambda: box.update(result=h.target.run(spin, spinner)))
+    thread.start()
+    time.sleep(3)  # its processes forked and spinning
+    loaded = statistics.median(bystander_s() for _ in range(3))
+    thread.join(60)
+    check(box["result"], Expect({"spinners": Returns(lambda n: n >= 32, "32 or more spinning processes")}), {})
+    assert loaded < 2 * idle, f"the bystander took {loaded:.2f} s beside the spinning run, {idle:.2f} s alone"
+
+
 def file_digests(directory):
     found = {}
     for top, _, names in os.walk(directory):
@@ -1003,6 +1027,7 @@ def oversized_socketio_event(h):
 
 
 SCENARIOS = [
+    pytest.param(a_spinning_run_leaves_a_bystander_its_share, "hostile", id="spin_every_core_beside_a_bystander"),
     pytest.param(sparse_entries_are_not_collected_dense, "hostile", id="sparse_files_collected_into_kernel_caches"),
     pytest.param(a_previous_runs_job_is_not_in_a_later_runs_memory, "hostile", id="read_a_previous_runs_job_from_memory"),
     pytest.param(concurrent_run_of_another_owner, "hostile", id="kill_a_concurrent_run_of_another_owner"),
