@@ -743,3 +743,18 @@ def spin(count, seconds):
 
 attempt('spinners', spin, 120, CONTEXT['spin_s'])
 """
+
+# Every descriptor the run holds when its code starts (on a GPU, CUDA's own among them), by target.
+DESCRIPTORS = """
+def descriptors():
+    found = {}
+    for name in os.listdir('/proc/self/fd'):
+        try:
+            found[name] = os.readlink('/proc/self/fd/' + name)
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    return found
+
+
+attempt('descriptors', descriptors)
+"""

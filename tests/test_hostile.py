@@ -914,6 +914,41 @@ def a_spinning_run_leaves_a_bystander_its_share(h):
     assert loaded < 2 * idle, f"the bystander took {loaded:.2f} s beside the spinning run, {idle:.2f} s alone"
 
 
+def descriptor_targets(pid):
+    found = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                found.add(os.readlink(f"/proc/{pid}/fd/{name}"))
+    return found
+
+
+RUN_OWN_DESCRIPTORS = ("/dev/null", "/dev/urandom", "/dev/nvidia", "anon_inode:", "/usr/", "/tmp/", "/proc/")
+
+
+def no_descriptor_reaches_outside_the_run(h):
+    """The run's descriptors, each named: its stdio and pipes to its worker (0-4), and beyond them
+    only what it opened itself (on a GPU, CUDA's device nodes, eventfds and its own pipes). None is a
+    pipe or socket that any process outside the run holds: not the worker's, the zygote's or the
+    server's."""
+    context = h.context()
+    result = h.target.run(hostile_spec(H.DESCRIPTORS, context))
+    findings = findings_of(result) or {}
+    held = (findings.get("descriptors") or {}).get("returned")
+    assert isinstance(held, dict), f"the run did not list its descriptors: {result_summary(result)}"
+    workers = h.target.worker_pids()
+    outside = set()
+    for pid in [os.getpid(), *workers, *[p for w in workers for p in host_pids() if (stat_fields(p) or (0, 0))[1] == w]]:
+        outside |= {t for t in descriptor_targets(pid) if t.startswith(("pipe:", "socket:"))}
+    channels = {held.get(fd) for fd in ("1", "3", "4")}  # its output, job and message pipes
+    problems = [f"fd {fd} -> {target}" for fd, target in sorted(held.items(), key=lambda kv: int(kv[0]))
+                if int(fd) > 4 and (target in outside or not (target.startswith(("pipe:", "socket:"))
+                                                            or target.startswith(RUN_OWN_DESCRIPTORS)))]
+    problems += [f"fd {fd} -> {target}" for fd, target in held.items()
+                 if int(fd) <= 4 and target not in channels and target != "/dev/null"]
+    assert not problems, f"descriptors reaching outside the run ({len(held)} held): {problems}"
+
+
 def file_digests(directory):
     found = {}
     for top, _, names in os.walk(directory):
@@ -1027,6 +1062,7 @@ def oversized_socketio_event(h):
 
 
 SCENARIOS = [
+    pytest.param(no_descriptor_reaches_outside_the_run, "hostile", id="descriptors_of_the_run"),
     pytest.param(a_spinning_run_leaves_a_bystander_its_share, "hostile", id="spin_every_core_beside_a_bystander"),
     pytest.param(sparse_entries_are_not_collected_dense, "hostile", id="sparse_files_collected_into_kernel_caches"),
     pytest.param(a_previous_runs_job_is_not_in_a_later_runs_memory, "hostile", id="read_a_previous_runs_job_from_memory"),
