@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from sandbox import build, probes, provenance
-from sandbox.kernel import find_kernel, load_module, silenced
+from sandbox.kernel import find_kernel, launch_keywords, load_module, silenced
 from sandbox.trace import (ProgramSample, TensorRange, access_bytes, coverage_result, index_of, out_of_bounds_error,
                            pid_of, runs_of, trace_of)
 
@@ -106,7 +106,7 @@ class InstrumentedTracer:
     def run(self, jit, grid, args, config, plan, record, cover, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
         buffers, extra = self.buffers(math.prod(grid), plan, record, cover, cap)
-        jit[grid](**args, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
+        jit[grid](**launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages))
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return buffers

@@ -10,6 +10,7 @@ The kernel must run in the interpreter and the tensors must live on the CPU: the
 works on host memory, and addresses are matched against the tensors' data pointers.
 """
 import contextlib
+import dataclasses
 import math
 import operator
 import os
@@ -314,13 +315,23 @@ class Tracer:
             tracer.saved["set_grid_idx"](self, x, y, z)
             tracer.start_program((x, y, z))
 
+        def create_assert(self, condition, message):
+            if not condition:
+                line, _ = tracer.user_site()
+                raise device_assert_error(message, list(self.grid_idx), line)
+
         hooks = [create_masked_load, create_masked_store, create_atomic_rmw, create_atomic_cas,
-                 create_tensor_pointer_load, create_tensor_pointer_store]
+                 create_tensor_pointer_load, create_tensor_pointer_store, create_assert]
         if self.record or self.budget_s is not None:
             hooks += [set_grid_dim, set_grid_idx]
         for hook in hooks:
             self.saved[hook.__name__] = builder.__dict__[hook.__name__]
             setattr(builder, hook.__name__, hook)
+        # The playground is where a kernel is debugged: tl.device_assert is checked, as Triton does with
+        # debug=True (without debug's integer-overflow checks of every add, which change no result).
+        self.options = interpreter.interpreter_builder.options
+        interpreter.interpreter_builder.options = dataclasses.replace(self.options, debug=True,
+                                                                      sanitize_overflow=False)
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -328,6 +339,7 @@ class Tracer:
         for name, original in self.saved.items():
             setattr(builder, name, original)
         self.saved = {}
+        interpreter.interpreter_builder.options = self.options
         self.hygiene.__exit__(None, None, None)
         error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
         if error is not None and error.type == "OutOfBounds" and self.record and self.sample is not None:
@@ -537,6 +549,13 @@ def index_of(pid, grid):
 def owners_by_position(analysis, args, tensors):
     """Tracer's `owners`: the call position of each access site -> the tensor its pointer derives from."""
     return {analysis.sites[i].position: name for i, name in provenance.site_tensors(analysis, args, tensors).items()}
+
+
+def device_assert_error(message, pid, line):
+    """The run's error for a tl.device_assert whose condition is false in some lane of program `pid`."""
+    return RunError("launch", f"tl.device_assert failed in program {tuple(pid)}: {message}", type="DeviceAssert",
+                    hint="The kernel's own check failed: its condition is false for at least one lane of this "
+                         "program. The message is the one your tl.device_assert gives.", line=line, pid=pid)
 
 
 def out_of_bounds_error(op, tensor, elements, pid, line, atomic, ndim, block_pointer=False):
