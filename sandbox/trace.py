@@ -559,9 +559,12 @@ def device_assert_error(message, pid, line):
 
 
 def out_of_bounds_error(op, tensor, elements, pid, line, atomic, ndim, block_pointer=False):
-    """The launch error of lanes of `tensor` at `elements` (offsets outside it)."""
-    low, high = int(elements.min()), int(elements.max())
-    at = f"offset {low}" if low == high else f"offsets {low}..{high}"
+    """The launch error of lanes of `tensor` at `elements` (offsets outside it; None: not known)."""
+    if elements is None:
+        at = "offsets outside it"
+    else:
+        low, high = int(elements.min()), int(elements.max())
+        at = f"offset {low}" if low == high else f"offsets {low}..{high}"
     message = (f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]} `{tensor.name}` at {at}, but `{tensor.name}` has "
                f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}).")
     return RunError("launch", message, type="OutOfBounds", hint=fix_hint(op, atomic, ndim, block_pointer), line=line,
