@@ -20,7 +20,9 @@ from collections import deque
 
 import numpy as np
 import torch
+import triton.language as tl
 from triton.runtime import interpreter
+from triton.runtime.jit import mangle_type
 
 from sandbox import provenance
 from sandbox.errors import RunError
@@ -679,3 +681,20 @@ def patch_interpreter_compat():
 
     patch_lang_tensor.scalar_index_compat = True
     interpreter._patch_lang_tensor = patch_lang_tensor
+    interpreter._implicit_cvt = _float_arguments(interpreter._implicit_cvt)
+
+
+def _float_arguments(convert):
+    """A kernel's float argument as a compiled launch passes it: an fp32 scalar tensor (so that
+    `eps.to(tl.float32)` works, as in liger-kernel's norms). The interpreter passes a bare float."""
+    if getattr(convert, "float_arguments", False):
+        return convert
+
+    def implicit_cvt(arg):
+        if isinstance(arg, float):
+            ty = tl.str_to_ty(mangle_type(arg), None)
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), ty), ty)
+        return convert(arg)
+
+    implicit_cvt.float_arguments = True
+    return implicit_cvt
