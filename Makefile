@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 
 .PHONY: run worker test test-fast bench install
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-corpus.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-corpus.txt
 	touch $@
 
 install: $(VENV)/.installed

@@ -135,8 +135,9 @@ def interpreter_timings(launch_ms, reference_ms, moved, flops, autotuner):
     """The interpreter's wall clock, labelled as such: no bandwidth or TFLOP/s claims, only counts."""
     notes, table = [], None
     if autotuner is not None:
-        table = autotune_table(autotuner, {}, autotuner.configs[0])
-        notes.append("Triton's interpreter does not time autotune configs: this run used the first config.")
+        table = autotune_table(autotuner, {}, autotuner.best_config)
+        notes.append("Triton's interpreter does not time autotune configs: this run used the first config "
+                     "(the first left by prune_configs_by, where the autotuner has one).")
     return results.timings(kernel_ms=summarize([launch_ms]), interpreter=True, reference_ms=reference_ms,
                            bytes_moved=moved[0], bytes_source=moved[1], flops=flops, autotune=table, notes=notes)
 

@@ -74,14 +74,13 @@ def build_args(spec, kernel, namespace):
     if unknown:
         raise RunError("build", f"{', '.join(repr(a) for a in unknown)} is not a parameter of {spec['kernel']} "
                                 f"(its parameters: {', '.join(names)})", field=f"args.{unknown[0]}")
-    tuned = kernel.tuned
+    tuned = kernel.tuned_names
     args, scope = {}, dict(namespace)
     for name, _, has_default in params:
         if name in tuned:
             if name in spec["args"]:
                 raise RunError("build", f"argument '{name}' is chosen by @triton.autotune (its configs set it): "
                                         f"remove it from the arguments", field=f"args.{name}")
-            args[name] = scope[name] = tuned[name]
             continue
         if name not in spec["args"]:
             if has_default or name in kernel.heuristics:
@@ -92,6 +91,9 @@ def build_args(spec, kernel, namespace):
         if isinstance(value, str):
             value = evaluate(value, scope, f"argument '{name}'", f"args.{name}")
         args[name] = scope[name] = value
+    settle(kernel, args)
+    for name, value in kernel.tuned.items():
+        args[name] = scope[name] = value
     for name, rule in kernel.heuristics.items():
         if name not in spec["args"]:  # @triton.heuristics computes it at launch, as here, from the other arguments
             try:
@@ -100,6 +102,15 @@ def build_args(spec, kernel, namespace):
                 raise RunError("build", f"the @triton.heuristics rule for '{name}' failed: {type(e).__name__}: {e}",
                                type=type(e).__name__, field="source") from None
     return args, scope
+
+
+def settle(kernel, args):
+    """The autotuner's config for the interpreter, from the arguments (sandbox.kernel.Kernel.settle)."""
+    try:
+        kernel.settle(args)
+    except Exception as e:
+        raise RunError("build", f"the @triton.autotune prune_configs_by of {kernel.name} failed: "
+                                f"{type(e).__name__}: {e}", type=type(e).__name__, field="source") from None
 
 
 def build_grid(spec, args, scope):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from sandbox import build, probes, provenance
-from sandbox.kernel import find_kernel, load_module, silenced
+from sandbox.kernel import find_kernel, launch_keywords, load_module, silenced
 from sandbox.trace import (ProgramSample, TensorRange, access_bytes, coverage_result, index_of, out_of_bounds_error,
                            pid_of, runs_of, trace_of)
 
@@ -106,7 +106,7 @@ class InstrumentedTracer:
     def run(self, jit, grid, args, config, plan, record, cover, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
         buffers, extra = self.buffers(math.prod(grid), plan, record, cover, cap)
-        jit[grid](**args, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
+        jit[grid](**launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages))
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return buffers
@@ -160,7 +160,7 @@ class InstrumentedTracer:
                 at += 1
                 if record is None:
                     continue
-                if nbytes > part_bytes:
+                if nbytes > part_bytes and not record.get("out_of_bounds"):  # the error's access is always kept
                     truncated = True
                     continue
                 program["accesses"].append(record)
@@ -358,8 +358,34 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
         plan = sorted([p for p in plan if p < index] + [index])
         tracer.restore()  # the same launch again: from the inputs as they were
         buffers = tracer.run(jit, grid, args, config, plan, True, False)
-    programs = []
-    error = None
+    site_index = int(buffers["viol"][index].item())  # the site of the program's first stray access
+    programs, error = decoded_until(tracer, buffers, grid, limits, index)
+    if error is None:
+        # Its slot was too small for all its accesses (a long loop, a big block): record it alone, whole.
+        need = int(buffers["cursor"][buffers["plan"].index(index)].item())
+        tracer.restore()
+        alone = tracer.run(jit, grid, args, config, [index], True, False, cap=min(max(64, need), RECORD_LANES))
+        whole, error = decoded_until(tracer, alone, grid, limits, index)
+        programs = programs[:-1] + whole[-1:]
+    site = tracer.analysis.sites[tracer.site_of[id(error)] if error is not None else site_index]
+    tensor = tracer.ranges[tracer.owners[site.index]]
+    tensors = {r.name: r.info() for r in tracer.ranges}
+    pid = list(pid_of(index, grid))
+    if error is None:  # more accesses than any record buffer holds: the error without its offsets
+        exc = out_of_bounds_error(site.op, tensor, None, pid, site.line, None, 1)
+        exc.trace = trace_of(grid, programs[:-1], "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
+        return exc
+    out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
+    exc = out_of_bounds_error(site.op, tensor, out, pid, site.line, error.get("atomic"),
+                              2 if provenance.looks_2d(site) else 1)
+    exc.trace = trace_of(grid, programs, "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
+    return exc
+
+
+def decoded_until(tracer, buffers, grid, limits, index):
+    """The recorded programs up to program `index`, whose accesses end at its first out-of-bounds one,
+    and that access (None where its record did not fit its slot)."""
+    programs, error = [], None
     for i, program, _ in tracer.programs(buffers, grid, limits):
         if i > index:
             break
@@ -370,14 +396,7 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
                     error = access
                     break
         programs.append(program)
-    site = tracer.analysis.sites[tracer.site_of[id(error)]]
-    tensor = tracer.ranges[tracer.owners[site.index]]
-    out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
-    exc = out_of_bounds_error(site.op, tensor, out, list(pid_of(index, grid)), site.line, error.get("atomic"),
-                              2 if provenance.looks_2d(site) else 1)
-    exc.trace = trace_of(grid, programs, "gpu", sampled=True, sample=None,
-                         tensors={r.name: r.info() for r in tracer.ranges}, coverage={})
-    return exc
+    return programs, error
 
 
 def prepare(spec, kernel_path, kernel, inputs, namespace):

@@ -24,7 +24,7 @@ from triton.compiler.errors import CompilationError
 from triton.runtime.jit import JITFunction
 
 from sandbox.errors import RunError
-from sandbox.kernel import find_kernel, load_module, silenced
+from sandbox.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
 
 DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
@@ -46,7 +46,9 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
         module = load_module(module_path, interpret=False, phase="compile")
     kernel = find_kernel(module, kernel_name, phase="compile")
     fn, args = kernel.jit, with_heuristics(kernel, dict(args))
-    options = {"num_warps": num_warps, "num_stages": num_stages}
+    # A parameter named like an option is that option too, as at launch (sandbox.kernel.launch_keywords).
+    options = {name: value for name, value in launch_keywords(args, num_warps=num_warps, num_stages=num_stages).items()
+               if name in LAUNCH_OPTIONS}
     signature, constexprs, attrs = specialize(fn, args)
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     start = time.perf_counter()

@@ -7,6 +7,7 @@ import importlib.util
 import inspect
 import io
 import itertools
+import os
 import sys
 import traceback
 from dataclasses import dataclass
@@ -15,9 +16,22 @@ import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
-from sandbox.errors import RunError, explain
+from sandbox import host_driver
+from sandbox.errors import RunError, explain, hint_for
 
 _module_ids = itertools.count()
+_SANDBOX = os.path.dirname(os.path.abspath(__file__))
+
+# Keywords Triton's launch reads as compile options (Config.all_kwargs' names).
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def launch_keywords(args, **options):
+    """The keywords of `jit[grid](**...)`: the arguments and the launch options. Triton binds a keyword
+    to the kernel's parameter of that name first and reads its compile options from the same keywords,
+    so a parameter named like an option (the fused-softmax tutorial's `num_stages: tl.constexpr`) takes
+    that keyword, its value serving both, and the option is not passed a second time."""
+    return {**{name: value for name, value in options.items() if name not in args}, **args}
 
 
 @contextlib.contextmanager
@@ -55,6 +69,7 @@ def load_module(path, interpret, phase="build"):
     module_name = f"playground_kernel_{next(_module_ids)}"
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(module_name, path))
     sys.modules[module_name] = module
+    host_driver.install()  # tutorial modules ask triton.runtime.driver.active for the device at import
     with interpreter_mode(interpret):
         try:
             exec(code, module.__dict__)
@@ -78,13 +93,34 @@ def user_line(exc, path):
     return line
 
 
-def as_run_error(exc, path):
-    """`exc` as the run's error: itself if a RunError, else a "sandbox" error (a bug of ours or an
-    exotic user error) that still names the user's line."""
+def raised_by_playground(exc, path):
+    """True when the playground's own code raised `exc` (its innermost cause): a bug of ours, not a
+    complaint of Triton's or torch's about the user's kernel, nor the user's code failing."""
+    inner = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    frames = traceback.extract_tb(inner.__traceback__)
+    if not frames:
+        return False
+    where = os.path.abspath(frames[-1].filename)
+    return os.path.dirname(where) == _SANDBOX and where != os.path.abspath(path)
+
+
+def as_run_error(exc, path, phase="sandbox", doing="running your kernel"):
+    """`exc` as the run's error: itself if a RunError; a bug report if the playground raised it
+    (`doing` says what it was doing); else the user's error in `phase`, at their line (or, with no
+    line to name, their source)."""
     if isinstance(exc, RunError):
         return exc
     kind, message = explain(exc)
-    return RunError("sandbox", message, type=kind, line=user_line(exc, path))
+    if raised_by_playground(exc, path):
+        return RunError("sandbox", f"the playground failed while {doing} ({kind}: {message})", type="PlaygroundBug",
+                        hint="This is a bug in the playground, not in your kernel. Share this run's link (Share) "
+                             "with the playground's maintainers: it holds everything needed to see it again.",
+                        line=user_line(exc, path))
+    line = user_line(exc, path)
+    return RunError(phase, message, type=kind, hint=hint_for(message) or hint_for(str(exc)), line=line,
+                    field=None if line is not None else "source")
 
 
 @dataclass
@@ -96,6 +132,11 @@ class Kernel:
     jit: object
     autotuner: Autotuner = None
     heuristics: dict = None  # {meta-parameter: rule(args) -> value}
+    first: Config = None  # the config the interpreter runs: the autotuner's first after its pruning (settle)
+
+    def __post_init__(self):
+        if self.autotuner is not None and self.first is None:
+            self.first = self.autotuner.configs[0]
 
     @property
     def function(self):
@@ -114,8 +155,32 @@ class Kernel:
 
     @property
     def tuned(self):
-        """{meta-parameter: value} the autotuner's configs set (its first config's values)."""
-        return dict(self.autotuner.configs[0].kwargs) if self.autotuner else {}
+        """{meta-parameter: value} the autotuner's config sets (the one the interpreter runs)."""
+        return dict(self.first.kwargs) if self.autotuner else {}
+
+    @property
+    def tuned_names(self):
+        """The meta-parameters any of the autotuner's configs sets."""
+        return {name for config in self.autotuner.configs for name in config.kwargs} if self.autotuner else set()
+
+    def settle(self, args):
+        """Choose the config the interpreter runs, as the autotuner would before timing: its configs
+        after `prune_configs_by` (early_config_prune, perf_model and top_k), given the launch's
+        arguments by name, the first of them."""
+        if self.autotuner is None or not (self.autotuner.early_config_prune or self.autotuner.perf_model):
+            return
+        self.autotuner.nargs = dict(args)
+        try:
+            self.first = self.autotuner.prune_configs({})[0]
+        finally:
+            self.autotuner.nargs = None
+
+    def positional(self, args):
+        """`args` split as people launch a kernel: the leading parameters in order, positionally (an
+        autotuner's prune_configs_by and its key read them by name from there), the rest by keyword."""
+        names = [name for name, _, _ in self.params]
+        count = next((i for i, name in enumerate(names) if name not in args), len(names))
+        return [args[name] for name in names[:count]], {k: v for k, v in args.items() if k not in names[:count]}
 
     @property
     def interpreted(self):
@@ -127,7 +192,7 @@ class Kernel:
         was chosen: the interpreter's), else the spec's num_warps and num_stages."""
         if self.autotuner is None:
             return Config({}, num_warps=num_warps, num_stages=num_stages)
-        return chosen or self.autotuner.configs[0]
+        return chosen or self.first
 
 
 def unwrap(obj, name):

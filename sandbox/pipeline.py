@@ -14,14 +14,18 @@ import time
 import torch
 import triton
 
-from sandbox import bench, build, gpu_trace, provenance, puzzles, stepper, sweep
+from sandbox import bench, build, gpu_trace, host_driver, provenance, puzzles, stepper, sweep
 from sandbox import check as checking
 from sandbox import result as results
-from sandbox.errors import RunError, explain, hint_for
+from sandbox.errors import RunError
 from sandbox.ir import compile_ir
-from sandbox.kernel import as_run_error, find_kernel, load_module, silenced, user_line, write_source
+from sandbox.kernel import as_run_error, find_kernel, launch_keywords, load_module, silenced, write_source
 from sandbox.spec import SpecError, normalize
 from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer, index_of, owners_by_position
+
+
+# a status phase -> the phase of an error raised during it
+ERROR_PHASE = {"compiling": "build", "running": "launch", "checking": "check", "bench": "bench", "ir": "ir"}
 
 
 def device_info(kind):
@@ -54,16 +58,18 @@ def launch(kernel, grid, args, options):
     the config the autotuner picks (on a GPU `grid` must then be a callable of meta); in the
     interpreter, which cannot time configs, that is the first config."""
     if kernel.autotuner is None:
-        kernel.launcher[grid](**args, num_warps=options["num_warps"], num_stages=options["num_stages"])
+        kernel.launcher[grid](**launch_keywords(args, num_warps=options["num_warps"],
+                                                num_stages=options["num_stages"]))
         return
-    untuned = {name: value for name, value in args.items() if name not in kernel.tuned}
+    positional, keywords = kernel.positional({name: value for name, value in args.items()
+                                              if name not in kernel.tuned_names})
     if not kernel.interpreted:
-        kernel.launcher[grid](**untuned)
+        kernel.launcher[grid](*positional, **keywords)
         return
     configs = kernel.autotuner.configs
-    kernel.autotuner.configs = configs[:1]  # one config: the autotuner runs it without benchmarking
+    kernel.autotuner.configs = [kernel.first]  # one config: the autotuner runs it without benchmarking
     try:
-        kernel.launcher[grid](**untuned)
+        kernel.launcher[grid](*positional, **keywords)
     finally:
         kernel.autotuner.configs = configs
 
@@ -71,13 +77,11 @@ def launch(kernel, grid, args, options):
 def launch_error(exc, path, phase="launch"):
     if isinstance(exc, RunError):
         return exc
-    kind, message = explain(exc)
-    pid = None
+    error = as_run_error(exc, path, phase, "launching the kernel")
     with contextlib.suppress(Exception):
         from triton.runtime.interpreter import interpreter_builder
-        pid = list(interpreter_builder.grid_idx)
-    return RunError(phase, message, type=kind, hint=hint_for(message) or hint_for(str(exc)),
-                    line=user_line(exc, path), pid=pid)
+        error.pid = list(interpreter_builder.grid_idx)
+    return error
 
 
 def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
@@ -104,18 +108,26 @@ class Run:
         self.options = spec["options"]
         self.path = os.path.join(scratch, "kernel.py")
         self.result = results.new()
+        self.phase, self.doing = "build", "preparing the run"
 
     def status(self, phase, message):
+        # the phase of an error no stage caught, and what a bug report says the playground was doing
+        self.phase, self.doing = ERROR_PHASE.get(phase, "sandbox"), message
         self.emit("status", {"phase": phase, "message": message})
 
     def execute(self):
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
         write_source(self.spec["source"], self.path)
-        if kind == "gpu":
-            self.run_gpu()
-        else:
-            self.run_interpreter()
+        try:
+            if kind == "gpu":
+                self.run_gpu()
+            else:
+                self.run_interpreter()
+        finally:
+            pretended = host_driver.note()  # the module asked Triton's driver on a host without a GPU
+            if pretended:
+                self.result["notes"].append(pretended)
 
     def prepare(self, interpret, device):
         kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
@@ -290,5 +302,5 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
         try:
             run.execute()
         except Exception as e:
-            results.fail(run.result, as_run_error(e, run.path))
+            results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
         return run.result

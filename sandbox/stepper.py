@@ -210,5 +210,5 @@ def stepped(spec, scratch, device):
         try:
             step_run(spec, result, path)
         except Exception as e:
-            results.fail(result, as_run_error(e, path))
+            results.fail(result, as_run_error(e, path, "launch", "replaying the program line by line"))
     return result

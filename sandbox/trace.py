@@ -10,6 +10,7 @@ The kernel must run in the interpreter and the tensors must live on the CPU: the
 works on host memory, and addresses are matched against the tensors' data pointers.
 """
 import contextlib
+import dataclasses
 import math
 import operator
 import os
@@ -19,7 +20,9 @@ from collections import deque
 
 import numpy as np
 import torch
+import triton.language as tl
 from triton.runtime import interpreter
+from triton.runtime.jit import mangle_type
 
 from sandbox import provenance
 from sandbox.errors import RunError
@@ -314,13 +317,23 @@ class Tracer:
             tracer.saved["set_grid_idx"](self, x, y, z)
             tracer.start_program((x, y, z))
 
+        def create_assert(self, condition, message):
+            if not condition:
+                line, _ = tracer.user_site()
+                raise device_assert_error(message, list(self.grid_idx), line)
+
         hooks = [create_masked_load, create_masked_store, create_atomic_rmw, create_atomic_cas,
-                 create_tensor_pointer_load, create_tensor_pointer_store]
+                 create_tensor_pointer_load, create_tensor_pointer_store, create_assert]
         if self.record or self.budget_s is not None:
             hooks += [set_grid_dim, set_grid_idx]
         for hook in hooks:
             self.saved[hook.__name__] = builder.__dict__[hook.__name__]
             setattr(builder, hook.__name__, hook)
+        # The playground is where a kernel is debugged: tl.device_assert is checked, as Triton does with
+        # debug=True (without debug's integer-overflow checks of every add, which change no result).
+        self.options = interpreter.interpreter_builder.options
+        interpreter.interpreter_builder.options = dataclasses.replace(self.options, debug=True,
+                                                                      sanitize_overflow=False)
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -328,6 +341,7 @@ class Tracer:
         for name, original in self.saved.items():
             setattr(builder, name, original)
         self.saved = {}
+        interpreter.interpreter_builder.options = self.options
         self.hygiene.__exit__(None, None, None)
         error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
         if error is not None and error.type == "OutOfBounds" and self.record and self.sample is not None:
@@ -539,10 +553,20 @@ def owners_by_position(analysis, args, tensors):
     return {analysis.sites[i].position: name for i, name in provenance.site_tensors(analysis, args, tensors).items()}
 
 
+def device_assert_error(message, pid, line):
+    """The run's error for a tl.device_assert whose condition is false in some lane of program `pid`."""
+    return RunError("launch", f"tl.device_assert failed in program {tuple(pid)}: {message}", type="DeviceAssert",
+                    hint="The kernel's own check failed: its condition is false for at least one lane of this "
+                         "program. The message is the one your tl.device_assert gives.", line=line, pid=pid)
+
+
 def out_of_bounds_error(op, tensor, elements, pid, line, atomic, ndim, block_pointer=False):
-    """The launch error of lanes of `tensor` at `elements` (offsets outside it)."""
-    low, high = int(elements.min()), int(elements.max())
-    at = f"offset {low}" if low == high else f"offsets {low}..{high}"
+    """The launch error of lanes of `tensor` at `elements` (offsets outside it; None: not known)."""
+    if elements is None:
+        at = "offsets outside it"
+    else:
+        low, high = int(elements.min()), int(elements.max())
+        at = f"offset {low}" if low == high else f"offsets {low}..{high}"
     message = (f"program ({pid[0]}, {pid[1]}, {pid[2]}) {VERBS[op]} `{tensor.name}` at {at}, but `{tensor.name}` has "
                f"{tensor.tensor.numel()} elements (valid offsets 0..{tensor.span - 1}).")
     return RunError("launch", message, type="OutOfBounds", hint=fix_hint(op, atomic, ndim, block_pointer), line=line,
@@ -657,3 +681,20 @@ def patch_interpreter_compat():
 
     patch_lang_tensor.scalar_index_compat = True
     interpreter._patch_lang_tensor = patch_lang_tensor
+    interpreter._implicit_cvt = _float_arguments(interpreter._implicit_cvt)
+
+
+def _float_arguments(convert):
+    """A kernel's float argument as a compiled launch passes it: an fp32 scalar tensor (so that
+    `eps.to(tl.float32)` works, as in liger-kernel's norms). The interpreter passes a bare float."""
+    if getattr(convert, "float_arguments", False):
+        return convert
+
+    def implicit_cvt(arg):
+        if isinstance(arg, float):
+            ty = tl.str_to_ty(mangle_type(arg), None)
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), ty), ty)
+        return convert(arg)
+
+    implicit_cvt.float_arguments = True
+    return implicit_cvt

@@ -183,3 +183,31 @@ def test_on_a_gpu_a_big_launch_is_traced_whole():
     assert trace["coverage"]["out"] == {**trace["coverage"]["out"], "unwritten": 0, "multiply_written": 0}
     assert trace["bytes_touched"] == 3 * 4 * n
     assert trace["programs_traced"] >= 1000
+
+
+MOVED_POINTERS = """
+@triton.jit
+def k(X, Y, stride, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + cols, mask=cols < N, other=0.0)
+    tl.store(Y + cols, x * 2)
+"""
+
+
+@pytest.mark.parametrize("record_lanes, offsets", [(2048, "offsets 6400..6427"), (256, "offsets outside it")])
+def test_an_overrun_whose_record_did_not_fit_its_slot_is_still_named(record_lanes, offsets, tmp_path, monkeypatch):
+    # Pointer arguments moved with `X += row * stride`, the store's mask removed: the last row writes
+    # past the end. With many programs sharing the record buffer, that program's slot is too small for
+    # its stray store: it is recorded again alone (or, past any buffer, named without its offsets).
+    from tests.trace_corpus import spec
+    raw = spec("k", MOVED_POINTERS, {"x": "torch.randn(64, 100)", "y": "torch.empty(64, 100)"},
+               {"X": "x", "Y": "y", "stride": "x.stride(0)", "N": 100, "BLOCK": 128}, "(64,)")
+    monkeypatch.setattr(gpu_trace, "RECORD_LANES", record_lanes)
+    with pytest.raises(RunError) as caught:
+        instrumented_trace(raw, tmp_path)
+    error = caught.value
+    assert (error.type, error.pid, error.line) == ("OutOfBounds", [63, 0, 0], 11)
+    assert error.message.startswith(f"program (63, 0, 0) stores `y` at {offsets}")
