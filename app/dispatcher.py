@@ -151,11 +151,11 @@ class Job:
     def notify(self, type, content):
         """Tell the listener; a listener that raises is logged, and the run and its slot go on."""
         with self.notifying:
+            if self.finished:
+                return  # nothing of a run follows its one result (a part of a stopped run still on its way)
             if type == "stdout":
                 self.stdout.append(content.get("text", ""))
             if type == "result":
-                if self.finished:
-                    return
                 results.delivered(content["result"], self.run_id, "".join(self.stdout))
                 self.finished = True
             try:
@@ -456,7 +456,8 @@ class Dispatcher:
     The one seam between the web side and the runs, which app.celery_dispatch.CeleryDispatcher
     (REDIS_URL: Celery workers on other hosts) implements too:
       submit(spec, owner, client, from_link) -> run_id: the run's events (run_status, run_stdout,
-          run_result) go to the Socket.IO client `client` (its room), from wherever the run runs
+          run_partial, run_result) go to the Socket.IO client `client` (its room), from wherever the
+          run runs, in the order its worker sent them
       withdraw_client(client): the client left; its waiting runs never start
       stop_run(run_id, client) -> bool: the client pressed Stop: a waiting run never starts, a
           running one is ended (its worker replaced); either way its result says it was stopped.
@@ -491,7 +492,7 @@ class Dispatcher:
 
     def submit(self, spec, owner, client=None, from_link=False, listener=None):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id. Its
-        status, stdout and result go to the Socket.IO client `client`, whose leaving withdraws the
+        status, stdout, parts and result go to the Socket.IO client `client`, whose leaving withdraws the
         run while it waits, or, in this process only, to listener(run_id, type, content)."""
         if listener is None:
             listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)

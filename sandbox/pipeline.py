@@ -108,6 +108,12 @@ class Run:
     def status(self, phase, message):
         self.emit("status", {"phase": phase, "message": message})
 
+    def ready(self, part):
+        """Send the result's section `part` as soon as it is final (sandbox.result.PARTS): the page
+        shows the verdict and the diagram while the timings and the IR are still being made."""
+        if self.result[part] is not None:
+            self.emit("partial", {"part": part, "content": self.result[part]})
+
     def execute(self):
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
@@ -133,11 +139,13 @@ class Run:
         except Exception as e:
             raise launch_error(e, self.path) from None
         launch_ms = (time.perf_counter() - start) * 1e3
+        self.ready("trace")
         self.check(inputs, before, poisoned)
         if self.options["bench"]:
             self.result["timings"] = bench.interpreter_timings(
                 launch_ms, self.reference_time(bench.time_cpu, before), bench.bytes_moved(self.result["trace"], before),
                 build.flop_count(self.options["flops"], scope), kernel.autotuner)
+            self.ready("timings")
         self.compile_ir(kernel, args)
 
     def run_gpu(self):
@@ -146,6 +154,7 @@ class Run:
         before = {name: t.clone() for name, t in inputs.items()}
         if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
             self.trace_pass(kernel, inputs, grid)
+            self.ready("trace")
         elif self.options["sanitize"]:
             self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
                                         "grid and seed) passed it on this server before, in an earlier run or in "
@@ -172,6 +181,7 @@ class Run:
                 self.reference_time(bench.time_gpu, before), first_launch_ms,
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
                 before.values(), kernel.autotuner)
+            self.ready("timings")
         self.compile_ir(kernel, args)
 
     def trace_pass(self, kernel, inputs, grid):
@@ -230,6 +240,7 @@ class Run:
             atol=self.options["atol"], rtol=self.options["rtol"])
         if not self.result["check"]["ok"]:
             self.result["status"] = "mismatch"
+        self.ready("check")
 
     def references(self, before):
         namespace = {**self.namespace, **{k: v.clone() for k, v in before.items()}}
@@ -259,6 +270,11 @@ class Run:
         except RunError as e:
             # A kernel that ran but does not compile for the target is worth seeing, not a failed run.
             self.result["ir"] = {"error": e.to_dict()}
+        self.ready("ir")
+
+
+# What only the spec's own launch reports: a puzzle's test or a sweep's configuration keeps it to itself.
+SPEC_LAUNCH_ONLY = ("checked", "partial")
 
 
 def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=False):
@@ -273,12 +289,14 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
     except SpecError as e:
         return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
     if grading is not None:
-        # Each test is a launch of its own: none of them is the spec's, so none reports it checked.
-        test_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
+        # Each test is a launch of its own: none of them is the spec's, so none reports it checked,
+        # and none sends parts (the graded result is more than the first test's sections).
+        test_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
         return puzzles.grade(spec, grading, lambda test: run_spec(test, test_emit, scratch, limits))
     if spec["options"]["sweep"]:
-        # The spec's own launch reports "checked" as usual; a configuration's launch is not the spec's.
-        config_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
+        # The spec's own launch reports "checked" and sends its parts as usual (the sweep's result is
+        # its result, with `sweep` added); a configuration's launch is not the spec's.
+        config_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
         return sweep.sweep(spec, lambda one: run_spec(one, emit, scratch, limits, checked_before),
                            lambda one: run_spec(one, config_emit, scratch, limits))
     if spec["options"]["step_pid"] is not None:
