@@ -106,6 +106,11 @@ def part_problems(part, content):
     return [] if isinstance(content, kind) else [f"result.{part} is a {type(content).__name__}"]
 
 
+def summary_problems(summary):
+    """Where a timing summary ({"median", "p20", "p80", "n"}) departs from its definition."""
+    return _problems(summary, SUMMARY, "summary") if isinstance(summary, dict) else ["summary must be an object"]
+
+
 def problems(result):
     """Where `result` departs from this definition: a list of sentences, empty when it conforms."""
     found = _problems(result, RESULT, "result")
@@ -139,4 +144,4 @@ def _problems(value, definition, path):
     return found
 
 
-__all__ = ["RunError", "PARTS", "new", "failed", "fail", "timings", "delivered", "part_problems", "problems"]
+__all__ = ["RunError", "PARTS", "new", "failed", "fail", "timings", "delivered", "part_problems", "summary_problems", "problems"]

@@ -52,6 +52,13 @@ def part_shape_ok(content):
     return set(content) == {"part", "content"} and not results.part_problems(content["part"], content["content"])
 
 
+def timed_shape_ok(content):
+    """A reference's timing: its key (a sha256 hex digest) and a summary of numbers."""
+    key, summary = content.get("key"), content.get("reference_ms")
+    return (set(content) == {"key", "reference_ms"} and isinstance(key, str) and len(key) == 64
+            and isinstance(summary, dict) and not results.summary_problems(summary))
+
+
 class PartsSent:
     """The parts of one run's result relayed so far: each at most once, and all together no more
     than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it."""
@@ -170,6 +177,8 @@ class Worker:
             return None, None, charged
         if msg["type"] == "checked":
             self.send(protocol.message("checked", run_id))
+        elif msg["type"] == "timed" and timed_shape_ok(content):
+            self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
         elif status_shape_ok(content):
             self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
         return None, None, charged

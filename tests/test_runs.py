@@ -426,3 +426,25 @@ def test_a_warm_run_process_that_died_waiting_is_replaced_without_failing_the_ne
 def test_a_worker_is_single_threaded_so_its_forks_inherit_no_held_lock(app):
     for worker in app.extensions["dispatcher"].health()["workers"]:
         assert len(os.listdir(f"/proc/{worker['pid']}/task")) == 1
+
+
+def test_the_references_time_is_kept_per_worker_and_owner_and_said_so(make_app):
+    """The same reference over inputs of the same shapes and dtypes is timed once on a worker, for
+    its owner; another shape is timed again, and so is another owner's."""
+    app = make_app(WORKERS=1, SHARED_KERNELS=0)
+    spec = vector_add_spec(n=4096, bench=True)
+    alice, bob = socketio.test_client(app), socketio.test_client(app)
+
+    def timings(client, spec):
+        run_id = client.emit("run", {"spec": spec}, callback=True)["run_id"]
+        result = collect_until_result(client, run_id)[-1]["args"][0]["result"]
+        assert result["status"] == "ok", result["error"]
+        return result["timings"]
+
+    kept = "measured on this worker in an earlier run of the same reference"
+    first, again = timings(alice, spec), timings(alice, {**spec, "source": spec["source"] + "\n# edited\n"})
+    assert not any(kept in note for note in first["notes"])
+    assert any(kept in note for note in again["notes"]) and again["reference_ms"] == first["reference_ms"]
+    other_shape = timings(alice, vector_add_spec(n=2048, bench=True))
+    assert not any(kept in note for note in other_shape["notes"])
+    assert not any(kept in note for note in timings(bob, spec)["notes"])
