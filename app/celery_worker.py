@@ -1,7 +1,8 @@
 """A Celery worker for scale-out (REDIS_URL): it takes one run at a time from the Redis broker and runs
 it on the same warm sandbox worker as the embedded pool (an app.dispatcher.Slot: `python -m
-sandbox.worker`, a fresh jailed process per run), and sends the run's events straight to its client's
-room through Flask-SocketIO's Redis message queue.
+sandbox.worker`, a fresh jailed process per run), and sends the run's events (status, stdout, each part
+of the result as it is ready, the result) straight to its client's room through Flask-SocketIO's
+Redis message queue, in the order the run made them.
 
     make worker     # python -m app.celery_worker: celery -A app.celery_worker worker -P solo -c 1 ...
 
@@ -92,6 +93,8 @@ class WorkerHost:
             self.run_id, self.job = None, None
 
     def listener(self, client, run_id, type, content):
+        """A run's event to its client (a part too: its web process needs nothing of it); the
+        result once, or to the POST /api/run that waits for it."""
         if type == "result":
             if not self.state.finish(run_id):
                 return  # the web process gave it a result already (it thought this worker lost)

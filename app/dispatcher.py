@@ -105,6 +105,34 @@ class CheckedLaunches:
                 self.keys.popitem(last=False)
 
 
+class ReferenceTimes:
+    """The reference timings a worker slot's runs measured, by owner and sandbox.pipeline's
+    reference_key (the expressions, the inputs' shapes and dtypes, the device), least recently used
+    first out: a run of the same reference on the same worker is not timed again (~0.1–1 s), and says
+    so. Per owner: a time a run reports is only as true as that run's code, which is its owner's."""
+
+    def __init__(self, per_owner=16, owners=256):
+        self.times, self.per_owner, self.owners = collections.OrderedDict(), per_owner, owners
+
+    def lent(self, owner):
+        """{key: timing} of the owner's references (what a run process is given with its job)."""
+        kept = self.times.get(owner)
+        if kept is None:
+            return {}
+        self.times.move_to_end(owner)
+        return dict(kept)
+
+    def add(self, owner, key, timing):
+        kept = self.times.setdefault(owner, collections.OrderedDict())
+        kept[key] = timing
+        kept.move_to_end(key)
+        self.times.move_to_end(owner)
+        while len(kept) > self.per_owner:
+            kept.popitem(last=False)
+        while len(self.times) > self.owners:
+            self.times.popitem(last=False)
+
+
 class QueueFull(Exception):
     """The queue holds QUEUE_LIMIT runs: the server as a whole is busy (503)."""
 
@@ -154,11 +182,11 @@ class Job:
     def notify(self, type, content):
         """Tell the listener; a listener that raises is logged, and the run and its slot go on."""
         with self.notifying:
+            if self.finished:
+                return  # nothing of a run follows its one result (a part of a stopped run still on its way)
             if type == "stdout":
                 self.stdout.append(content.get("text", ""))
             if type == "result":
-                if self.finished:
-                    return
                 results.delivered(content["result"], self.run_id, "".join(self.stdout))
                 self.finished = True
             try:
@@ -303,6 +331,7 @@ class Slot:
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.busy_since = None  # monotonic time it took its current job
         self.job = None  # the job it runs now
+        self.references = ReferenceTimes()  # its worker's runs' reference timings
         self.thread = threading.Thread(target=self._loop, name=f"worker-slot-{index}", daemon=True)
 
     def busy_s(self):
@@ -401,7 +430,9 @@ class Slot:
         timeout_s = self.dispatcher.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
         try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
-            line = protocol.encode(protocol.message("job", job.run_id, spec=job.spec, owner=job.owner,
+            # Beside the spec, as a graded run's tests are: the reference timings this worker kept for the owner.
+            spec = {**job.spec, "reference_times": self.references.lent(job.owner)} if isinstance(job.spec, dict) else job.spec
+            line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
                                                     from_link=job.from_link,
                                                     checked_before=job.launch in self.dispatcher.checked))
         except (ValueError, TypeError) as e:
@@ -428,6 +459,9 @@ class Slot:
                 continue  # not this job's message: a stale or forged line is dropped
             if msg["type"] == "checked":
                 self.dispatcher.checked.add(job.launch)
+                continue
+            if msg["type"] == "timed":
+                self.references.add(job.owner, msg["content"]["key"], msg["content"]["reference_ms"])
                 continue
             job.notify(msg["type"], msg["content"])
             if msg["type"] == "result":
@@ -459,7 +493,8 @@ class Dispatcher:
     The one seam between the web side and the runs, which app.celery_dispatch.CeleryDispatcher
     (REDIS_URL: Celery workers on other hosts) implements too:
       submit(spec, owner, client, from_link) -> run_id: the run's events (run_status, run_stdout,
-          run_result) go to the Socket.IO client `client` (its room), from wherever the run runs
+          run_partial, run_result) go to the Socket.IO client `client` (its room), from wherever the
+          run runs, in the order its worker sent them
       withdraw_client(client): the client left; its waiting runs never start
       stop_run(run_id, client) -> bool: the client pressed Stop: a waiting run never starts, a
           running one is ended (its worker replaced); either way its result says it was stopped.
@@ -494,7 +529,7 @@ class Dispatcher:
 
     def submit(self, spec, owner, client=None, from_link=False, listener=None):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id. Its
-        status, stdout and result go to the Socket.IO client `client`, whose leaving withdraws the
+        status, stdout, parts and result go to the Socket.IO client `client`, whose leaving withdraws the
         run while it waits, or, in this process only, to listener(run_id, type, content)."""
         if listener is None:
             listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)

@@ -1,4 +1,5 @@
-"""Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_result go to the requesting client only.
+"""Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_partial (a section of the result as soon
+as it is ready) / run_result go to the requesting client only.
 `stop` {run_id} → ack {stopped}: ends that client's run, waiting or running. A client that disconnects
 takes its waiting runs with it."""
 from flask import current_app, request
@@ -8,7 +9,7 @@ from app.dispatcher import QueueFull
 from app.owners import current_owner
 from sandbox.spec import SpecError, normalize
 
-EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "result": "run_result"}
+EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result"}
 
 
 def deliver(emit, client, run_id, type, content):

@@ -17,8 +17,9 @@ class Tab:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.sio = socketio.AsyncClient()
-        self.results = None  # run_id -> the future its run_result settles
+        self.parts = {}  # part -> ms from sending the run to its run_partial (docs/events.md)
         self.sio.on("run_result", self._on_result)
+        self.sio.on("run_partial", self._on_partial)
         self._call(self.sio.connect(url, transports=["websocket"]))
 
     def _call(self, coroutine):
@@ -29,16 +30,29 @@ class Tab:
         if not self.waiting.done():
             self.waiting.set_result(data["result"])
 
+    async def _on_partial(self, data):
+        self.parts[data["part"]] = (time.perf_counter() - self.started) * 1e3
+
     async def _run(self, spec):
         self.waiting = self.loop.create_future()
+        self.parts = {}
         await self.sio.call("run", {"spec": spec}, timeout=self.timeout_s)
         return await asyncio.wait_for(self.waiting, self.timeout_s)
 
     def run(self, spec):
         """(milliseconds from sending the run to its result's arrival, the result)."""
-        start = time.perf_counter()
+        self.started = time.perf_counter()
         result = self._call(self._run(spec))
-        return (self.arrived - start) * 1e3, result
+        return (self.arrived - self.started) * 1e3, result
+
+    def compile(self, spec, timeout_s=2.0):
+        """Ask the server to compile `spec` ahead of a run (the `compile` event); False when the
+        server does not answer it."""
+        try:
+            self._call(self.sio.call("compile", {"spec": spec}, timeout=timeout_s))
+            return True
+        except Exception:  # no such event on this server: the call times out
+            return False
 
     def close(self):
         self._call(self.sio.disconnect())

@@ -31,7 +31,9 @@ class Server:
     """`python -m app.serve` with `settings` (environment variables) added to this process's
     environment; its own process group, so that stopping it takes its workers along."""
 
-    def __init__(self, log=None, **settings):
+    def __init__(self, log=None, root=ROOT, **settings):
+        """`root`: the checkout to serve (another one's server, to compare two builds side by side)."""
+        self.root = root
         self.port = int(settings.pop("PORT", 0)) or free_port()
         self.env = {**os.environ, **{k: str(v) for k, v in settings.items()}, "PORT": str(self.port)}
         self.log, self.proc = log, None
@@ -41,7 +43,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s=180):
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.serve"], cwd=ROOT, env=self.env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "app.serve"], cwd=self.root, env=self.env,
                                      stdout=self.log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.monotonic() + timeout_s

@@ -19,6 +19,8 @@ from sandbox.trace import unique_bytes
 
 LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhead
 MAX_CPU_REPS = 100  # enough samples for stable quantiles of a fast CPU function
+MEDIAN_TOLERANCE = 0.01  # GPU timing stops once the median is known to within 1% (95% confidence)
+MIN_GPU_REPS = 10  # the first batch of timed launches, before the median is judged known
 PEAK_COPY_BYTES = 1 << 28  # 256 MiB each way: far past L2, so the copy runs from DRAM
 
 # Dense tensor-core peaks in TFLOP/s by device name (torch.cuda.get_device_name()) and the kind of
@@ -35,12 +37,55 @@ PEAK_TFLOPS = {
 DOT_KIND_BY_ELEMENT_SIZE = {4: "tf32", 2: "fp16/bf16", 1: "fp8"}
 
 
-def time_gpu(fn, *, warmup_ms=25, rep_ms=100):
-    """{"median", "p20", "p80", "n"} in ms of `fn` on the GPU. do_bench warms up outside the samples
-    and writes a 256 MB buffer before each timed call so that no call finds its data in L2."""
+def time_gpu(fn, *, warmup_ms=25, rep_ms=100, tolerance=MEDIAN_TOLERANCE):
+    """{"median", "p20", "p80", "n"} in ms of `fn` on the GPU, taken as triton.testing.do_bench takes
+    them (warm-up outside the samples, a 256 MB buffer written before each timed call so that no call
+    finds its data in L2, CUDA events around each call), in batches that stop once the median is
+    known to within `tolerance` of itself, or at do_bench's own count (`rep_ms` of launches): a
+    steady 10 µs kernel is timed ~20 times, not 10,000."""
+    driver = triton.runtime.driver.active
+    device = driver.get_device_interface()
     with output_dropped():
-        times = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+        fn()
+        device.synchronize()
+        flush = driver.get_empty_cache_for_benchmark()
+        estimate_ms = max(sum(timed_calls(fn, device, driver, flush, 5)) / 5, 1e-6)
+        for _ in range(max(1, int(warmup_ms / estimate_ms))):
+            fn()
+        cap = max(MIN_GPU_REPS, int(rep_ms / estimate_ms))
+        times = []
+        while len(times) < cap:  # batches of 10, 10, 20, 40, ...: each judged once it is in
+            times += timed_calls(fn, device, driver, flush, min(max(MIN_GPU_REPS, len(times)), cap - len(times)))
+            if median_known(times, tolerance):
+                break
     return summarize(times)
+
+
+def timed_calls(fn, device, driver, flush, count):
+    """Milliseconds of `count` calls of `fn`, each after L2 is flushed, by CUDA events (do_bench's way)."""
+    starts = [device.Event(enable_timing=True) for _ in range(count)]
+    ends = [device.Event(enable_timing=True) for _ in range(count)]
+    for start, end in zip(starts, ends):
+        driver.clear_cache(flush)
+        start.record()
+        fn()
+        end.record()
+    device.synchronize()
+    return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def median_known(times, tolerance):
+    """Is the median of `times` known to within `tolerance` (relative) at 95% confidence? The order
+    statistics around it at n/2 ± 1.96·√n/2 bound the true median (distribution-free); both must lie
+    within that distance of the sample's."""
+    n = len(times)
+    if n < MIN_GPU_REPS:
+        return False
+    ordered = sorted(times)
+    median = statistics.median(ordered)
+    half = math.ceil(1.96 * math.sqrt(n) / 2)
+    low, high = ordered[max(0, (n - 1) // 2 - half)], ordered[min(n - 1, n // 2 + half)]
+    return median > 0 and median - low <= tolerance * median and high - median <= tolerance * median
 
 
 @contextlib.contextmanager

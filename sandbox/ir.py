@@ -2,11 +2,17 @@
 and which source line each IR line came from.
 
 `triton.compile` runs the whole pipeline (down to ptxas and the cubin) on the CPU for any NVIDIA
-target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one.
+target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one. On a GPU
+the launch compiled the same kernel already: the same key finds the same cache entry, and nothing is
+compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
+`cuobjdump` twice, ~0.4 s) is kept beside it in Triton's cache under a digest of the bytes it is
+derived from, so it travels as the kernels do (an owner's cache, the gallery's shared kernels).
 """
 import contextlib
 import functools
+import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -23,12 +29,16 @@ from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
 from triton.runtime.jit import JITFunction
 
+from triton.runtime.cache import get_cache_manager
+
 from sandbox.errors import RunError
 from sandbox.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
 
 DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
 DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
+DERIVED_FILE = "derived.json"
+DERIVED_VERSION = 1  # of what `derive` makes and how: a new one never reads an older entry
 
 
 
@@ -61,7 +71,7 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
     compile_ms = (time.perf_counter() - start) * 1e3  # a few ms when triton's on-disk cache has it
 
     notes = []
-    sass, usage = inspect_cubin(compiled.asm["cubin"], notes)
+    sass, usage, lines = derived(compiled.asm, compiled.metadata.name, module_path, notes)
     user_files = [module_path, kernel_file(compiled.asm["llir"], compiled.metadata.name)]
     return {"target": f"sm{capability}",
             **{stage: shorten_paths(compiled.asm[stage], user_files) for stage in IR_STAGES},
@@ -71,8 +81,54 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
             "n_spills": usage["LOCAL"] // 4 if "LOCAL" in usage else None,
             "shared_bytes": compiled.metadata.shared,
             "compile_ms": compile_ms,
-            "line_map": line_map(compiled.asm, module_path, compiled.metadata.name),
+            "line_map": lines,
             "notes": notes}
+
+
+# ---------------------------------------------------------------- what is derived, cached
+
+def derived_key(asm, kernel_name):
+    """The cache key of what is derived from a compiled kernel: a digest of every byte it is derived
+    from (the cubin and the IR, whose text names the source file), given to Triton's cache manager
+    as `triton.compile` gives its own (hex; the manager names the entry), so that the kernel caches
+    keep and lend it like any entry."""
+    digest = hashlib.sha256(f"playground-derived-{DERIVED_VERSION}-{triton.__version__}-{kernel_name}".encode())
+    digest.update(asm["cubin"])
+    for stage in IR_STAGES:
+        digest.update(b"\0" + asm[stage].encode())
+    return digest.hexdigest()
+
+
+def derived(asm, kernel_name, module_path, notes):
+    """(SASS, {"REG", "SHARED", "LOCAL", ...}, line map) of a compiled kernel: from the cache when an
+    earlier run derived them from the same bytes, else derived now and kept (unless a tool failed:
+    `notes` says so, and the next run tries again)."""
+    cache = get_cache_manager(derived_key(asm, kernel_name))
+    found = read_derived(cache.get_file(DERIVED_FILE))
+    if found is not None:
+        return found
+    sass, usage = inspect_cubin(asm["cubin"], notes)
+    lines = line_map(asm, module_path, kernel_name)
+    if not notes:
+        with contextlib.suppress(OSError):  # not kept: the next run derives them again
+            cache.put(json.dumps({"sass": sass, "usage": usage, "line_map": lines}), DERIVED_FILE, binary=False)
+    return sass, usage, lines
+
+
+def read_derived(path):
+    """A kept entry, as `derived` returns it; None when there is none or it is not one (an owner's
+    cache is written by the owner's runs: read as data, checked field by field)."""
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            kept = json.load(f)
+        usage = {str(k): int(v) for k, v in kept["usage"].items()}
+        lines = {stage: {int(i): int(line) for i, line in kept["line_map"][stage].items()} for stage in IR_STAGES}
+        sass = kept["sass"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return (sass if isinstance(sass, str) else None), usage, lines
 
 
 def parse_arch(arch):

@@ -6,6 +6,8 @@ bounds-checked in the interpreter by sandbox.trace; on a GPU after a traced pass
 naming its phase; `run_spec` turns that into the result's `error`.
 """
 import contextlib
+import hashlib
+import json
 import math
 import os
 import tempfile
@@ -111,11 +113,21 @@ def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=N
     return tracer.result(grid) if options["trace"] else None
 
 
+def reference_key(exprs, inputs, device, timer):
+    """What a reference's time depends on: its expressions, the inputs' shapes and dtypes, the
+    device and how it was timed; a digest (what the worker keeps is no user text)."""
+    facts = [exprs, {name: [list(t.shape), str(t.dtype)] for name, t in inputs.items()},
+             device and [device["kind"], device["name"]], timer]
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
 class Run:
     """One run of one spec; `emit(type, content)` streams status to the worker."""
 
-    def __init__(self, spec, emit, scratch, limits, checked_before=False):
+    def __init__(self, spec, emit, scratch, limits, checked_before=False, reference_times=None):
         self.spec, self.emit, self.scratch = spec, emit, scratch
+        self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
+        self.reference_note = None
         self.checked_before = checked_before
         self.limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
         self.trace_budget_s = limits.get("trace_budget_s")
@@ -129,6 +141,18 @@ class Run:
         # the phase of an error no stage caught, and what a bug report says the playground was doing
         self.phase, self.doing = ERROR_PHASE.get(phase, "sandbox"), message
         self.emit("status", {"phase": phase, "message": message})
+
+    def timings_ready(self):
+        """The timings are complete: with the reference's note where its time was kept, sent."""
+        if self.reference_note:
+            self.result["timings"]["notes"].append(self.reference_note)
+        self.ready("timings")
+
+    def ready(self, part):
+        """Send the result's section `part` as soon as it is final (sandbox.result.PARTS): the page
+        shows the verdict and the diagram while the timings and the IR are still being made."""
+        if self.result[part] is not None:
+            self.emit("partial", {"part": part, "content": self.result[part]})
 
     def execute(self):
         kind = choose_device(self.options["device"])
@@ -160,11 +184,13 @@ class Run:
         except Exception as e:
             raise launch_error(e, self.path) from None
         launch_ms = (time.perf_counter() - start) * 1e3
+        self.ready("trace")
         self.check(inputs, before, poisoned)
         if self.options["bench"]:
             self.result["timings"] = bench.interpreter_timings(
                 launch_ms, self.reference_time(bench.time_cpu, before), bench.bytes_moved(self.result["trace"], before),
                 build.flop_count(self.options["flops"], scope), kernel.autotuner)
+            self.timings_ready()
         self.compile_ir(kernel, args)
 
     def run_gpu(self):
@@ -173,6 +199,7 @@ class Run:
         before = {name: t.clone() for name, t in inputs.items()}
         if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
             self.trace_pass(kernel, inputs, grid)
+            self.ready("trace")
         elif self.options["sanitize"]:
             self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
                                         "grid and seed) passed it on this server before, in an earlier run or in "
@@ -203,6 +230,7 @@ class Run:
                 self.reference_time(bench.time_gpu, before), first_launch_ms,
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
                 before.values(), kernel.autotuner)
+            self.timings_ready()
         self.compile_ir(kernel, args)
 
     def trace_pass(self, kernel, inputs, grid):
@@ -261,6 +289,7 @@ class Run:
             atol=self.options["atol"], rtol=self.options["rtol"])
         if not self.result["check"]["ok"]:
             self.result["status"] = "mismatch"
+        self.ready("check")
 
     def references(self, before):
         namespace = {**self.namespace, **{k: v.clone() for k, v in before.items()}}
@@ -269,11 +298,22 @@ class Run:
                 for name, expr in self.spec["reference"].items()}
 
     def reference_time(self, timer, before):
+        """The reference's timing: measured, and reported to the worker (`timed`), or the one this
+        worker measured for the same expressions over inputs of the same shapes and dtypes on the
+        same device (a PyTorch reference's time depends on nothing else), said in the notes."""
         if not self.spec["reference"]:
             return None
-        namespace = {**self.namespace, **before}
         exprs = list(self.spec["reference"].values())
-        return timer(lambda: [eval(e, namespace) for e in exprs])
+        key = reference_key(exprs, before, self.result["device"], timer.__name__)
+        kept = self.reference_times.get(key)
+        if kept is not None:
+            self.reference_note = ("The reference's time was measured on this worker in an earlier run of the same "
+                                   "reference over inputs of the same shapes and dtypes, and not again.")
+            return kept
+        namespace = {**self.namespace, **before}
+        measured = timer(lambda: [eval(e, namespace) for e in exprs])
+        self.emit("timed", {"key": key, "reference_ms": measured})
+        return measured
 
     def compile_ir(self, kernel, args):
         """The IR of the configuration that ran: the autotuner's choice (its first config in the
@@ -290,6 +330,11 @@ class Run:
         except RunError as e:
             # A kernel that ran but does not compile for the target is worth seeing, not a failed run.
             self.result["ir"] = {"error": e.to_dict()}
+        self.ready("ir")
+
+
+# What only the spec's own launch reports: a puzzle's test or a sweep's configuration keeps it to itself.
+SPEC_LAUNCH_ONLY = ("checked", "partial")
 
 
 def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=False):
@@ -299,17 +344,21 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
     emit = emit or (lambda type, content: None)
     # A graded run: the server added the puzzle's hidden tests beside the spec (sandbox.puzzles).
     grading = raw_spec.pop("grading", None) if isinstance(raw_spec, dict) else None
+    # The reference timings its worker kept (app.dispatcher.ReferenceTimes), beside the spec as `grading` is.
+    reference_times = raw_spec.pop("reference_times", None) if isinstance(raw_spec, dict) else None
     try:
         spec = normalize(raw_spec)
     except SpecError as e:
         return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
     if grading is not None:
-        # Each test is a launch of its own: none of them is the spec's, so none reports it checked.
-        test_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
+        # Each test is a launch of its own: none of them is the spec's, so none reports it checked,
+        # and none sends parts (the graded result is more than the first test's sections).
+        test_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
         return puzzles.grade(spec, grading, lambda test: run_spec(test, test_emit, scratch, limits))
     if spec["options"]["sweep"]:
-        # The spec's own launch reports "checked" as usual; a configuration's launch is not the spec's.
-        config_emit = lambda type, content: type == "checked" or emit(type, content)  # noqa: E731
+        # The spec's own launch reports "checked" and sends its parts as usual (the sweep's result is
+        # its result, with `sweep` added); a configuration's launch is not the spec's.
+        config_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
         return sweep.sweep(spec, lambda one: run_spec(one, emit, scratch, limits, checked_before),
                            lambda one: run_spec(one, config_emit, scratch, limits))
     if spec["options"]["step_pid"] is not None:
@@ -317,7 +366,8 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
-        run = Run(spec, emit, scratch, limits or {}, checked_before)
+        run = Run(spec, emit, scratch, limits or {}, checked_before,
+                  reference_times if isinstance(reference_times, dict) else None)
         try:
             run.execute()
         except Exception as e:

@@ -6,8 +6,11 @@ the bounds check before; the worker's settings come once, in
 its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.warming: never a
 user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
-`stdout`, `checked` (the launch passed the bounds check), and exactly one `result` (sandbox.result), which is the run process's own line, passed on
-unchanged once its shape is checked. Between a run process and its worker there is also
+`stdout`, `checked` (the launch passed the bounds check), `partial` (a section of the result as soon as
+it is ready: {part, content}, each part at most once, sandbox.result.PARTS), `timed` (the
+reference's timing, {key, reference_ms}, which the worker's slot keeps for later runs of its owner:
+sandbox.pipeline.reference_key), and exactly one `result`
+(sandbox.result), which is the run process's own line, passed on unchanged once its shape is checked. Between a run process and its worker there is also
 `ready` (warm, with the isolation steps taken).
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
 """
@@ -15,8 +18,8 @@ import json
 import uuid
 
 SERVER_TYPES = ("job", "warm")
-WORKER_TYPES = ("ready", "status", "stdout", "checked", "result", "warming")
-RUN_TYPES = ("status", "checked", "result")  # a run process's messages to its worker, once it has its job
+WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming")
+RUN_TYPES = ("status", "checked", "partial", "timed", "result")  # a run process's messages to its worker, once it has its job
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 

@@ -5,6 +5,10 @@ that timed out, crashed or broke a limit) and the server's dispatcher; documente
 A run process builds its result once and encodes it once; its worker checks the line's shape and
 passes it on unchanged; the dispatcher decodes it once and adds what only it knows (`run_id`, and
 `stdout`, which it has relayed as the run printed).
+
+The sections in PARTS also travel on their own, each as soon as the run has it (a `partial`
+message, Socket.IO `run_partial`: docs/events.md), so the verdict and the diagram never wait for
+the timings or the IR; the result still carries every section once, at the end.
 """
 from sandbox.errors import PHASES, RunError
 
@@ -37,6 +41,10 @@ RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": E
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
           "sweep": SWEEP, "steps": STEPS}
+
+# The sections of a result a run sends ahead, each once and as it is ready: a part's content is
+# exactly what the result's section of that name holds at the end.
+PARTS = ("check", "trace", "timings", "ir")
 
 
 def new(device=None):
@@ -87,6 +95,22 @@ def problems_at_top(result):
     return found
 
 
+def part_problems(part, content):
+    """The cheap check of a part on its way (as problems_at_top for a result): a section of the
+    result by name, of its section's type, its fields present and typed one level down."""
+    if part not in PARTS:
+        return [f"{part!r} is not a part of the result (one of {PARTS})"]
+    kind = RESULT[part]
+    if isinstance(kind, dict):
+        return _problems(content, kind, f"result.{part}")
+    return [] if isinstance(content, kind) else [f"result.{part} is a {type(content).__name__}"]
+
+
+def summary_problems(summary):
+    """Where a timing summary ({"median", "p20", "p80", "n"}) departs from its definition."""
+    return _problems(summary, SUMMARY, "summary") if isinstance(summary, dict) else ["summary must be an object"]
+
+
 def problems(result):
     """Where `result` departs from this definition: a list of sentences, empty when it conforms."""
     found = _problems(result, RESULT, "result")
@@ -120,4 +144,4 @@ def _problems(value, definition, path):
     return found
 
 
-__all__ = ["RunError", "new", "failed", "fail", "timings", "delivered", "problems"]
+__all__ = ["RunError", "PARTS", "new", "failed", "fail", "timings", "delivered", "part_problems", "summary_problems", "problems"]

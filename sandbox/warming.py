@@ -20,9 +20,11 @@ import triton
 from sandbox import protocol
 from sandbox.spec import launch_key
 
-# What a warm-up run does of each example: no timing, no trace; the launch, the check (on a GPU the
-# bounds check first) and the IR compile.
-WARM_OPTIONS = {"check": True, "bench": False, "trace": False, "ir": True, "sanitize": True}
+# What a warm-up run does of each example: no timing; the launch, the check (on a GPU the bounds
+# check first), the IR compile, and the trace as the example ships it: on a GPU that is the GPU
+# tracer's instrumented build, which a page-default run of the example compiles too, so a new
+# student's first run finds it built.
+WARM_OPTIONS = {"check": True, "bench": False, "ir": True, "sanitize": True}
 LOCK_POLL_S = 1.0  # another worker of the host warms: look again this often
 
 

@@ -49,6 +49,26 @@ def status_shape_ok(content):
     return isinstance(content.get("phase"), str) and isinstance(content.get("message"), str)
 
 
+def part_shape_ok(content):
+    """A part of the result (sandbox.result.PARTS) and nothing else beside it."""
+    return set(content) == {"part", "content"} and not results.part_problems(content["part"], content["content"])
+
+
+def timed_shape_ok(content):
+    """A reference's timing: its key (a sha256 hex digest) and a summary of numbers."""
+    key, summary = content.get("key"), content.get("reference_ms")
+    return (set(content) == {"key", "reference_ms"} and isinstance(key, str) and len(key) == 64
+            and isinstance(summary, dict) and not results.summary_problems(summary))
+
+
+class PartsSent:
+    """The parts of one run's result relayed so far: each at most once, and all together no more
+    than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it."""
+
+    def __init__(self, run_id=None):
+        self.run_id, self.names, self.bytes = run_id, set(), 0
+
+
 class Worker:
     def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.run_process import RunProcess
@@ -65,6 +85,7 @@ class Worker:
         # than a person takes to press Run again: with two, the next run finds one warm.
         self.spare_count = 2
         self.spares = collections.deque()
+        self.parts = PartsSent()  # of the run being relayed
 
     def send(self, msg):
         self.send_line(protocol.encode(msg, nan_to_null=True))
@@ -139,24 +160,43 @@ class Worker:
 
     def relay(self, run_id, line, charged, output_limit):
         """One line from the run's message pipe: checked for shape, charged to the output limit
-        (except the result), relayed. Returns (the result line, error, charged): a result is passed
-        on as the run encoded it (a trace is up to megabytes: never encoded twice)."""
+        (except the result and its parts, bounded as the result is), relayed. Returns (the result
+        line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
+        to megabytes: never encoded twice)."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
         if msg is not None and msg["type"] == "result" and content is not None:
             if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
                 return line + b"\n", None, charged
             return None, RunError("sandbox", "the run process sent a malformed result"), charged
-        charged += len(line)  # anything else it writes there counts as output; a line not of this run is dropped
+        if msg is not None and msg["type"] == "partial" and content is not None and part_shape_ok(content):
+            if self.parts.run_id != run_id:
+                self.parts = PartsSent(run_id)
+            if content["part"] not in self.parts.names:
+                return None, self.relay_part(content["part"], line), charged
+        charged += len(line)  # anything else it writes there counts as output; a line not of this run, or a part
+        # already sent or malformed, is dropped
         if charged > output_limit:
             return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
         if content is None:
             return None, None, charged
         if msg["type"] == "checked":
             self.send(protocol.message("checked", run_id))
+        elif msg["type"] == "timed" and timed_shape_ok(content):
+            self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
         elif status_shape_ok(content):
             self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
         return None, None, charged
+
+    def relay_part(self, part, line):
+        """Pass on a part of the result as the run encoded it; the error of a run whose parts
+        outgrow what its whole result may be, else None."""
+        self.parts.bytes += len(line)
+        if self.parts.bytes > protocol.MAX_LINE_BYTES:
+            return RunError("limit", f"the run's result grew past {protocol.MAX_LINE_BYTES // (1 << 20)} MB; it was stopped")
+        self.parts.names.add(part)
+        self.send_line(line + b"\n")
+        return None
 
     def run(self, job):
         from sandbox.run_process import describe_exit

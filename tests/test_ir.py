@@ -220,3 +220,37 @@ def test_ir_served_from_the_cache_hides_the_first_runs_directory_too(tmp_path):
     ir = compile_ir(write(tmp_path / "second", VECTOR_ADD), "add_kernel", vector_add_args(), arch="sm90")
     for stage in ("ttir", "ttgir", "llir", "ptx"):  # the cached IR names an earlier run's file
         assert "/kernel.py" not in ir[stage], stage
+
+
+# ---- what is derived from a compiled kernel, kept by the digest of its bytes ----
+
+def test_the_sass_and_line_maps_of_a_kernel_compiled_before_come_from_the_cache(tmp_path, monkeypatch):
+    import sandbox.ir as ir
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = write(tmp_path, VECTOR_ADD + "\n# derived once\n")
+    first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+    if first["notes"]:
+        pytest.skip(f"no SASS on this host: {first['notes']}")
+
+    def no_tool(*_):
+        raise AssertionError("cuobjdump ran again for a kernel it had listed")
+
+    monkeypatch.setattr(ir, "inspect_cubin", no_tool)
+    again = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+    for field in ("sass", "n_regs", "n_spills", "line_map", "ttir", "ptx"):
+        assert again[field] == first[field], field
+
+
+def test_a_kept_entry_that_is_not_one_is_derived_again(tmp_path, monkeypatch):
+    import sandbox.ir as ir
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = write(tmp_path, VECTOR_ADD + "\n# derived twice\n")
+    first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+    kept = list((tmp_path / "cache").glob(f"*/{ir.DERIVED_FILE}"))
+    if first["notes"]:
+        assert kept == []  # a tool that failed is never remembered
+        return
+    assert len(kept) == 1
+    kept[0].write_text('{"sass": "forged", "usage": {"REG": "many"}}')
+    again = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
+    assert again["sass"] == first["sass"] and again["n_regs"] == first["n_regs"]

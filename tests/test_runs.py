@@ -286,6 +286,37 @@ def test_socketio_streams_phases_then_the_result(app, spec):
     assert all(e["args"][0]["run_id"] == run_id for e in events)
 
 
+def test_socketio_streams_each_part_of_the_result_as_it_is_ready_then_the_whole_result(app, spec):
+    """The page-default options: the trace (the launch), then the check, the timings, the IR, each
+    sent as the run finishes it (before the status of the phase after it) and equal to the same
+    section of the one result that follows them."""
+    client = socketio.test_client(app)
+    spec["options"].update(check=True, trace=True, bench=True, ir=True)
+    run_id = client.emit("run", {"spec": spec}, callback=True)["run_id"]
+    events = collect_until_result(client, run_id)
+    seen = [e["args"][0]["part"] if e["name"] == "run_partial" else e["args"][0].get("phase", e["name"])
+            for e in events]
+    assert seen.index("trace") < seen.index("checking") < seen.index("check") < seen.index("timings") \
+        < seen.index("ir") < len(seen) - 1, seen  # "ir": the IR phase's status, before the part of that name
+    assert seen[-1] == "run_result" and seen.count("ir") == 2, seen
+    parts = [e["args"][0] for e in events if e["name"] == "run_partial"]
+    result = events[-1]["args"][0]["result"]
+    assert result["status"] == "ok" and not result["ir"].get("error"), result["error"] or result["ir"]
+    assert [p["part"] for p in parts] == ["trace", "check", "timings", "ir"]
+    for part in parts:
+        assert set(part) == {"run_id", "part", "content"} and part["run_id"] == run_id
+        assert part["content"] == result[part["part"]], part["part"]
+
+
+def test_a_section_not_asked_for_sends_no_part_and_an_http_run_gets_the_whole_result(app, client, spec):
+    sio = socketio.test_client(app)
+    spec["options"].update(trace=False, bench=False, ir=False)
+    run_id = sio.emit("run", {"spec": spec}, callback=True)["run_id"]
+    parts = [e["args"][0]["part"] for e in collect_until_result(sio, run_id) if e["name"] == "run_partial"]
+    assert parts == ["check"]
+    assert run(client, spec)["check"]["ok"]
+
+
 def test_two_clients_never_see_each_others_runs(app, spec):
     alice, bob = socketio.test_client(app), socketio.test_client(app)
     alice_run = alice.emit("run", {"spec": spec}, callback=True)["run_id"]
@@ -400,3 +431,25 @@ def comm(pid):
 def test_a_worker_is_single_threaded_so_its_forks_inherit_no_held_lock(app):
     for worker in app.extensions["dispatcher"].health()["workers"]:
         assert len(os.listdir(f"/proc/{worker['pid']}/task")) == 1
+
+
+def test_the_references_time_is_kept_per_worker_and_owner_and_said_so(make_app):
+    """The same reference over inputs of the same shapes and dtypes is timed once on a worker, for
+    its owner; another shape is timed again, and so is another owner's."""
+    app = make_app(WORKERS=1, SHARED_KERNELS=0)
+    spec = vector_add_spec(n=4096, bench=True)
+    alice, bob = socketio.test_client(app), socketio.test_client(app)
+
+    def timings(client, spec):
+        run_id = client.emit("run", {"spec": spec}, callback=True)["run_id"]
+        result = collect_until_result(client, run_id)[-1]["args"][0]["result"]
+        assert result["status"] == "ok", result["error"]
+        return result["timings"]
+
+    kept = "measured on this worker in an earlier run of the same reference"
+    first, again = timings(alice, spec), timings(alice, {**spec, "source": spec["source"] + "\n# edited\n"})
+    assert not any(kept in note for note in first["notes"])
+    assert any(kept in note for note in again["notes"]) and again["reference_ms"] == first["reference_ms"]
+    other_shape = timings(alice, vector_add_spec(n=2048, bench=True))
+    assert not any(kept in note for note in other_shape["notes"])
+    assert not any(kept in note for note in timings(bob, spec)["notes"])

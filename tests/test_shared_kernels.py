@@ -16,7 +16,7 @@ import pytest
 
 from app.gallery import list_examples, load_example
 from sandbox import shared_kernels
-from sandbox.ir import compile_ir
+from sandbox.ir import DERIVED_FILE, compile_ir
 from sandbox.kernel_cache import GROUP
 from sandbox.shared_kernels import SharedKernels
 from tests.helpers import VECTOR_ADD, wait_until_warmed
@@ -63,7 +63,8 @@ def test_a_shared_entry_comes_before_a_runs_own_entry_of_the_same_key(warmed, mo
     """What the owner's earlier runs planted in its own cache, under the shared entry's key, is
     never what a run gets."""
     kernel, compiled, shared, run = warmed
-    (key,) = shared.entries()
+    # the kernel's entry (beside it, the entry of what the IR derives from it: sandbox.ir.derived)
+    (key,) = [k for k in shared.entries() if not os.path.exists(os.path.join(shared.path, k, DERIVED_FILE))]
     planted = run / key
     planted.mkdir()
     children = {}
@@ -80,7 +81,9 @@ def test_an_edited_kernel_compiles_into_the_runs_own_cache(warmed, monkeypatch, 
     kernel, compiled, shared, run = warmed
     edited = write(tmp_path, VECTOR_ADD.replace("x + y, mask", "y + x, mask"), "edited.py")
     compile_vector_add(run, edited, monkeypatch)
-    assert len(os.listdir(run)) == 1 and set(os.listdir(run)).isdisjoint(shared.entries())
+    # the kernel's entry and the entry of what the IR derived from it (sandbox.ir.derived)
+    assert len(os.listdir(run)) == 2 and set(os.listdir(run)).isdisjoint(shared.entries())
+    assert sum(os.path.exists(os.path.join(run, key, DERIVED_FILE)) for key in os.listdir(run)) == 1
 
 
 LIBRARY = """
@@ -243,7 +246,7 @@ def test_an_edited_example_still_compiles_into_its_owners_cache_only(warmed_app)
     run_twice(author, spec)
     kept = owner_cache(app, author)
     shared = os.listdir(os.path.join(app.config["RUN_ROOT"], "shared-kernels"))
-    assert len(kept) == 1 and kept[0] not in shared
+    assert len(kept) == 2 and not set(kept) & set(shared)  # the IR's kernel, and what was derived from it
     # The same edit opened from the author's link: compiled for that run, kept by no one.
     run(reader, spec, from_link=True)
     run(reader, spec, from_link=True)
@@ -255,7 +258,7 @@ def test_with_shared_kernels_off_a_new_owner_compiles_the_example_itself(make_ap
     assert app.extensions["dispatcher"].health()["workers"][0]["shared_kernels"] is None
     student = app.test_client()
     run_twice(student, load_example("vector_add")["spec"])
-    assert len(owner_cache(app, student)) == 1
+    assert len(owner_cache(app, student)) == 2  # the IR's kernel, and what was derived from it
     assert not os.path.exists(os.path.join(app.config["RUN_ROOT"], "shared-kernels"))
 
 

@@ -5,12 +5,16 @@
 //   run-requested          {}                          Run, Ctrl/Cmd+Enter, a shared link's prompt, a new
 //                                                      meta-parameter value or IR target (main.js, editor.js)
 //   stop-requested         {}                          Stop: end the current run (main.js)
-//   run-started            {run_id}                    the server took the run (main.js)
+//   run-started            {run_id, spec}              the server took the run of this spec (main.js)
 //   run-status             {run_id, phase, message, position?}
 //                                                      a phase of the run: queued (position: its place in
 //                                                      line, 1 is next), starting, compiling, running,
 //                                                      checking, bench, ir (main.js, from the server)
 //   run-stdout             {run_id, text}              what the kernel printed, as it prints (main.js)
+//   run-partial            {run_id, part, content, result}
+//                                                      a section of the result arrived ahead of it: part
+//                                                      check | trace | timings | ir; result: every part of
+//                                                      this run so far, shaped as a result (main.js)
 //   run-result             {run_id, result}            the run's result (main.js; run_id null for a run
 //                                                      refused before it started). result.error, when set:
 //                                                      {phase, type, message, hint, line, pid, field}

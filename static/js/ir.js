@@ -219,6 +219,9 @@ export function initIr(container) {
     waiting();
   });
   waiting();
+  // Until its part arrives, a run that compiles the IR says so (the verdict and the diagram come first).
+  on("run-started", ({ spec }) => { if (spec?.options?.ir !== false) pane.waiting("compiling IR…"); });
+  on("run-partial", ({ part, result }) => { if (part === "ir") pane.show(result); });
   on("run-result", ({ result }) => pane.show(result));
   on("source-line-selected", ({ line }) => pane.highlightSource(line));
   on("tab-shown", ({ tab }) => { if (tab === "ir") pane.shown(); });

@@ -23,6 +23,7 @@ let lastResult = null;
 let sentSpec = null;        // the spec of the run under way
 let resultSpec = null;      // the spec whose run gave lastResult: a program its trace left out is asked of it
 let diagramDrawn = false;
+let traceArrived = false;   // the current run's trace came as a part: its result's trace is the same, already drawn
 let fromSomeoneElsesLink = false;  // this page's spec came from someone else's link (until another is loaded)
 
 // ---- the UI state (a shared link's, checked again here: the server already drops bad fields) ----
@@ -159,6 +160,20 @@ function redrawDiagram() {
 
 // ---- running over Socket.IO ----
 
+// A result with nothing to show yet, shaped as the server's (sandbox/result.py).
+function emptyResult() {
+  return { run_id: null, status: "ok", device: null, error: null, stdout: "", check: null, timings: null, trace: null,
+           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null };
+}
+
+// The result so far: the parts of the run that have arrived (docs/events.md, run_partial), each the
+// section of the result it will be; a failed check already makes it a mismatch.
+function withPart(result, part, content) {
+  const next = { ...result, [part]: content };
+  if (part === "check" && content && !content.ok) next.status = "mismatch";
+  return next;
+}
+
 function connect() {
   const socket = io();
   let currentRun = null;
@@ -166,9 +181,14 @@ function connect() {
   let waitingForAck = false;
   let early = [];     // events that arrived before the ack told us their run_id
   let stopAsked = false;  // Stop was pressed before the ack gave the run its id
+  let soFar = emptyResult();  // the current run's parts, gathered
 
   const deliver = (name, data) => {
     if (data.run_id !== currentRun) return;
+    if (name === "run-partial") {
+      soFar = withPart(soFar, data.part, data.content);
+      data = { ...data, result: soFar };
+    }
     emit(name, data);
     if (name === "run-result") {
       inFlight = false;
@@ -181,6 +201,7 @@ function connect() {
   };
   socket.on("run_status", receive("run-status"));
   socket.on("run_stdout", receive("run-stdout"));
+  socket.on("run_partial", receive("run-partial"));
   socket.on("run_result", receive("run-result"));
   socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
 
@@ -191,9 +212,7 @@ function connect() {
     inFlight = false;
     setRunning(false);
     const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field, problems };
-    emit("run-result", { run_id: null, result: { run_id: null, status: "error", device: null, error, stdout: "", check: null,
-                                                 timings: null, trace: null, ir: null, notes: [], run_ms: null,
-                                                 puzzle: null, sweep: null, steps: null } });
+    emit("run-result", { run_id: null, result: { ...emptyResult(), status: "error", error } });
   };
 
   const stop = () => socket.emit("stop", { run_id: currentRun }, (ack) => {
@@ -219,6 +238,7 @@ function connect() {
     waitingForAck = true;
     stopAsked = false;
     early = [];
+    soFar = emptyResult();
     setRunning(true);
     const payload = fromLink() ? { spec, from_link: true } : { spec };
     socket.timeout(20000).emit("run", payload, (timeout, ack) => {
@@ -226,7 +246,7 @@ function connect() {
       if (timeout) return fail({ message: "The server did not answer. Check that it is running, then press Run again." });
       if (!ack || ack.error) return fail({ phase: "parse", message: "The server refused the run.", ...ack?.error });
       currentRun = ack.run_id;
-      emit("run-started", { run_id: currentRun });
+      emit("run-started", { run_id: currentRun, spec });
       for (const [name, data] of early) deliver(name, data);
       early = [];
       if (stopAsked && inFlight) stop();
@@ -428,11 +448,26 @@ $(".tabs")?.addEventListener("keydown", (event) => {
 });
 if ($("#open-full")) $("#open-full").href = location.pathname;
 
+on("run-started", () => { traceArrived = false; });
+// The verdict and the diagram as soon as their parts arrive, while the run goes on timing and compiling.
+on("run-partial", ({ part, result }) => {
+  if (part === "check") markResultsTab(result);
+  if (part !== "trace") return;
+  traceArrived = true;
+  lastResult = result;
+  resultSpec = sentSpec;
+  redrawDiagram();
+});
 on("run-result", ({ result }) => {
   showDevice(result.device);
   markResultsTab(result);
-  lastResult = result;
+  // The trace drawn from its part is this result's trace: kept as drawn (a program fetched into it
+  // included), not drawn again.
+  const drawn = traceArrived && result.trace && lastResult?.trace;
+  traceArrived = false;
+  lastResult = drawn ? { ...result, trace: lastResult.trace } : result;
   resultSpec = sentSpec;
+  if (drawn) return;
   // An out-of-bounds error comes with the trace up to the offending access: its program is the one
   // to see first (until another is picked).
   if (result.error?.pid && result.trace) ui.pid = validPid(result.error.pid);

@@ -97,6 +97,17 @@ function summary(result) {
       h("div", { class: "sub" }, "Nothing was checked: give an output a reference in the Inputs table to compare it with PyTorch.")));
 }
 
+// A run whose check is still to come (its trace came first): no verdict yet, and none guessed.
+function pendingSummary() {
+  return h("div", { class: "summary pending" }, h("span", { class: "spinner" }),
+    h("div", {}, "Checking the outputs…", h("div", { class: "sub" }, "The kernel ran; its outputs are being compared with the reference.")));
+}
+
+// Whether a run of `spec` checks its outputs (docs/run-spec.md: options.check, on by default).
+function checks(spec) {
+  return spec?.options?.check !== false && Object.keys(spec?.reference || {}).length > 0;
+}
+
 function launchFacts(result) {
   const trace = result.trace;
   if (!trace) return null;
@@ -198,7 +209,20 @@ export function initResults(statusEl, resultsEl) {
     const old = resultsEl.querySelector(".stdout");
     if (old) old.replaceWith(card); else resultsEl.append(card);
   });
-  on("run-started", () => { liveStdout = ""; });
+  let checking = false;   // the current run will send its check
+  on("run-started", ({ spec }) => { liveStdout = ""; checking = checks(spec); });
+  // The verdict and the launch as soon as their parts arrive; the timings and the IR come later.
+  on("run-partial", ({ part, result }) => {
+    if (part !== "check" && part !== "trace") return;
+    resultsEl.classList.remove("stale");
+    const verdicts = coverageVerdicts(result.trace);
+    replaceChildren(resultsEl,
+      result.check || !checking ? summary(result) : pendingSummary(),
+      launchFacts(result),
+      coverageNotes(verdicts),
+      result.check ? outputsCard(result.check, verdicts) : null,
+      liveStdout ? stdoutCard(liveStdout, true) : null);
+  });
   on("run-result", ({ result }) => {
     status.finish(result);
     resultsEl.classList.remove("stale");

@@ -255,6 +255,11 @@ export function initTimings(container) {
   const waiting = () => show(container, () => emptyState("Run the kernel to time it against its PyTorch reference."));
   waiting();
   on("spec-loaded", waiting);
+  // Until its part arrives, a run that times its kernel says so (the verdict and the diagram come first).
+  on("run-started", ({ spec }) => {
+    if (spec?.options?.bench !== false) show(container, () => emptyState("measuring…"));
+  });
+  on("run-partial", ({ part, result }) => { if (part === "timings") show(container, () => render(result)); });
   on("run-result", ({ result }) => show(container, () => render(result)));
   on("tab-shown", ({ tab }) => {
     tabVisible = tab === "timings";

@@ -1,0 +1,223 @@
+"""Edit → Run → see: what a person waits for, from pressing Run to the verdict and the diagram (the
+first part) and to the whole result, this build beside another checkout's in one run.
+
+    python -m benchmarks.edit_loop [--runs 10] [--other PATH] [--cases again,first,edit,...]
+
+Starts this checkout's real server (`python -m app.serve`, default settings, a RUN_ROOT of its own)
+and, with `--other`, the same for the checkout at PATH (an older build: `git archive <commit> | tar
+-x -C PATH`), waits for their gallery warm-ups to finish, then runs each case on each server in
+alternation, as one owner (one Socket.IO connection; a new student is a new one) with the page's own
+options (the gallery's, as shipped: check, trace, bench and IR on) and `--think-s` between a result
+and the next Run. The first part is the later of the `check` and `trace` parts (docs/events.md); a
+server that sends no parts has its whole result as its first part. Prints median and p95 in ms.
+
+Cases (`--cases`, default all; the matmul cases need a GPU, and are skipped in the interpreter):
+  again     Run again, the vector add example unchanged
+  first     a new student's first Run of each gallery example (`--examples`, default all)
+  edit      edit the vector add kernel, Run at once
+  ahead     edit, ask the server to compile it (`compile`), Run 1 s later: a server without the
+            event says n/a
+  matmul    edit the 4096^3 fp16 matmul, trace on
+  autotune  paste a 16-config autotuned matmul (512^2), its first Run
+"""
+import argparse
+import contextlib
+import copy
+import itertools
+import json
+import os
+import statistics
+import tempfile
+import time
+import urllib.request
+
+from benchmarks.client import Tab
+from benchmarks.first_run import wait_warmed
+from benchmarks.latency import percentile
+from benchmarks.server import ROOT, Server
+
+FIRST_PARTS = ("check", "trace")  # the verdict and the diagram
+AUTOTUNED_MATMUL = '''import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": 32}, num_warps=w, num_stages=s)
+           for m in (64, 128) for n in (64, 128) for w in (4, 8) for s in (2, 3)]
+
+
+@triton.autotune(configs=CONFIGS, key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    # EDIT
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+'''
+
+
+def autotune_spec(n=512):
+    return {"version": 1, "source": AUTOTUNED_MATMUL, "kernel": "matmul_kernel",
+            "inputs": {"a": f"torch.randn({n}, {n}, dtype=torch.float16)", "b": f"torch.randn({n}, {n}, dtype=torch.float16)",
+                       "c": f"torch.empty({n}, {n}, dtype=torch.float16)"},
+            "args": {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": n, "N": n, "K": n},
+            "grid": "lambda meta: (triton.cdiv(M, meta['BLOCK_M']), triton.cdiv(N, meta['BLOCK_N']))",
+            "reference": {"c": "a @ b"}, "options": {"atol": 0.1, "rtol": 0.05}}
+
+
+def edited(spec, kernel, mark):
+    """`spec` with its kernel's body changed (a comment line after the def: a new source, so a
+    new compile), as one edit of a person's."""
+    spec = copy.deepcopy(spec)
+    lines = spec["source"].split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"def {kernel}("))
+    while not lines[at].rstrip().endswith(":"):  # a signature over several lines
+        at += 1
+    lines.insert(at + 1, f"    # edit {mark}")
+    spec["source"] = "\n".join(lines)
+    return spec
+
+
+class Build:
+    """One checkout's server, and its owner's tab (a new student gets a tab of their own)."""
+
+    def __init__(self, name, root, log_dir):
+        self.name = name
+        self.server = Server(open(os.path.join(log_dir, f"server-{name}.log"), "ab"), root=root,
+                             RUN_ROOT=tempfile.mkdtemp(prefix=f"edit-loop-{name}-"))
+        self.tab = None
+
+    def start(self):
+        self.server.start()
+        self.tab = Tab(self.server.url)
+        return self
+
+    def examples(self):
+        with urllib.request.urlopen(f"{self.server.url}/api/examples") as r:
+            names = [e["name"] for e in json.load(r)]
+        specs = {}
+        for name in names:
+            with urllib.request.urlopen(f"{self.server.url}/api/examples/{name}") as r:
+                specs[name] = json.load(r)["spec"]
+        return specs
+
+    def stop(self):
+        with contextlib.suppress(Exception):
+            self.tab.close()
+        self.server.stop()
+
+
+def sample(tab, spec):
+    """(first part ms, whole result ms, status) of one run on `tab`."""
+    whole, result = tab.run(spec)
+    first = [tab.parts[part] for part in FIRST_PARTS if part in tab.parts]
+    return (max(first) if first else whole), whole, result["status"]
+
+
+def run_case(case, build, i, specs):
+    """One sample of `case` on `build` (its i-th), or None where the case does not apply."""
+    vector_add = specs["vector_add"]
+    if case == "again":
+        return sample(build.tab, vector_add)
+    if case == "first":
+        names = build.first_examples
+        tab = Tab(build.server.url)  # a new connection: a new owner, nothing of theirs compiled
+        try:
+            return sample(tab, specs[names[i % len(names)]])
+        finally:
+            tab.close()
+    if case == "edit":
+        return sample(build.tab, edited(vector_add, "add_kernel", f"{build.name} {i} {time.time()}"))
+    if case == "ahead":
+        spec = edited(vector_add, "add_kernel", f"ahead {build.name} {i} {time.time()}")
+        if not build.tab.compile(spec):
+            return None
+        time.sleep(1.0)  # the person reads the editor's marks, then presses Run
+        return sample(build.tab, spec)
+    if case == "matmul":
+        spec = edited(specs["matmul"], specs["matmul"]["kernel"], f"{build.name} {i} {time.time()}")
+        spec["options"]["trace"] = True
+        return sample(build.tab, spec)
+    if case == "autotune":
+        spec = edited(autotune_spec(), "matmul_kernel", f"{build.name} {i} {time.time()}")
+        tab = Tab(build.server.url)
+        try:
+            return sample(tab, spec)
+        finally:
+            tab.close()
+    raise ValueError(f"unknown case {case!r}")
+
+
+GPU_ONLY = ("matmul", "autotune")
+TITLES = {"again": "Run again, vector add unchanged", "first": "a new student's first Run",
+          "edit": "edit the vector add kernel, Run at once", "ahead": "edit, Run 1 s later (compiled ahead)",
+          "matmul": "edit the 4096^3 fp16 matmul, trace on", "autotune": "paste a 16-config autotuned matmul (512^2)"}
+
+
+def cell(rows):
+    if not rows:
+        return "n/a"
+    first, whole = [r[0] for r in rows], [r[1] for r in rows]
+    bad = sorted({r[2] for r in rows} - {"ok", "mismatch"})
+    flag = f" {bad}" if bad else ""
+    return (f"{statistics.median(first):.0f} / {percentile(first, 0.95):.0f} | "
+            f"{statistics.median(whole):.0f} / {percentile(whole, 0.95):.0f}{flag}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10, help="samples per case and build (at least 10 for a p95)")
+    parser.add_argument("--other", default=None, help="another checkout, run side by side")
+    parser.add_argument("--cases", default=",".join(TITLES), help="comma-separated, of: " + ", ".join(TITLES))
+    parser.add_argument("--examples", default=None, help="the first-run case's gallery examples (default: all)")
+    parser.add_argument("--think-s", type=float, default=1.0)
+    parser.add_argument("--log-dir", default=None)
+    args = parser.parse_args()
+    logs = args.log_dir or tempfile.mkdtemp(prefix="edit-loop-")
+    os.makedirs(logs, exist_ok=True)
+    roots = {"this": ROOT, **({"other": os.path.abspath(args.other)} if args.other else {})}
+    builds = [Build(name, root, logs) for name, root in roots.items()]
+    say = lambda text: print(text, flush=True)  # noqa: E731
+    try:
+        for build in builds:
+            build.start()
+        for build in builds:
+            wait_warmed(build.server)
+        device = builds[0].server.health()["device"]
+        specs = builds[0].examples()
+        interpreted = device["kind"] == "interpreter"
+        cases = [c for c in args.cases.split(",") if c]
+        for build in builds:
+            build.first_examples = args.examples.split(",") if args.examples else list(specs)
+            for _ in range(2):  # the owner's first runs: what "again" and "edit" find compiled
+                build.tab.run(specs["vector_add"])
+        say(f"Edit → Run → see on {device['name']} (triton {device['triton']}, torch {device['torch']}), "
+            f"{args.runs} runs per case and build, {args.think_s:g} s think, page-default options; logs in {logs}")
+        say("ms, median / p95: first part (verdict + diagram) | whole result")
+        say("| case | " + " | ".join(f"{b.name} ({roots[b.name]})" for b in builds) + " |")
+        say("|---|" + "---|" * len(builds))
+        for case in cases:
+            if case in GPU_ONLY and interpreted:
+                say(f"| {TITLES[case]} | " + " | ".join("skipped: needs a GPU" for _ in builds) + " |")
+                continue
+            rows = {b.name: [] for b in builds}
+            for i, build in itertools.product(range(args.runs), builds):  # alternating: the same conditions
+                found = run_case(case, build, i, specs)
+                if found is not None:
+                    rows[build.name].append(found)
+                time.sleep(args.think_s)
+            say(f"| {TITLES[case]} | " + " | ".join(cell(rows[b.name]) for b in builds) + " |")
+    finally:
+        for build in builds:
+            build.stop()
+
+
+if __name__ == "__main__":
+    main()
