@@ -18,6 +18,11 @@ class Entry:
     reference: dict
     overrun: str  # the output whose store loses its mask in the mask-dropping variant
     options: dict = field(default_factory=dict)
+    store_root: str = None  # the overrun's pointer in the store, where the kernel renamed its parameter
+
+    def store_pointer(self):
+        """The pointer expression's root in the store through which `overrun` is written."""
+        return self.store_root or next(param for param, value in self.args.items() if value == self.overrun)
 
     def source(self):
         return inspect.getsource(importlib.import_module(self.module))
