@@ -5,9 +5,9 @@ error that names the program, the tensor and the line."""
 import pytest
 
 from sandbox.pipeline import run_spec
-from tests.corpus import liger, without_store_mask
+from tests.corpus import fla, liger, without_store_mask
 
-ENTRIES = {**liger.ENTRIES}
+ENTRIES = {**liger.ENTRIES, **fla.ENTRIES}
 
 # Kernels that cannot run as written, and why: each test of theirs is expected to fail.
 GAPS = {
