@@ -24,7 +24,7 @@ import triton.language as tl
 from triton.runtime import interpreter
 from triton.runtime.jit import mangle_type
 
-from sandbox import provenance
+from sandbox import libdevice, provenance
 from sandbox.errors import RunError
 
 MAX_COVERAGE_RUNS = 10_000
@@ -682,6 +682,7 @@ def patch_interpreter_compat():
     patch_lang_tensor.scalar_index_compat = True
     interpreter._patch_lang_tensor = patch_lang_tensor
     interpreter._implicit_cvt = _float_arguments(interpreter._implicit_cvt)
+    libdevice.install()
 
 
 def _float_arguments(convert):

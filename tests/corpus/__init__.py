@@ -6,6 +6,10 @@ import importlib
 import inspect
 from dataclasses import dataclass, field
 
+# fla-core asks Triton's driver for the GPU when first imported: imported after a run has installed
+# the CPU host's stand-in driver (sandbox.host_driver, a CUDA target), it would ask torch.cuda too.
+importlib.import_module("fla.modules.activations.ops")
+
 
 @dataclass
 class Entry:
@@ -18,6 +22,11 @@ class Entry:
     reference: dict
     overrun: str  # the output whose store loses its mask in the mask-dropping variant
     options: dict = field(default_factory=dict)
+    store_root: str = None  # the overrun's pointer in the store, where the kernel renamed its parameter
+
+    def store_pointer(self):
+        """The pointer expression's root in the store through which `overrun` is written."""
+        return self.store_root or next(param for param, value in self.args.items() if value == self.overrun)
 
     def source(self):
         return inspect.getsource(importlib.import_module(self.module))

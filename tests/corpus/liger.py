@@ -28,7 +28,7 @@ ENTRIES = {
         {**rows(Y_ptr=("Y", "Y_row_stride"), X_ptr=("X", "X_row_stride"), W_ptr=("W", "W_row_stride"),
                 RSTD_ptr=("RSTD", "RSTD_row_stride")),
          "n_cols": C, "eps": 1e-6, "offset": 0.0, "casting_mode": 0, "elementwise_affine": True, "BLOCK_SIZE": B},
-        ROWS, {"Y": f"X * {RMS} * W", "RSTD": f"{RMS}.squeeze(-1)"}, "Y"),
+        ROWS, {"Y": f"X * {RMS} * W", "RSTD": f"{RMS}.squeeze(-1)"}, "Y", store_root="y_base"),
     "liger.layer_norm_forward": Entry(
         OPS + "layer_norm", "_layer_norm_forward_kernel",
         {"X": X, "W": f"torch.randn({C})", "Bias": f"torch.randn({C})", "Y": OUT, "Mean": f"torch.empty({R})",
@@ -37,7 +37,7 @@ ENTRIES = {
                 B_ptr=("Bias", "B_row_stride"), Mean_ptr=("Mean", "Mean_row_stride"),
                 RSTD_ptr=("RSTD", "RSTD_row_stride")), "n_cols": C, "eps": 1e-6, "BLOCK_SIZE": B},
         ROWS, {"Y": f"torch.nn.functional.layer_norm(X, ({C},), W, Bias, 1e-6)", "Mean": "X.mean(-1)",
-               "RSTD": "torch.rsqrt(X.var(-1, unbiased=False) + 1e-6)"}, "Y", {"atol": 1e-4}),
+               "RSTD": "torch.rsqrt(X.var(-1, unbiased=False) + 1e-6)"}, "Y", {"atol": 1e-4}, store_root="row_Y_ptr"),
     "liger.swiglu_forward": Entry(
         OPS + "swiglu", "_swiglu_forward_kernel", {"a": X, "b": X, "c": OUT},
         {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "stride": "c.stride(0)", "gate_multiplier": 1.0, "n_cols": C,
@@ -51,7 +51,8 @@ ENTRIES = {
     "liger.swiglu_forward_tiled": Entry(
         OPS + "swiglu", "_swiglu_forward_kernel_tiled", {"a": X, "b": X, "c": OUT},
         {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "stride": "c.stride(0)", "gate_multiplier": 1.0, "n_cols": C,
-         "BLOCK_SIZE": 16}, ROWS, {"c": "torch.nn.functional.silu(a) * b"}, "c", {"atol": 1e-5}),
+         "BLOCK_SIZE": 16}, f"({R}, triton.cdiv({C}, 16))",  # the wrapper's grid: rows by column tiles
+        {"c": "torch.nn.functional.silu(a) * b"}, "c", {"atol": 1e-5}),
     "liger.geglu_forward": Entry(
         OPS + "geglu", "_geglu_tanh_forward_kernel", {"a": X, "b": X, "c": OUT},
         {"a": "a", "b": "b", "c": "c", "stride": "c.stride(0)", "n_cols": C, "BLOCK_SIZE": B}, ROWS,
