@@ -21,6 +21,7 @@ LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhea
 MAX_CPU_REPS = 100  # enough samples for stable quantiles of a fast CPU function
 MEDIAN_TOLERANCE = 0.01  # GPU timing stops once the median is known to within 1% (95% confidence)
 MIN_GPU_REPS = 10  # the first batch of timed launches, before the median is judged known
+EVENT_RESOLUTION_MS = 0.0005  # CUDA events time to about half a microsecond: no median is known closer
 PEAK_COPY_BYTES = 1 << 28  # 256 MiB each way: far past L2, so the copy runs from DRAM
 
 # Dense tensor-core peaks in TFLOP/s by device name (torch.cuda.get_device_name()) and the kind of
@@ -49,7 +50,7 @@ def time_gpu(fn, *, warmup_ms=25, rep_ms=100, tolerance=MEDIAN_TOLERANCE):
         fn()
         device.synchronize()
         flush = driver.get_empty_cache_for_benchmark()
-        estimate_ms = max(sum(timed_calls(fn, device, driver, flush, 5)) / 5, 1e-6)
+        estimate_ms = max(estimate_call_ms(fn, device, driver, flush), 1e-6)
         for _ in range(max(1, int(warmup_ms / estimate_ms))):
             fn()
         cap = max(MIN_GPU_REPS, int(rep_ms / estimate_ms))
@@ -59,6 +60,18 @@ def time_gpu(fn, *, warmup_ms=25, rep_ms=100, tolerance=MEDIAN_TOLERANCE):
             if median_known(times, tolerance):
                 break
     return summarize(times)
+
+
+def estimate_call_ms(fn, device, driver, flush, count=5):
+    """A call's time with its L2 flush, as do_bench estimates it to count its repetitions."""
+    start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
+    start.record()
+    for _ in range(count):
+        driver.clear_cache(flush)
+        fn()
+    end.record()
+    device.synchronize()
+    return start.elapsed_time(end) / count
 
 
 def timed_calls(fn, device, driver, flush, count):
@@ -75,7 +88,8 @@ def timed_calls(fn, device, driver, flush, count):
 
 
 def median_known(times, tolerance):
-    """Is the median of `times` known to within `tolerance` (relative) at 95% confidence? The order
+    """Is the median of `times` known to within `tolerance` (relative; never closer than the events'
+    resolution) at 95% confidence? The order
     statistics around it at n/2 ± 1.96·√n/2 bound the true median (distribution-free); both must lie
     within that distance of the sample's."""
     n = len(times)
@@ -85,7 +99,8 @@ def median_known(times, tolerance):
     median = statistics.median(ordered)
     half = math.ceil(1.96 * math.sqrt(n) / 2)
     low, high = ordered[max(0, (n - 1) // 2 - half)], ordered[min(n - 1, n // 2 + half)]
-    return median > 0 and median - low <= tolerance * median and high - median <= tolerance * median
+    bound = max(tolerance * median, EVENT_RESOLUTION_MS)
+    return median > 0 and median - low <= bound and high - median <= bound
 
 
 @contextlib.contextmanager
