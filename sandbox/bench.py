@@ -55,9 +55,13 @@ def time_gpu(fn, *, warmup_ms=25, rep_ms=100, tolerance=MEDIAN_TOLERANCE):
             fn()
         cap = max(MIN_GPU_REPS, int(rep_ms / estimate_ms))
         times = []
-        while len(times) < cap:  # batches of 10, 10, 20, 40, ...: each judged once it is in
+        # Batches of 10, 10, 20, 40, ...: each judged once it is in, and never fewer than an eighth of
+        # do_bench's count (a GPU's clocks drift over the first milliseconds: a median taken
+        # earlier can miss a second mode).
+        floor = max(MIN_GPU_REPS, cap // 8)
+        while len(times) < cap:
             times += timed_calls(fn, device, driver, flush, min(max(MIN_GPU_REPS, len(times)), cap - len(times)))
-            if median_known(times, tolerance):
+            if len(times) >= floor and median_known(times, tolerance):
                 break
     return summarize(times)
 

@@ -77,6 +77,9 @@ def launch(kernel, grid, args, options):
         kernel.autotuner.configs = configs
 
 
+COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
+
+
 def compile_configs_at_once(kernel, grid, args):
     """Compile every config of an autotuned kernel at once, before the autotuner times them (it would
     compile each in turn as it reaches it, and 16 configs took 14 s so). Triton's own asynchronous
@@ -86,7 +89,7 @@ def compile_configs_at_once(kernel, grid, args):
     positional, keywords = kernel.positional({name: value for name, value in args.items()
                                               if name not in kernel.tuned_names})
     configs = len(kernel.autotuner.configs)
-    with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1)) as pool, \
+    with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
             AsyncCompileMode(pool, ignore_errors=True):
         kernel.launcher.warmup(*positional, grid=grid, **keywords)
 

@@ -727,7 +727,7 @@ SPIN = """
 def spin(count, seconds):
     end, children = time.monotonic() + seconds, []
     for _ in range(count):
-        if time.monotonic() > end - 2:  # forking a process that holds a CUDA context is slow
+        if time.monotonic() > end - 4:  # forking (and reaping) a process that holds a CUDA context is slow
             break
         try:
             pid = os.fork()

@@ -155,7 +155,7 @@ def test_on_a_gpu_the_instrumented_launch_equals_the_interpreter_pass(name):
     """The same GPU inputs, traced on the GPU and by the interpreter on their CPU copies."""
     on_gpu, interpreted = run_on_gpu(CORPUS[name], True), run_on_gpu(CORPUS[name], False)
     assert on_gpu["status"] == interpreted["status"] == "ok", (on_gpu["error"], interpreted["error"])
-    assert on_gpu["trace"]["tracer"] == "gpu" and not on_gpu["notes"]
+    assert on_gpu["trace"]["tracer"] == "gpu" and not on_gpu["notes"], on_gpu["notes"]
     assert same(on_gpu["trace"]) == same(interpreted["trace"])
 
 
