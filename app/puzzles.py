@@ -319,7 +319,6 @@ class Solutions:
         self.trace_max_bytes = config["TRACE_MAX_BYTES"]
         self.max_bytes = database.max_bytes(config)  # DATABASE_MAX_MB: a trace that does not fit is not kept
         self.claim_s = wait_bound_s(config)
-        self.started = 0  # solution runs this process started
         self.warming = None  # the warm-up's progress: {"state", "solved", "of"}
 
     @staticmethod
@@ -374,7 +373,6 @@ class Solutions:
     def _run(self, puzzle, digest):
         from app.dispatcher import QueueFull
         spec = {**starter_spec(puzzle), "source": puzzle["solution"]}
-        self.started += 1
         try:
             # A teacher's solution is a stranger's code, like a shared link's: from_link.
             result = self.dispatcher.run({**spec, "grading": grading(puzzle, None)}, PUZZLE_SOLUTIONS, from_link=True)

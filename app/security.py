@@ -121,8 +121,7 @@ def init_app(app):
     """Secret key, cookie flags, proxies and headers, once the config is final."""
     app.secret_key = app.config["SECRET_KEY"] = secret_key(app.config, app.instance_path)
     app.session_interface = SessionInterface()
-    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
-    app.config["SESSION_COOKIE_SAMESITE"] = app.config["SESSION_COOKIE_SAMESITE"] or "Lax"
+    app.config["SESSION_COOKIE_SAMESITE"] = app.config.get("SESSION_COOKIE_SAMESITE") or "Lax"
     app.config["SESSION_COOKIE_HTTPONLY"] = True
     frame_ancestors = (app.config.get("FRAME_ANCESTORS") or "*").strip()
     app.after_request(lambda response: add_headers(response, frame_ancestors))
