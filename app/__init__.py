@@ -24,29 +24,38 @@ def create_app(test_config=None):
     app = Flask(__name__, instance_relative_config=True,
                 static_folder="../static", template_folder="../templates")
     app.config.update(settings.from_environment())
-    app.config["DATABASE"] = app.config["DATABASE"] or os.path.join(app.instance_path, "playground.sqlite")
     app.config["MAX_CONTENT_LENGTH"] = 4 * app.config["MAX_SNIPPET_BYTES"]
     if test_config:
         app.config.update(test_config)
+    # The instance folder (the database, the generated SECRET_KEY): a test may give its own.
+    app.instance_path = app.config.setdefault("INSTANCE_PATH", app.instance_path)
+    app.config["DATABASE"] = app.config["DATABASE"] or os.path.join(app.instance_path, "playground.sqlite")
     # A spec's inputs are ordered (later ones may use earlier ones): never sort keys on the way out.
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app import api, course, db, editor, errors, events
+    from app import api, clients, course, db, editor, errors, events, puzzles, security
 
+    security.init_app(app)  # before anything that signs or reads a session
     db.init_app(app)
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(course.bp)
     errors.init_app(app)
+    app.extensions["write_limiter"] = clients.WriteLimiter(app.config["WRITES_PER_MINUTE"])
 
     app.extensions["dispatcher"] = dispatcher = make_dispatcher(app.config, functools.partial(events.deliver, socketio.emit))
+    app.extensions["puzzle_solutions"] = solutions = puzzles.Solutions(app.config, dispatcher)
     if app.config.get("START_WORKERS", True):
         dispatcher.start()
+        if app.config["PUZZLE_WARMUP"]:
+            solutions.warm_up(puzzles.builtin_names())
 
     socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"],
                       **message_queue(app.config))
     events.register(socketio)
+    clients.limit_connections(socketio.server, app.config["CONNECTIONS_PER_ADDRESS"])
+    security.trust_proxies(app)  # last: it wraps Socket.IO's handshake too
     return app
 
 

@@ -4,12 +4,14 @@ import json
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from app import gallery, share
+from app.clients import TooManyWrites, charge_write
 from app.course import graded
+from app.db import StorageFull
 from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response
 from app.export import export_script
-from app.owners import current_owner
-from sandbox.spec import SpecError, check_finite, normalize, schema
+from app.owners import current_address, current_owner
+from sandbox.spec import SpecError, check_depth, check_finite, normalize, schema, too_deep
 
 bp = Blueprint("api", __name__)
 
@@ -20,41 +22,67 @@ def dispatcher():
 
 @bp.errorhandler(SpecError)
 def bad_spec(e):
-    return error_response(400, str(e), phase="parse")
+    return error_response(400, str(e), phase="parse", field=e.field)
+
+
+@bp.errorhandler(TooManyWrites)
+def too_many_writes(e):
+    response, status = error_response(429, str(e))
+    response.headers["Retry-After"] = str(e.retry_after)
+    return response, status
+
+
+@bp.errorhandler(StorageFull)
+def storage_full(e):
+    return error_response(507, str(e))
 
 
 def json_body():
     """The request's JSON object, or None. Strict: JSON has no NaN or Infinity, but Python's parser
-    (and so request.get_json) accepts them; one is refused here with a SpecError naming its field."""
+    (and so request.get_json) accepts them; one is refused here with a SpecError naming its field.
+    A body nested deeper than sandbox.spec.MAX_DEPTH is refused (SpecError) before anything walks it."""
     if not request.is_json:
         return None
     try:
         body = json.loads(request.get_data(cache=True))
-    except (ValueError, RecursionError):
+    except RecursionError:  # nested deeper than Python's own parser goes
+        raise too_deep("the request body") from None
+    except ValueError:
         return None
+    check_depth(body, "the request body")
     if not isinstance(body, dict):
         return None
     check_finite(body)
     return body
 
 
-def spec_from(body):
-    """The run spec of a request body: the body itself, or its "spec" member."""
-    spec = body.get("spec", body) if body else None
-    return normalize(spec)
+def spec_from(body, beside=()):
+    """The run spec of a request body: its "spec" member, whose other members must be among `beside`
+    (the request's own fields, such as "from_link"), or else the body itself, a bare spec, beside
+    whose fields only `beside` may stand. Anything else is refused (SpecError), naming it."""
+    if not body:
+        return normalize(None)
+    if "spec" not in body:
+        return normalize({k: v for k, v in body.items() if k not in beside})
+    unknown = [key for key in body if key != "spec" and key not in beside]
+    if unknown:
+        raise SpecError(f"unknown field{'s' if len(unknown) > 1 else ''} beside the spec: "
+                        f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; the body has only "
+                        f"{', '.join(('spec', *beside))}", str(unknown[0])[:40])
+    return normalize(body["spec"])
 
 
 @bp.post("/api/run")
 def run():
     try:
         body = json_body()
-        spec = spec_from(body)
         # from_link: the source is someone else's shared link, unedited (the worker neither lends this
         # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
         # beside the spec's fields: it is the request's, not the spec's.
-        spec.pop("from_link", None)
-        spec = graded(spec)  # a spec naming a puzzle gets its hidden check
-        return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link"))))
+        spec = spec_from(body, beside=("from_link",))
+        spec = graded(spec)  # a spec naming a puzzle gets its hidden check (and runs as from_link)
+        return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
+                                        address=current_address()))
     except SpecError as e:
         return error_response(400, str(e), phase="parse")
     except OwnerQueueFull as e:
@@ -86,14 +114,16 @@ def example(name):
 def save_snippet():
     body = json_body()
     try:
-        spec = spec_from(body)
-        snippet_id = share.save(spec, body.get("ui"), current_app.config["MAX_SNIPPET_BYTES"])
+        spec = spec_from(body, beside=("ui",))
+        snippet_id = share.save(spec, body.get("ui"), current_app.config["MAX_SNIPPET_BYTES"], charge=charge_write)
     except share.UiError as e:
         return error_response(400, str(e), field=e.field)
     except share.SnippetTooLarge as e:
         return error_response(413, str(e))
-    except (SpecError, share.SnippetError) as e:
-        return error_response(413 if "limit" in str(e) else 400, str(e))
+    except SpecError as e:
+        return error_response(400, str(e), phase="parse", field=e.field)
+    except share.SnippetError as e:
+        return error_response(400, str(e))
     return jsonify({"id": snippet_id, "url": url_for("editor.snippet", snippet_id=snippet_id, _external=True)})
 
 
@@ -118,4 +148,6 @@ def export():
 @bp.get("/healthz")
 def healthz():
     health = dispatcher().health()
+    solutions = current_app.extensions.get("puzzle_solutions")
+    health["puzzle_solutions"] = solutions.health() if solutions is not None else None
     return jsonify(health), 200 if health["ok"] else 503

@@ -5,7 +5,7 @@ holds that client. The same seam as the embedded app.dispatcher.Dispatcher: subm
 run, health, start, stop.
 
 What stays with the web process that took a run: the queue's bounds (QUEUE_LIMIT, QUEUE_PER_OWNER,
-counted in Redis across web processes: app.runstate), the run's "queued" status, and a watch over
+QUEUE_PER_ADDRESS, counted in Redis across web processes: app.runstate), the run's "queued" status, and a watch over
 its runs: a run whose worker was lost (its heartbeat stopped: killed, its host gone) gets an error
 result within HEARTBEAT_TTL_S, and one that waited past QUEUE_WAIT_S (no worker took it) gets the
 "too busy" error, each exactly once (app.runstate: whoever finishes a run first gives its result).
@@ -19,7 +19,8 @@ import redis
 from celery import Celery
 
 from app import dispatcher as embedded
-from app.dispatcher import Job, OwnerQueueFull, QueueFull, RunLost, ordinal, stopped, wait_bound_s
+from app.dispatcher import (AddressQueueFull, Job, OwnerQueueFull, QueueFull, RunLost, address_full_message,
+                            ordinal, owner_full_message, stopped, wait_bound_s)
 from app.runstate import WITHDRAWN, RunState
 from sandbox import result as results
 from sandbox.errors import RunError
@@ -74,18 +75,21 @@ class CeleryDispatcher:
     def stop(self):
         self.stopping.set()
 
-    def submit(self, spec, owner, client=None, from_link=False):
-        job = Job(spec, None, owner, client, from_link)
+    def submit(self, spec, owner, client=None, from_link=False, address=None):
+        job = Job(spec, None, owner, client, from_link, address)
         try:
             # Runs older than a run can wait and run are gone from the line (their web process died).
             stale_before = self.state.now() - wait_bound_s(self.config)
             place = self.state.enqueue(job.run_id, job.owner, self.config["QUEUE_LIMIT"],
-                                       self.config["QUEUE_PER_OWNER"], stale_before)
+                                       self.config["QUEUE_PER_OWNER"], stale_before, address,
+                                       self.config.get("QUEUE_PER_ADDRESS") or 0)
         except redis.RedisError as e:
             log.error("the queue in Redis is out of reach: %s", e)
             raise QueueFull("the server cannot reach its queue; try again in a moment") from None
         if place == -1:
-            raise OwnerQueueFull(f"you already have {self.config['QUEUE_PER_OWNER']} runs waiting; wait for one to finish")
+            raise OwnerQueueFull(owner_full_message(self.config["QUEUE_PER_OWNER"]))
+        if place == -3:
+            raise AddressQueueFull(address_full_message(self.config["QUEUE_PER_ADDRESS"]))
         if place == -2:
             raise QueueFull(f"the server is busy ({self.config['QUEUE_LIMIT']} runs waiting); try again in a moment")
         with self.lock:
@@ -98,7 +102,7 @@ class CeleryDispatcher:
                                   task_id=job.run_id, queue=QUEUE)
         except Exception as e:  # the broker is down, or the spec cannot be encoded: nothing ran
             log.exception("run %s could not be sent to a worker", job.run_id)
-            if self.state.take(job.run_id, job.owner, WITHDRAWN):
+            if self.state.take(job.run_id, job.owner, WITHDRAWN, job.address):
                 self._fail(job.run_id, RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
         return job.run_id
 
@@ -106,7 +110,7 @@ class CeleryDispatcher:
         with self.lock:
             mine = [w.job for w in self.runs.values() if w.job.client is not None and w.job.client == client]
         try:
-            gone = [job for job in mine if self.state.take(job.run_id, job.owner, WITHDRAWN)]
+            gone = [job for job in mine if self.state.take(job.run_id, job.owner, WITHDRAWN, job.address)]
         except redis.RedisError:  # they run for no one, and their results go nowhere
             log.exception("the runs of a client that left could not be withdrawn")
             gone = []
@@ -122,14 +126,14 @@ class CeleryDispatcher:
             waiting = self.runs.get(run_id)
         if waiting is None or not waiting.job.may_stop(client):
             return False
-        if self.state.take(run_id, waiting.job.owner, WITHDRAWN):
+        if self.state.take(run_id, waiting.job.owner, WITHDRAWN, waiting.job.address):
             self._fail(run_id, stopped(started=False))
         else:
             self.state.request_stop(run_id)
         return True
 
-    def run(self, spec, owner, from_link=False):
-        run_id = self.submit(spec, owner, from_link=from_link)
+    def run(self, spec, owner, from_link=False, address=None):
+        run_id = self.submit(spec, owner, from_link=from_link, address=address)
         bound_s = wait_bound_s(self.config)
         try:
             result = self.state.wait_reply(run_id, bound_s)
@@ -138,7 +142,7 @@ class CeleryDispatcher:
         if result is None:
             waiting = self.runs.get(run_id)
             if waiting is not None:
-                self.state.take(run_id, waiting.job.owner, WITHDRAWN)
+                self.state.take(run_id, waiting.job.owner, WITHDRAWN, waiting.job.address)
             raise RunLost(f"the server could not finish this run within {bound_s:g} s; try again")
         return result
 
@@ -177,7 +181,7 @@ class CeleryDispatcher:
                 with self.lock:
                     self.runs.pop(run_id, None)
             elif by is None and now - run.since > wait_s + embedded.WAIT_MARGIN_S:
-                if self.state.take(run_id, run.job.owner, WITHDRAWN):  # no worker took it in time
+                if self.state.take(run_id, run.job.owner, WITHDRAWN, run.job.address):  # no worker took it in time
                     self._fail(run_id, RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
             elif by is not None:
                 run.started = run.started or now

@@ -81,7 +81,7 @@ class WorkerHost:
 
     def handle(self, message):
         """One run, if no one took it before (a message delivered again, a run withdrawn or given up)."""
-        if not self.state.take(message["run_id"], message["owner"], self.id):
+        if not self.state.take(message["run_id"], message["owner"], self.id, message.get("address")):
             return
         client = message["client"]
         job = Job.arrived(message, functools.partial(self.listener, client), self.state.now() - message["queued_at"])

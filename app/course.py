@@ -1,8 +1,10 @@
 """The course: the puzzles' pages and API. What leaves here is app.puzzles.public(...) and starter
 specs; the reference and the solution never do."""
-from flask import Blueprint, abort, current_app, render_template, request, url_for
+from flask import Blueprint, abort, current_app, render_template, url_for
 
 from app import puzzles
+from app.clients import TooManyWrites, charge_write
+from app.db import StorageFull
 from app.editor import render_editor
 from app.errors import error_response
 from sandbox.spec import SpecError
@@ -11,12 +13,12 @@ bp = Blueprint("course", __name__)
 
 
 def solutions():
-    return current_app.extensions.setdefault("puzzle_solutions", puzzles.Solutions())
+    return current_app.extensions["puzzle_solutions"]
 
 
 def graded(spec):
     """The run hook (app.api, app.events): a spec naming a puzzle gets its hidden check."""
-    return puzzles.graded(spec, current_app.extensions["dispatcher"], solutions())
+    return puzzles.graded(spec, solutions())
 
 
 @bp.get("/puzzles")
@@ -48,11 +50,21 @@ def get_puzzle(name):
 
 @bp.post("/api/puzzles")
 def make_puzzle():
-    """A teacher's puzzle from the page's spec: its source is the solution, its reference the hidden check."""
+    """A teacher's puzzle from the page's spec: its source is the solution, its reference the hidden
+    check. Stored (a new one charged to the client's writes), then its solution's run is started:
+    graded runs find its outcome ready."""
+    from app.api import json_body
     try:
-        name = puzzles.save(puzzles.from_spec(request.get_json(silent=True)))
+        name = puzzles.save(puzzles.from_spec(json_body()), charge=charge_write)
     except puzzles.PuzzleError as e:
         return error_response(400, str(e), field=e.field)
     except SpecError as e:
         return error_response(400, str(e), field=e.field)
+    except TooManyWrites as e:
+        response, status = error_response(429, str(e))
+        response.headers["Retry-After"] = str(e.retry_after)
+        return response, status
+    except StorageFull as e:
+        return error_response(507, str(e))
+    solutions().outcome(puzzles.find(name))  # starts its run if its outcome is not known
     return {"name": name, "url": url_for("course.puzzle_page", name=name, _external=True)}

@@ -1,21 +1,66 @@
-"""SQLite for shared snippets: one connection per request, WAL so readers never wait on writers."""
+"""SQLite for shared snippets, teachers' puzzles and puzzle solutions' outcomes: one connection per
+request, WAL so readers never wait on writers.
+
+Bounded: a write that would take the database past DATABASE_MAX_MB is refused (StorageFull, a 507
+that says so) before it is made, and SQLite's own max_page_count stops any write past it anyway.
+"""
 import os
 import sqlite3
 
 from flask import current_app, g
 
 
-def connect(path):
+class StorageFull(Exception):
+    """The database is at DATABASE_MAX_MB: nothing new is stored."""
+
+    def __init__(self, max_mb):
+        super().__init__(f"the server's storage for shared snippets and puzzles is full (DATABASE_MAX_MB = "
+                         f"{max_mb} MB); nothing was saved. Links saved before still open.")
+
+
+def connect(path, max_bytes=None):
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA busy_timeout=30000")
+    if max_bytes:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        # Never below what the file holds already: SQLite would refuse every write, a delete included.
+        pages = max(max_bytes // page_size, conn.execute("PRAGMA page_count").fetchone()[0])
+        conn.execute(f"PRAGMA max_page_count = {int(pages)}")
     return conn
+
+
+def size_bytes(db):
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    pages = db.execute("PRAGMA page_count").fetchone()[0] - db.execute("PRAGMA freelist_count").fetchone()[0]
+    return pages * page_size
+
+
+def max_bytes(config):
+    return (config.get("DATABASE_MAX_MB") or 0) * 1024 * 1024
+
+
+def check_room(db, adding, config):
+    """Refuse (StorageFull) a write of `adding` bytes that would take the database past DATABASE_MAX_MB."""
+    limit = max_bytes(config)
+    if limit and size_bytes(db) + adding > limit:
+        raise StorageFull(config["DATABASE_MAX_MB"])
+
+
+def insert(db, sql, params):
+    """An INSERT; SQLite's own "full" (max_page_count) becomes StorageFull."""
+    try:
+        return db.execute(sql, params)
+    except sqlite3.OperationalError as e:
+        if "full" in str(e):
+            raise StorageFull(current_app.config.get("DATABASE_MAX_MB")) from None
+        raise
 
 
 def get_db():
     if "db" not in g:
-        g.db = connect(current_app.config["DATABASE"])
+        g.db = connect(current_app.config["DATABASE"], max_bytes(current_app.config))
     return g.db
 
 

@@ -7,12 +7,15 @@ the worker when it dies or stops answering.
 
 Nothing a request sends can stop a slot: whatever goes wrong while a slot handles a job becomes that
 job's error result, and the slot goes on with the next job. The queue is fair: each owner may have
-only QUEUE_PER_OWNER runs waiting, a run that waited longer than QUEUE_WAIT_S is dropped when its
-turn comes, and the waiting runs of a client that left are withdrawn.
+only QUEUE_PER_OWNER runs waiting and each client address QUEUE_PER_ADDRESS (a client that drops
+its cookie is a new owner at each request, not a new address), a run that waited longer than
+QUEUE_WAIT_S is dropped when its turn comes, and the waiting runs of a client that left are withdrawn.
+
+What a worker sends is read as bounded lines (sandbox.protocol.Limits, the MESSAGE_MAX_* settings):
+a line past them is never parsed; it costs the run in hand its result and the worker its life.
 """
 import collections
 import functools
-import hashlib
 import logging
 import os
 import queue
@@ -22,6 +25,7 @@ import sys
 import threading
 import time
 
+from app import owners
 from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol
 from sandbox import result as results
@@ -51,7 +55,8 @@ CPU_WORKERS = 2
 
 
 WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUTPUT_LIMIT_BYTES",
-                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S", "GPU_TRACER", "SHARED_KERNELS")
+                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S", "GPU_TRACER", "SHARED_KERNELS",
+                   "MESSAGE_MAX_BYTES", "MESSAGE_MAX_DEPTH", "MESSAGE_MAX_ELEMENTS")
 
 
 def worker_env(config, gpu=None):
@@ -61,7 +66,10 @@ def worker_env(config, gpu=None):
     # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
     # host without an installed environment brings them; it names code, nothing secret).
     python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    env.update({"RUN_HIDDEN_PATHS": os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")),
+    # Hidden from runs, wherever the jail would otherwise show them: the database's directory and
+    # the instance folder (the generated SECRET_KEY).
+    hidden = [os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")), config.get("INSTANCE_PATH")]
+    env.update({"RUN_HIDDEN_PATHS": os.pathsep.join(dict.fromkeys(os.path.abspath(p) for p in hidden if p)),
                 "PYTHONPATH": python_path, "PYTHONUNBUFFERED": "1"})
     if gpu is not None:
         env.update({"CUDA_VISIBLE_DEVICES": gpu, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
@@ -141,6 +149,27 @@ class OwnerQueueFull(QueueFull):
     """The owner already has QUEUE_PER_OWNER runs waiting (429): one tab cannot fill the queue."""
 
 
+class AddressQueueFull(OwnerQueueFull):
+    """The client's address already has QUEUE_PER_ADDRESS runs waiting (429): neither dropping the
+    cookie nor opening more connections fills the queue."""
+
+
+def message_limits(config):
+    """The bounds of a worker's lines (sandbox.protocol.Limits), from the MESSAGE_MAX_* settings."""
+    return protocol.Limits(**{field: config[name] for field, name in (
+        ("max_bytes", "MESSAGE_MAX_BYTES"), ("max_depth", "MESSAGE_MAX_DEPTH"),
+        ("max_elements", "MESSAGE_MAX_ELEMENTS")) if config.get(name)})
+
+
+def owner_full_message(per_owner):
+    return f"you already have {per_owner} runs waiting; wait for one to finish"
+
+
+def address_full_message(per_address):
+    return (f"{per_address} runs from your network address are already waiting (QUEUE_PER_ADDRESS); "
+            f"wait for one to finish")
+
+
 class RunLost(Exception):
     """POST /api/run waited its bound and got no result."""
 
@@ -151,14 +180,19 @@ def ordinal(n):
 
 
 class Job:
-    def __init__(self, spec, listener, owner, client=None, from_link=False):
+    def __init__(self, spec, listener, owner, client=None, from_link=False, address=None):
         self.run_id = protocol.new_id()
         self.spec = spec
-        # Runs of one owner share compiled kernels; a worker sees a digest, never the session's id.
-        self.owner = hashlib.sha256(owner.encode()).hexdigest()[:32]
+        # Runs of one owner share compiled kernels; a worker sees a digest, never the session's id
+        # (app.owners.key: the server's own work has keys no session's digest can be).
+        self.owner = owners.key(owner)
         self.listener = listener  # listener(run_id, type, content), called from a worker slot's thread
         self.client = client  # the Socket.IO sid that asked, whose leaving withdraws the run
-        self.from_link = from_link  # its source is someone else's shared link, unedited: see the worker
+        self.address = address  # the client's address (app.owners.address_key); None: the server's own work
+        # from_link: its source is someone else's shared link, unedited: the worker neither lends it
+        # its owner's compiled kernels nor keeps what it compiles. A graded run is one always: a
+        # puzzle's hidden expressions (a teacher's, for a teacher's puzzle) run in it.
+        self.from_link = bool(from_link) or "grading" in spec
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
         self.stdout = []  # what the run printed, as relayed: the result carries it whole
@@ -205,12 +239,12 @@ class Job:
     def message(self):
         """The job as it travels to a worker host of another process (app.celery_worker): JSON."""
         return {"run_id": self.run_id, "spec": self.spec, "owner": self.owner, "client": self.client,
-                "from_link": self.from_link}
+                "from_link": self.from_link, "address": self.address}
 
     @classmethod
     def arrived(cls, message, listener, waited_s):
         """A job another process sent (Job.message) after it waited `waited_s` in the queue."""
-        job = cls(message["spec"], listener, "", message["client"], message["from_link"])
+        job = cls(message["spec"], listener, "", message["client"], message["from_link"], message.get("address"))
         job.run_id, job.owner = message["run_id"], message["owner"]  # the owner is a digest already
         job.queued_at = time.monotonic() - waited_s
         return job
@@ -225,11 +259,12 @@ def stopped(started):
 
 
 class JobQueue:
-    """The runs waiting for a worker, oldest first, bounded in all and per owner. A waiting run can be
-    withdrawn (its client left, its HTTP caller gave up) so that no worker time is spent on it."""
+    """The runs waiting for a worker, oldest first, bounded in all, per owner and per client address.
+    A waiting run can be withdrawn (its client left, its HTTP caller gave up) so that no worker time
+    is spent on it."""
 
-    def __init__(self, limit, per_owner):
-        self.limit, self.per_owner = limit, per_owner
+    def __init__(self, limit, per_owner, per_address=None):
+        self.limit, self.per_owner, self.per_address = limit, per_owner, per_address
         self.waiting = collections.deque()
         self.changed = threading.Condition()
         self.closed = False
@@ -241,7 +276,10 @@ class JobQueue:
         """Queue `job`; returns its place in line (1: the next to start)."""
         with self.changed:
             if sum(1 for j in self.waiting if j.owner == job.owner) >= self.per_owner:
-                raise OwnerQueueFull(f"you already have {self.per_owner} runs waiting; wait for one to finish")
+                raise OwnerQueueFull(owner_full_message(self.per_owner))
+            if (job.address is not None and self.per_address
+                    and sum(1 for j in self.waiting if j.address == job.address) >= self.per_address):
+                raise AddressQueueFull(address_full_message(self.per_address))
             if len(self.waiting) >= self.limit:
                 raise QueueFull(f"the server is busy ({len(self.waiting)} runs waiting); try again in a moment")
             self.waiting.append(job)
@@ -270,18 +308,27 @@ class JobQueue:
 
 
 class WorkerProcess:
-    """One `python -m sandbox.worker` and a thread that reads its messages into a queue."""
+    """One `python -m sandbox.worker` and a thread that reads its messages into a queue: each a
+    decoded message, None (it died), or ("beyond", why) for a line past the message limits."""
 
-    def __init__(self, env):
+    def __init__(self, env, limits=None):
         self.proc = subprocess.Popen([sys.executable, "-m", "sandbox.worker"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.limits = limits or protocol.LIMITS
+        self.broken = None  # why it may not take another job: it sent a line past the limits
         self.messages = queue.Queue()
         self.warming = None  # its warm-up's last progress report (sandbox.warming), whenever it comes
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        for line in iter(lambda: self.proc.stdout.readline(protocol.MAX_LINE_BYTES), b""):
-            msg = protocol.decode(line)
+        # One byte more than a line may have: a longer one is seen to be too long, never parsed.
+        for line in iter(lambda: self.proc.stdout.readline(self.limits.max_bytes + 1), b""):
+            beyond = protocol.over_limits(line, self.limits)
+            if beyond is not None:
+                self.broken = beyond
+                self.messages.put(("beyond", beyond))
+                continue
+            msg = protocol.decode(line, limits=self.limits)
             if msg is not None and msg["type"] == "warming":
                 self.warming = msg["content"]
             elif msg is not None:
@@ -350,7 +397,7 @@ class Slot:
 
     def _start_worker(self):
         self.state = "starting"
-        self.worker = WorkerProcess(self.dispatcher.worker_env(self.gpu))
+        self.worker = WorkerProcess(self.dispatcher.worker_env(self.gpu), message_limits(self.dispatcher.config))
         msg = self.worker.next(START_TIMEOUT_S)
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
@@ -394,6 +441,10 @@ class Slot:
         """Run `job` on this slot's worker; whatever happens, the job gets its one result."""
         if self._too_old(job):
             return
+        if self.worker is not None and self.worker.broken:  # it sent a line past the limits while idle
+            log.warning("worker slot %s replaces its worker, which sent %s", self.index, self.worker.broken)
+            self._replace_worker()
+            self.ensure_worker()
         if self.worker is None:
             return job.fail(RunError("sandbox", "no worker could be started for this run; try again"))
         self.state, self.busy_since, self.job = "busy", time.monotonic(), job
@@ -455,6 +506,8 @@ class Slot:
                 return self._unanswered(job, timeout_s)
             if msg is None:
                 return self._died(job)
+            if isinstance(msg, tuple):  # ("beyond", why): a line past the message limits, never parsed
+                return self._beyond(job, msg[1])
             if msg.get("run_id") != job.run_id:
                 continue  # not this job's message: a stale or forged line is dropped
             if msg["type"] == "checked":
@@ -477,6 +530,11 @@ class Slot:
         job.fail(stopped(started=True))
         self._replace_worker()
 
+    def _beyond(self, job, why):
+        self._replace_worker()
+        job.fail(RunError("limit", f"the worker sent {why}, more than the server reads; nothing of it was read, "
+                                   f"the worker was replaced and only this run was lost"))
+
     def _died(self, job):
         self._replace_worker()
         job.fail(RunError("sandbox", "the worker process died during the run; it was replaced and the queue goes on"))
@@ -492,22 +550,24 @@ class Dispatcher:
 
     The one seam between the web side and the runs, which app.celery_dispatch.CeleryDispatcher
     (REDIS_URL: Celery workers on other hosts) implements too:
-      submit(spec, owner, client, from_link) -> run_id: the run's events (run_status, run_stdout,
-          run_partial, run_result) go to the Socket.IO client `client` (its room), from wherever the
-          run runs, in the order its worker sent them
+      submit(spec, owner, client, from_link, address) -> run_id: the run's events (run_status,
+          run_stdout, run_partial, run_result) go to the Socket.IO client `client` (its room), from
+          wherever the run runs, in the order its worker sent them; `owner` is a session's owner id
+          or an app.owners.ServerWork, `address` the client's address key (None for the server's own work)
       withdraw_client(client): the client left; its waiting runs never start
       stop_run(run_id, client) -> bool: the client pressed Stop: a waiting run never starts, a
           running one is ended (its worker replaced); either way its result says it was stopped.
           False: no run of that client with that id is waiting or running
-      run(spec, owner, from_link) -> the result: blocking, bounded (POST /api/run)
+      run(spec, owner, from_link, address) -> the result: blocking, bounded (POST /api/run)
       health() -> /healthz's body;  start(), stop()
-    QueueFull or OwnerQueueFull: the queue, or the owner's share of it, is full.
+    QueueFull, OwnerQueueFull or AddressQueueFull: the queue, or the owner's or the address's share
+    of it, is full.
     """
 
     def __init__(self, config, deliver=None):
         self.config = config
         self.deliver = deliver  # deliver(client, run_id, type, content): app.events.deliver's emit
-        self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"])
+        self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"], config.get("QUEUE_PER_ADDRESS"))
         self.checked = CheckedLaunches()  # shared by every worker: a run may land on any of them
         self.stopping = threading.Event()
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
@@ -527,13 +587,13 @@ class Dispatcher:
         server's secrets (SECRET_KEY, credentials)."""
         return worker_env(self.config, gpu)
 
-    def submit(self, spec, owner, client=None, from_link=False, listener=None):
+    def submit(self, spec, owner, client=None, from_link=False, listener=None, address=None):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id. Its
         status, stdout, parts and result go to the Socket.IO client `client`, whose leaving withdraws the
         run while it waits, or, in this process only, to listener(run_id, type, content)."""
         if listener is None:
             listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)
-        job = Job(spec, listener, owner, client, from_link)
+        job = Job(spec, listener, owner, client, from_link, address)
         with job.notifying:  # a free slot may take the job at once: its "starting" waits for this "queued"
             place = self.jobs.put(job)
             job.notify("status", {"phase": "queued", "message": f"queued: {ordinal(place)} in line", "position": place})
@@ -557,7 +617,7 @@ class Dispatcher:
     def wait_bound_s(self):
         return wait_bound_s(self.config)
 
-    def run(self, spec, owner, from_link=False):
+    def run(self, spec, owner, from_link=False, address=None):
         """Blocking run, for POST /api/run. The wait is bounded: a run that waited in the queue past
         QUEUE_WAIT_S gets its error result from the slot that drops it; past wait_bound_s the run is
         lost (RunLost), and if it is still waiting it is withdrawn so that no worker spends time on it."""
@@ -568,7 +628,7 @@ class Dispatcher:
                 box["result"] = content["result"]
                 done.set()
 
-        run_id = self.submit(spec, owner, from_link=from_link, listener=listener)
+        run_id = self.submit(spec, owner, from_link=from_link, listener=listener, address=address)
         bound_s = self.wait_bound_s()
         if not done.wait(bound_s):
             self.jobs.withdraw(lambda job: job.run_id == run_id)

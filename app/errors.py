@@ -13,7 +13,8 @@ def error_response(status, message, **extra):
     return render_template("error.html", code=status, title=HTTP_TITLES.get(status, "Error"), message=message), status
 
 
-HTTP_TITLES = {400: "Bad request", 404: "Not found", 413: "Too large", 429: "Too many runs", 500: "Server error", 503: "Busy"}
+HTTP_TITLES = {400: "Bad request", 404: "Not found", 413: "Too large", 429: "Too many requests", 500: "Server error",
+               503: "Busy", 507: "Storage full"}
 
 
 def init_app(app):

@@ -6,8 +6,10 @@ from flask import current_app, request
 
 from app.course import graded
 from app.dispatcher import QueueFull
-from app.owners import current_owner
-from sandbox.spec import SpecError, normalize
+from app.owners import current_address, current_owner
+from sandbox.spec import SpecError, check_depth, normalize
+
+RUN_FIELDS = ("spec", "from_link")  # what a `run` event carries
 
 EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result"}
 
@@ -23,15 +25,22 @@ def register(socketio):
     @socketio.on("run")
     def run(data):
         try:
+            check_depth(data, "the run event")
+            unknown = [key for key in data if key not in RUN_FIELDS] if isinstance(data, dict) else []
+            if unknown:
+                raise SpecError(f"unknown field{'s' if len(unknown) > 1 else ''} in the run event: "
+                                f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; it carries only "
+                                f"{', '.join(RUN_FIELDS)}", str(unknown[0])[:40])
             spec = graded(normalize(data.get("spec") if isinstance(data, dict) else None))
         except SpecError as e:
-            return {"error": {"phase": "parse", "message": str(e)}}
+            return {"error": {"phase": "parse", "message": str(e), "field": e.field}}
         # from_link: the page says the source came unedited from someone else's shared link.
         from_link = bool(data.get("from_link"))
         try:
             return {"run_id": current_app.extensions["dispatcher"].submit(spec, current_owner(), client=request.sid,
-                                                                          from_link=from_link)}
-        except QueueFull as e:  # the whole queue, or this owner's share of it
+                                                                          from_link=from_link,
+                                                                          address=current_address())}
+        except QueueFull as e:  # the whole queue, or this owner's or this address's share of it
             return {"error": {"phase": "limit", "message": str(e)}}
 
     @socketio.on("stop")

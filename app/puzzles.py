@@ -10,18 +10,29 @@ and kept in the database.
 
 The reference and the solution stay here: the page gets `public(puzzle)` and a starter spec with no
 reference; a run that names the puzzle (`options.puzzle`) gets `grading` added (sandbox.puzzles).
+
+Every expression of a puzzle (inputs, arguments, grid, reference, as written and as each test makes
+them) and its solution are parsed (`ast`) before a teacher's puzzle is stored: one that does not
+parse is refused naming its field. A puzzle's solution runs once (Solutions): when a teacher's
+puzzle is saved, and for the built-ins at the server's start; its outcome, a failure included, is
+kept in the database, and every graded run reads it there.
 """
 import ast
+import contextlib
 import hashlib
 import io
 import json
 import logging
 import re
+import sqlite3
 import threading
+import time
 import tokenize
 from pathlib import Path
 
+from app import db as database
 from app.db import get_db
+from app.owners import PUZZLE_SOLUTIONS
 from sandbox.spec import SpecError, normalize
 
 log = logging.getLogger(__name__)
@@ -42,6 +53,33 @@ class PuzzleError(ValueError):
 
 
 # ---- substituting a test's sizes into the expressions ----
+
+def parse_expression(expr, field):
+    """Refuse (PuzzleError naming `field`) an expression that is not one Python expression."""
+    if not isinstance(expr, str):
+        return
+    try:
+        ast.parse(expr.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        where = f" (line {e.lineno}, column {e.offset})" if getattr(e, "lineno", None) else ""
+        raise PuzzleError(f"{field} is not a Python expression: {getattr(e, 'msg', None) or e}{where}", field) from None
+
+
+def parse_source(source, field):
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        where = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""
+        raise PuzzleError(f"{field} is not valid Python: {getattr(e, 'msg', None) or e}{where}", field) from None
+
+
+def expressions(puzzle_or_test):
+    """(field, expression) of every expression of a puzzle or of one of its tests."""
+    for part in ("inputs", "args", "reference"):
+        for name, expr in puzzle_or_test[part].items():
+            yield f"{part}.{name}", expr
+    yield "grid", puzzle_or_test["grid"]
+
 
 def substitute(expr, names):
     """`expr` with each name of `names` (a Python identifier, not an attribute) replaced by its value:
@@ -121,7 +159,13 @@ def define(name, *, title, statement, starter, solution, kernel, inputs, args, g
         if not (isinstance(names, dict) and all(isinstance(k, str) and k.isidentifier() and isinstance(v, (int, float))
                                                 and not isinstance(v, bool) for k, v in names.items())):
             raise PuzzleError("each test maps names to numbers, such as {\"N\": 20}", "tests")
+    # Parsed before anything else reads them: the tests' substitution tokenizes them.
+    for field, expr in expressions(puzzle):
+        parse_expression(expr, field)
+    parse_source(solution, "source")
     for test in tests_of(puzzle):
+        for field, expr in expressions(test):
+            parse_expression(expr, f"{field} (the test {test['label']})")
         normalize({"source": solution, **{k: test[k] for k in ("kernel", "inputs", "args", "grid", "reference")},
                    "options": test["options"]})
     return puzzle
@@ -163,11 +207,19 @@ def _text(value, field, required=False):
     return value.strip()
 
 
+BODY_FIELDS = ("spec", "title", "statement", "hints", "starter", "tests")
+
+
 def from_spec(body):
     """A teacher's puzzle from a request body: {spec (its source is the solution, its reference the
     hidden check), title, statement, hints, starter, tests}."""
     if not isinstance(body, dict):
         raise PuzzleError("the body must be a JSON object with spec, title, statement, hints and starter")
+    unknown = [key for key in body if key not in BODY_FIELDS]
+    if unknown:
+        raise PuzzleError(f"unknown field{'s' if len(unknown) > 1 else ''} in the puzzle: "
+                          f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; a puzzle has only "
+                          f"{', '.join(BODY_FIELDS)}", str(unknown[0])[:40])
     spec = normalize(body.get("spec"))
     hints = body.get("hints") or []
     if not (isinstance(hints, list) and len(hints) <= 10):
@@ -179,16 +231,24 @@ def from_spec(body):
                   grid=spec["grid"], reference=spec["reference"], tests=body.get("tests") or [{}], options=options)
 
 
-def save(puzzle):
-    """Store a teacher's puzzle; the same content gets the same id. Returns its name, `t-<id>`."""
+def save(puzzle, charge=None):
+    """Store a teacher's puzzle; the same content gets the same id. Returns its name, `t-<id>`.
+    `charge(nbytes)` is called before a new row is written (it may refuse: a rate or the database's
+    size); saving a puzzle that is stored already costs nothing."""
     stored = {k: v for k, v in puzzle.items() if k != "name"}
     body = json.dumps(stored, sort_keys=True)
     digest = hashlib.sha256(body.encode()).hexdigest()
     db = get_db()
+    found = db.execute("SELECT id FROM puzzle WHERE digest = ?", (digest,)).fetchone()
+    if found is not None:
+        return TEACHER_PREFIX + found["id"]
+    if charge is not None:
+        charge(len(body.encode()))
     for length in range(10, len(digest) + 1):
         row = db.execute("SELECT digest FROM puzzle WHERE id = ?", (digest[:length],)).fetchone()
         if row is None:
-            db.execute("INSERT OR IGNORE INTO puzzle (id, digest, body) VALUES (?, ?, ?)", (digest[:length], digest, body))
+            database.insert(db, "INSERT OR IGNORE INTO puzzle (id, digest, body) VALUES (?, ?, ?)",
+                            (digest[:length], digest, body))
             return TEACHER_PREFIX + digest[:length]
         if row["digest"] == digest:
             return TEACHER_PREFIX + digest[:length]
@@ -230,45 +290,180 @@ def starter_spec(puzzle):
                       "options": {"puzzle": puzzle["name"]}})
 
 
+SOLUTION_FORMAT = 1  # part of an outcome's key: a new format of the trace solves every puzzle again
+SOLUTION_WAIT_S = 15.0  # a graded run waits this long at most for its puzzle's solution run under way
+RETRY_S = 600.0  # an outcome that says nothing of the solution (the server busy, its worker lost) is tried again after this
+POLL_S = 0.1
+# The phases of a run's error that are the server's doing, not the solution's.
+SERVER_PHASES = ("sandbox", "stopped")
+
+
 class Solutions:
-    """The solution's trace of each puzzle's first test, run once per puzzle (as a graded run of the
-    solution, in a run process like any other) and kept: every graded run carries it as `expected`."""
+    """The outcome of each puzzle's solution: its run (a graded run of the solution on the first test,
+    in a run process like any other, as the server's own work: app.owners.PUZZLE_SOLUTIONS, which
+    waits in the queue under its own per-owner cap and is never lent or keeps compiled kernels) and
+    its trace, which every graded run carries as `expected`.
 
-    def __init__(self):
-        self.traces, self.lock = {}, threading.Lock()
+    Run once per puzzle (its content, SOLUTION_FORMAT): when a teacher's puzzle is saved, for the
+    built-ins at the start (warm_up), else at its first graded run. The outcome is kept in the
+    database (table `solution`), never in this process: `ok` with the trace (none beyond
+    TRACE_MAX_BYTES), `failed` (the solution's own error or mismatch: graded runs go without the
+    picture, and it is not run again), or `lost` (the server's doing: tried again after RETRY_S).
+    A run under way is a `running` row: whoever claims it runs it, every other request (of any web
+    process sharing the database) waits for its outcome; a claim older than a run's bound is stale.
+    A full queue (or the server's share of it) claims nothing: the next graded run tries again."""
 
-    def expected(self, puzzle, dispatcher):
-        key = hashlib.sha256(json.dumps(puzzle, sort_keys=True).encode()).hexdigest()
-        with self.lock:
-            if key in self.traces:
-                return self.traces[key]
+    def __init__(self, config, dispatcher):
+        from app.dispatcher import wait_bound_s
+        self.database, self.dispatcher = config["DATABASE"], dispatcher
+        self.trace_max_bytes = config["TRACE_MAX_BYTES"]
+        self.max_bytes = database.max_bytes(config)  # DATABASE_MAX_MB: a trace that does not fit is not kept
+        self.claim_s = wait_bound_s(config)
+        self.warming = None  # the warm-up's progress: {"state", "solved", "of"}
+
+    @staticmethod
+    def digest(puzzle):
+        return hashlib.sha256(json.dumps([SOLUTION_FORMAT, puzzle], sort_keys=True).encode()).hexdigest()
+
+    def _connect(self):
+        return contextlib.closing(database.connect(self.database))
+
+    def _row(self, digest):
+        with self._connect() as conn:
+            row = conn.execute("SELECT state, trace, detail, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
+        return dict(row) if row is not None else None
+
+    def _due(self, row):
+        """May `row` be claimed: none, a stale claim, a lost run whose wait is over."""
+        age = time.time() - row["updated"] if row else None
+        return (row is None or (row["state"] == "running" and age > self.claim_s)
+                or (row["state"] == "lost" and age > RETRY_S))
+
+    def _claim(self, digest):
+        conn = database.connect(self.database)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT state, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
+            if not self._due(dict(row) if row else None):
+                conn.execute("ROLLBACK")
+                return False
+            conn.execute("INSERT OR REPLACE INTO solution (digest, state, trace, detail, updated) "
+                         "VALUES (?, 'running', NULL, NULL, ?)", (digest, time.time()))
+            conn.execute("COMMIT")
+            return True
+        except sqlite3.Error:
+            log.exception("could not claim the solution run %s", digest[:12])
+            return False
+        finally:
+            conn.close()
+
+    def _store(self, digest, state, trace=None, detail=None):
+        try:
+            with contextlib.closing(database.connect(self.database, self.max_bytes)) as conn:
+                if state is None:
+                    conn.execute("DELETE FROM solution WHERE digest = ? AND state = 'running'", (digest,))
+                    return
+                if trace is not None and self.max_bytes and database.size_bytes(conn) + len(trace) > self.max_bytes:
+                    trace, detail = None, "its trace was not kept: the database is at DATABASE_MAX_MB"
+                conn.execute("INSERT OR REPLACE INTO solution (digest, state, trace, detail, updated) "
+                             "VALUES (?, ?, ?, ?, ?)", (digest, state, trace, detail, time.time()))
+        except sqlite3.Error:
+            log.exception("could not keep the outcome of the solution run %s", digest[:12])
+
+    def _run(self, puzzle, digest):
+        from app.dispatcher import QueueFull
         spec = {**starter_spec(puzzle), "source": puzzle["solution"]}
         try:
-            # An owner of its own per puzzle, and none of its compiled kernels kept: a teacher's solution
-            # is a stranger's code, like a shared link's.
-            result = dispatcher.run({**spec, "grading": grading(puzzle, None)}, f"puzzle-solution:{puzzle['name']}",
-                                    from_link=True)
-        except Exception:  # a full queue, a lost run: the student's run is still graded, without the picture
+            # A teacher's solution is a stranger's code, like a shared link's: from_link.
+            result = self.dispatcher.run({**spec, "grading": grading(puzzle, None)}, PUZZLE_SOLUTIONS, from_link=True)
+        except QueueFull as e:  # never ran: no outcome; the next graded run may claim it again
+            log.warning("the solution of puzzle %s waits for room in the queue: %s", puzzle["name"], e)
+            return self._store(digest, None)
+        except Exception as e:  # a lost run
             log.exception("the solution of puzzle %s could not be run", puzzle["name"])
-            return None
-        trace = result["trace"] if result["status"] == "ok" else None
-        with self.lock:
-            if result["status"] == "ok":  # a failure (a busy server, a broken teacher's puzzle) is tried again
-                self.traces[key] = trace
-        return trace
+            return self._store(digest, "lost", detail=str(e)[:1000])
+        self._keep(digest, puzzle, result)
+
+    def _keep(self, digest, puzzle, result):
+        status, error = result.get("status"), result.get("error") or {}
+        if status == "ok":
+            trace = json.dumps(result.get("trace"), separators=(",", ":")) if result.get("trace") else None
+            if trace is not None and len(trace) > self.trace_max_bytes:
+                log.warning("the solution of puzzle %s has a trace of %d bytes, over TRACE_MAX_BYTES: not kept",
+                            puzzle["name"], len(trace))
+                return self._store(digest, "ok", None, f"its trace is over TRACE_MAX_BYTES ({len(trace)} bytes)")
+            return self._store(digest, "ok", trace)
+        detail = f"{status}: {error.get('phase')}: {error.get('message')}" if error else str(status)
+        too_busy = error.get("phase") == "limit" and "too busy" in (error.get("message") or "")
+        lost = error.get("phase") in SERVER_PHASES or too_busy
+        if not lost:
+            log.warning("the solution of puzzle %s fails its own check (%s): graded runs go without the picture",
+                        puzzle["name"], detail[:300])
+        self._store(digest, "lost" if lost else "failed", None, detail[:1000])
+
+    def outcome(self, puzzle, wait_s=0.0):
+        """The solution's outcome ({"state", "trace", "detail", "updated"}), after starting its run if
+        none is stored or under way, and waiting up to `wait_s` for one under way; None if none yet."""
+        digest = self.digest(puzzle)
+        deadline = time.monotonic() + wait_s
+        row = self._row(digest)
+        if self._due(row) and self._claim(digest):  # one try per call: a full queue is not asked again here
+            threading.Thread(target=self._run, args=(puzzle, digest), daemon=True,
+                             name=f"solution-{puzzle['name']}").start()
+            row = {"state": "running"}
+        while row is not None and row["state"] == "running" and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            row = self._row(digest)
+        return row if row is not None and row["state"] != "running" else None
+
+    def expected(self, puzzle, wait_s=SOLUTION_WAIT_S):
+        """The solution's trace of the first test, for a graded run; None without one (its run failed,
+        is under way, or could not start): the run is graded all the same, without the picture."""
+        row = self.outcome(puzzle, wait_s)
+        return json.loads(row["trace"]) if row and row["state"] == "ok" and row["trace"] else None
+
+    def warm_up(self, names, idle_s=0.5):
+        """Solve the named built-in puzzles whose outcome is not stored, one at a time, each once the
+        queue is empty and a worker free: a student's run never waits behind more than one."""
+        self.warming = {"state": "waiting", "solved": 0, "of": len(names)}
+
+        def idle():
+            health = self.dispatcher.health()
+            return health.get("queued") == 0 and any(w.get("state") == "ready" for w in health.get("workers", []))
+
+        def work():
+            stopping = getattr(self.dispatcher, "stopping", None)
+            for name in names:
+                puzzle = builtin(name)
+                while puzzle is not None and self._row(self.digest(puzzle)) is None:
+                    if stopping is not None and stopping.is_set():
+                        return
+                    if idle():
+                        self.warming["state"] = "solving"
+                        self.outcome(puzzle, self.claim_s)
+                        break
+                    time.sleep(idle_s)
+                self.warming["solved"] += 1
+            self.warming["state"] = "ready"
+
+        threading.Thread(target=work, daemon=True, name="puzzle-warm-up").start()
+
+    def health(self):
+        return self.warming
 
 
 def grading(puzzle, expected):
     return {"puzzle": puzzle["name"], "tests": tests_of(puzzle), "expected": expected}
 
 
-def graded(spec, dispatcher, solutions):
+def graded(spec, solutions):
     """A normalized spec that names a puzzle, with its hidden check added; any other spec as it is.
-    Raises SpecError for a puzzle that does not exist."""
+    Raises SpecError for a puzzle that does not exist. A graded run is always from_link (the
+    dispatcher's Job): the puzzle's hidden expressions run in it."""
     name = spec["options"]["puzzle"]
     if name is None or spec["options"]["step_pid"] is not None:  # stepping through a program checks nothing
         return spec
     puzzle = find(name)
     if puzzle is None:
         raise SpecError(f"there is no puzzle named '{name}'", "options.puzzle")
-    return {**spec, "grading": grading(puzzle, solutions.expected(puzzle, dispatcher))}
+    return {**spec, "grading": grading(puzzle, solutions.expected(puzzle))}

@@ -2,8 +2,9 @@
 processes and the Celery workers must agree on, each step one atomic command or script.
 
   waiting   the runs queued and not yet taken, oldest first (a sorted set scored by Redis's clock),
-            and one such set per owner: QUEUE_LIMIT and QUEUE_PER_OWNER count these, as the
-            embedded queue does, whichever web process took the run
+            and one such set per owner and one per client address: QUEUE_LIMIT, QUEUE_PER_OWNER
+            and QUEUE_PER_ADDRESS count these, as the embedded queue does, whichever web process
+            took the run
   taken     run:<id>:taken, set once: by the worker that claims the run (its id), or by a web process
             that withdraws it ("withdrawn": its client left, it waited too long). A worker runs only
             a run it claimed, so a message the broker delivers twice never runs twice
@@ -26,26 +27,37 @@ HEARTBEAT_TTL_S = 10  # a worker silent this long is lost (a loaded host may pau
 KEEP_S = 2 * 3600
 REPLY_KEEP_S = 120  # a reply nobody collected: its request has gone
 
-# KEYS: waiting, the owner's waiting; ARGV: run id, now, QUEUE_LIMIT, QUEUE_PER_OWNER, stale before.
-# Returns the run's place in line, or -1 (the owner's share is full), or -2 (the queue is full).
-# Entries older than any run can wait are dropped first: a web process that died left them there.
+# KEYS: waiting, the owner's waiting, the address's waiting; ARGV: run id, now, QUEUE_LIMIT,
+# QUEUE_PER_OWNER, stale before, QUEUE_PER_ADDRESS (0: no address, the server's own work).
+# Returns the run's place in line, or -1 (the owner's share is full), -2 (the queue is full) or -3
+# (the address's share is full). Entries older than any run can wait are dropped first: a web
+# process that died left them there.
 ENQUEUE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[5])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
+local per_address = tonumber(ARGV[6])
+if per_address > 0 and redis.call('ZCARD', KEYS[3]) >= per_address then return -3 end
 local waiting = redis.call('ZCARD', KEYS[1])
 if waiting >= tonumber(ARGV[3]) then return -2 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 redis.call('EXPIRE', KEYS[2], 86400)
+if per_address > 0 then
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[3], 86400)
+end
 return waiting + 1
 """
 
-# KEYS: taken, waiting, the owner's waiting; ARGV: run id, taken by, keep. 1 if this call took it.
+# KEYS: taken, waiting, the owner's waiting, the address's waiting; ARGV: run id, taken by, keep.
+# 1 if this call took it.
 TAKE = """
 if redis.call('SET', KEYS[1], ARGV[2], 'NX', 'EX', ARGV[3]) then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
   return 1
 end
 return 0
@@ -68,14 +80,19 @@ class RunState:
         seconds, micros = self.redis.time()
         return seconds + micros / 1e6
 
-    def enqueue(self, run_id, owner, limit, per_owner, stale_before):
-        """The run's place in line (1: next), or -1 / -2: see ENQUEUE."""
-        return int(self._enqueue(keys=[self.key("waiting"), self.key("waiting", owner)],
-                                 args=[run_id, self.now(), limit, per_owner, stale_before]))
+    def address_key(self, address):
+        return self.key("waiting-from", address or "-")
 
-    def take(self, run_id, owner, by):
+    def enqueue(self, run_id, owner, limit, per_owner, stale_before, address=None, per_address=0):
+        """The run's place in line (1: next), or -1 / -2 / -3: see ENQUEUE."""
+        return int(self._enqueue(keys=[self.key("waiting"), self.key("waiting", owner), self.address_key(address)],
+                                 args=[run_id, self.now(), limit, per_owner, stale_before,
+                                       per_address if address else 0]))
+
+    def take(self, run_id, owner, by, address=None):
         """Claim a waiting run for `by` (a worker's id, or WITHDRAWN); False if someone took it first."""
-        return bool(self._take(keys=[self.key("run", run_id, "taken"), self.key("waiting"), self.key("waiting", owner)],
+        return bool(self._take(keys=[self.key("run", run_id, "taken"), self.key("waiting"), self.key("waiting", owner),
+                                     self.address_key(address)],
                                args=[run_id, by, KEEP_S]))
 
     def taken_by(self, run_id):

@@ -7,6 +7,7 @@ import hashlib
 import json
 import sqlite3
 
+from app import db as database
 from app.db import get_db
 
 MIN_ID_LENGTH = 8
@@ -126,22 +127,28 @@ def canonical(spec, ui):
     return json.dumps({"spec": ordered, "ui": ui or {}}, sort_keys=True, separators=(",", ":"))
 
 
-def save(spec, ui, max_bytes):
+def save(spec, ui, max_bytes, charge=None):
     """Store a snippet; the same content always gets the same id. Returns the id.
-    Raises UiError for a UI state outside the schema, SnippetTooLarge beyond `max_bytes`."""
+    Raises UiError for a UI state outside the schema, SnippetTooLarge beyond `max_bytes`.
+    `charge(nbytes)` is called once before a new row is written (it may refuse: a rate, the
+    database's size); saving a snippet that is stored already costs nothing."""
     ui = validate_ui(ui)
     body = json.dumps({"spec": spec, "ui": ui})  # stored as given: input order matters
     if len(body.encode()) > max_bytes:
         raise SnippetTooLarge(f"the snippet is {len(body.encode()) // 1024} KB; the limit is {max_bytes // 1024} KB")
     digest = hashlib.sha256(canonical(spec, ui).encode()).hexdigest()
     db = get_db()
+    charged = False
     for _ in range(5):  # concurrent savers of different content can race for one prefix
         row = db.execute("SELECT id FROM snippet WHERE digest = ?", (digest,)).fetchone()
         if row:
             return row["id"]
+        if charge is not None and not charged:
+            charge(len(body.encode()))
+            charged = True
         snippet_id = shortest_free_prefix(db, digest)
         try:
-            db.execute("INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", (snippet_id, digest, body))
+            database.insert(db, "INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", (snippet_id, digest, body))
             return snippet_id
         except sqlite3.IntegrityError:
             continue

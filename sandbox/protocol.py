@@ -12,15 +12,50 @@ reference's timing, {key, reference_ms}, which the worker's slot keeps for later
 sandbox.pipeline.reference_key), and exactly one `result`
 (sandbox.result), which is the run process's own line, passed on unchanged once its shape is checked. Between a run process and its worker there is also
 `ready` (warm, with the isolation steps taken).
-A worker's output is untrusted: the server parses it with `decode`, which never executes anything.
+A worker's output is untrusted: the server parses it with `decode`, which never executes anything,
+and which measures a line before it parses it (Limits: its bytes, how deep it nests, how many
+values it holds), so that no line can make the reader build more Python objects than a real result
+needs. A run's messages meet the same bounds in its worker, and the worker's in the web process.
 """
 import json
+import os
+import re
 import uuid
+from dataclasses import dataclass
 
 SERVER_TYPES = ("job", "warm")
 WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming")
 RUN_TYPES = ("status", "checked", "partial", "timed", "result")  # a run process's messages to its worker, once it has its job
-MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds of one message line (MESSAGE_MAX_BYTES, MESSAGE_MAX_DEPTH, MESSAGE_MAX_ELEMENTS).
+    A real result is far inside them: a trace of TRACE_MAX_BYTES is about 0.6 million values, a graded
+    result carries two, and none nests deeper than 10."""
+    max_bytes: int = 16 * 1024 * 1024
+    max_depth: int = 64
+    max_elements: int = 2_000_000
+
+    @classmethod
+    def from_environment(cls, environ=os.environ):
+        """The bounds the server set for its workers (their environment), else the defaults."""
+        values = {}
+        for field, name in (("max_bytes", "MESSAGE_MAX_BYTES"), ("max_depth", "MESSAGE_MAX_DEPTH"),
+                            ("max_elements", "MESSAGE_MAX_ELEMENTS")):
+            try:
+                values[field] = max(1, int(environ.get(name, "")))
+            except ValueError:
+                pass
+        return cls(**values)
+
+
+LIMITS = Limits.from_environment()
+MAX_LINE_BYTES = LIMITS.max_bytes
+# A JSON string (its escapes included); what a scan of a line's structure skips.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST = re.compile(rb"\[\]|\{\}")  # one pass takes away one level: the text it leaves is not looked at again
 
 
 def new_id():
@@ -45,8 +80,38 @@ def encode(msg, nan_to_null=False):
     return (text + "\n").encode()
 
 
-def decode(line, allowed=WORKER_TYPES):
-    """Parse one line; None if it is not a well-formed message of an allowed type."""
+def over_limits(line, limits=None):
+    """Why a line may not be parsed (a sentence naming the bound it passes), or None. Measured on
+    the bytes, before any object is made: strings are skipped, then the values counted (each comma
+    and each opening bracket) and the nesting measured by taking away innermost pairs of brackets,
+    as many times as the depth allows (each pass one C-speed replace)."""
+    limits = limits or LIMITS
+    if isinstance(line, str):
+        line = line.encode(errors="surrogatepass")
+    if len(line) > limits.max_bytes:
+        return f"a message of {len(line)} bytes (the limit is {limits.max_bytes}: MESSAGE_MAX_BYTES)"
+    structure = _STRING.sub(b"", line)
+    elements = structure.count(b",") + structure.count(b"[") + structure.count(b"{")
+    if elements > limits.max_elements:
+        return f"a message of {elements} values (the limit is {limits.max_elements}: MESSAGE_MAX_ELEMENTS)"
+    brackets = structure.translate(None, _NOT_BRACKETS)
+    for _ in range(limits.max_depth):
+        if not brackets:
+            return None
+        shorter = _INNERMOST.sub(b"", brackets)
+        if len(shorter) == len(brackets):
+            return None  # not balanced: not JSON, which the parser says
+        brackets = shorter
+    if brackets:
+        return f"a message nested more than {limits.max_depth} levels deep (the limit: MESSAGE_MAX_DEPTH)"
+    return None
+
+
+def decode(line, allowed=WORKER_TYPES, limits=None):
+    """Parse one line; None if it is not a well-formed message of an allowed type, or if it is
+    beyond `limits` (over_limits says why), which is measured before anything is parsed."""
+    if over_limits(line, limits) is not None:
+        return None
     try:
         msg = json.loads(line)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than Python's stack

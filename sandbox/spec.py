@@ -27,6 +27,13 @@ NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a
 PUZZLE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_SWEEP_CONFIGS = 16  # a sweep is a small grid: each configuration is a launch, checked and timed
 NUM_STAGES = (1, 8)  # software-pipelining depth of loads in loops, inclusive (Triton's own configs use 1 to 7)
+# The fields a spec may have; anything else at its top level is refused, naming it (a client that
+# misspells "reference" learns it instead of running unchecked). "grading" is the server's own.
+FIELDS = ("version", "source", "kernel", "inputs", "args", "grid", "reference", "options")
+# How deep a request's JSON may nest. A spec is 4 deep at most (options.sweep.NAME[i]), a body
+# around it 5; Python's own parsers and copies recurse, and a body nested hundreds deep would take
+# them past the interpreter's stack (a RecursionError) before any field is looked at.
+MAX_DEPTH = 32
 
 
 def schema():
@@ -78,9 +85,50 @@ def check_finite(value, path=""):
             check_finite(item, f"{path}[{index}]")
 
 
+def depth(value, limit=None):
+    """How deep `value` nests (a scalar is 0, [] or {} is 1), walked without recursion; with `limit`,
+    the walk stops as soon as it is passed and returns limit + 1."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if limit is not None and deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def too_deep(what="the request"):
+    """The error of a JSON value nested past MAX_DEPTH."""
+    return SpecError(f"{what} is nested more than {MAX_DEPTH} levels deep; the depth limit is {MAX_DEPTH} levels",
+                     "depth")
+
+
+def check_depth(value, what="the request"):
+    """Refuse a value nested deeper than MAX_DEPTH, before anything recursive walks it."""
+    if depth(value, MAX_DEPTH) > MAX_DEPTH:
+        raise too_deep(what)
+
+
+def _key_name(key):
+    text = str(key)
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
 def normalize(raw):
     """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
     _expect(isinstance(raw, dict), "the run spec must be a JSON object")
+    check_depth(raw, "the run spec")
+    unknown = [key for key in raw if key not in FIELDS and key != "grading"]
+    _expect(not unknown, f"unknown field{'s' if len(unknown) > 1 else ''} in the run spec: "
+                         f"{', '.join(map(_key_name, unknown[:5]))}{' and more' if len(unknown) > 5 else ''}; "
+                         f"a spec has only {', '.join(FIELDS)}", str(unknown[0])[:40] if unknown else None)
     check_finite(raw)
     spec = copy.deepcopy(raw)
     _expect(spec.get("version", VERSION) == VERSION, f"unsupported spec version {spec.get('version')!r} (expected {VERSION})")

@@ -5,6 +5,11 @@ import os
 
 import pytest
 
+# The servers the tests start (in this process and as subprocesses) solve the built-in puzzles only
+# when a test asks (PUZZLE_WARMUP=1): in the background they would take worker time from the runs
+# the tests time and count.
+os.environ.setdefault("PUZZLE_WARMUP", "0")
+
 from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
 
 
@@ -62,6 +67,9 @@ def browser():
     session: Playwright's sync API keeps an event loop running while it is open, which other modules'
     own browsers and asyncio clients must not find."""
     from playwright.sync_api import sync_playwright
+
+    from tests.helpers import predicates_as_functions
+    predicates_as_functions()  # the pages' CSP allows no eval
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

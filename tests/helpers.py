@@ -2,6 +2,7 @@
 browser's launch settings and pages, waiting for an app's workers, serving an app over HTTP. Tests import from here, never from conftest."""
 import contextlib
 import os
+import re
 import threading
 import time
 
@@ -92,6 +93,28 @@ def wait_until_warmed(app, timeout_s=300):
 
 
 # ---- browser pages -----------------------------------------------------------------------------
+
+_FUNCTION = re.compile(r"^\s*(async\s+)?(function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)")
+
+
+def predicates_as_functions():
+    """Make wait_for_function(expression) poll a function. The pages' Content-Security-Policy allows
+    no eval ('unsafe-eval'), and Playwright polls a plain expression by eval'ing it in the page (its
+    first check is not): an expression such as "window.playground !== undefined" becomes
+    "() => (window.playground !== undefined)", which it calls instead."""
+    from playwright._impl.frame import Frame
+    if getattr(Frame.wait_for_function, "as_function", False):
+        return
+    original = Frame.wait_for_function
+
+    async def wait_for_function(self, expression, *args, **kwargs):
+        if not _FUNCTION.match(expression):
+            expression = f"() => ({expression})"
+        return await original(self, expression, *args, **kwargs)
+
+    wait_for_function.as_function = True
+    Frame.wait_for_function = wait_for_function
+
 
 def new_page(browser, width=1440, height=900, console=True, **context_options):
     """A page in its own context (no shared storage), recording script errors (and, with `console`,

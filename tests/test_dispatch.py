@@ -1,6 +1,7 @@
 """The dispatcher under abuse and under load, through the real server and real workers: nothing a
 request sends wedges a worker slot, waits are bounded, and the queue is fair between owners."""
 import json
+import os
 import threading
 import time
 
@@ -84,7 +85,8 @@ def test_five_nan_runs_in_a_row_leave_the_server_running(app, client, spec):
 def test_nan_over_socketio_is_refused_in_the_ack_and_the_next_run_works(app, spec):
     browser = socketio.test_client(app)
     ack = browser.emit("run", {"spec": {**spec, "options": {"flops": float("inf")}}}, callback=True)
-    assert ack["error"] == {"phase": "parse", "message": "options.flops must be a finite number, not Infinity"}
+    assert ack["error"] == {"phase": "parse", "message": "options.flops must be a finite number, not Infinity",
+                            "field": "options.flops"}
     ack = browser.emit("run", {"spec": nan_body(spec)}, callback=True)
     assert "args.n must be a finite number, not NaN" in ack["error"]["message"]
     run_id = browser.emit("run", {"spec": spec}, callback=True)["run_id"]
@@ -141,6 +143,59 @@ def test_a_listener_that_raises_does_not_stop_the_run_or_the_slot(app, client, s
 def test_a_worker_line_nested_deeper_than_pythons_stack_is_dropped():
     from sandbox import protocol
     assert protocol.decode(b"[" * 100_000 + b"]" * 100_000) is None  # not a RecursionError in the reader
+
+
+def test_a_line_past_the_message_limits_is_measured_and_never_parsed():
+    import tracemalloc
+
+    from sandbox import protocol
+    limits = protocol.Limits(max_bytes=1 << 20, max_depth=8, max_elements=1000)
+
+    def status(value):
+        return json.dumps({"type": "status", "id": "i", "run_id": "r", "content": {"a": value}}).encode()
+
+    def nested(depth):
+        return json.loads("[" * depth + "]" * depth)
+
+    assert protocol.decode(status('a "[{[{" string\\" [[[[[[[[[[ holds no structure'), limits=limits)
+    assert protocol.decode(status(nested(6)), limits=limits)  # 8 deep with the message and its content
+    assert "MESSAGE_MAX_DEPTH" in protocol.over_limits(status(nested(7)), limits)
+    assert "MESSAGE_MAX_DEPTH" in protocol.over_limits(status([{"b": [{"c": nested(3)}]}]), limits)
+    assert protocol.decode(status(list(range(990))), limits=limits)
+    assert "MESSAGE_MAX_ELEMENTS" in protocol.over_limits(status([{}] * 1001), limits)
+    assert "MESSAGE_MAX_BYTES" in protocol.over_limits(status("x" * (1 << 20)), limits)
+    assert protocol.decode(status([{}] * 1001), limits=limits) is None
+    # 15 MB of tiny objects, at the default limits: refused on its bytes, quickly, making no objects.
+    line = b'{"type":"result","id":"i","run_id":"r","content":{"result":[' + b"{}," * 4_999_999 + b"{}]}}"
+    tracemalloc.start()
+    start = time.perf_counter()
+    assert "MESSAGE_MAX_ELEMENTS" in protocol.over_limits(line) and protocol.decode(line) is None
+    elapsed_s, peak = time.perf_counter() - start, tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed_s < 1.0 and peak < 3 * len(line), (elapsed_s, peak)  # copies of the bytes, no objects
+
+
+def test_a_worker_line_past_the_limits_fails_the_run_in_hand_and_marks_the_worker(monkeypatch):
+    import queue as queues
+    import types
+
+    from app.dispatcher import WorkerProcess
+    from sandbox import protocol
+    r, w = os.pipe()
+    worker = WorkerProcess.__new__(WorkerProcess)
+    worker.proc, worker.limits = types.SimpleNamespace(stdout=os.fdopen(r, "rb")), protocol.Limits(max_bytes=4096)
+    worker.messages, worker.warming, worker.broken = queues.Queue(), None, None
+    reader = threading.Thread(target=worker._read, daemon=True)
+    reader.start()
+    with os.fdopen(w, "wb") as pipe:
+        pipe.write(b'{"type":"status","id":"i","run_id":"r","content":{"x":"' + b"y" * 10_000 + b'"}}\n')
+        pipe.write(protocol.encode(protocol.message("status", "r", phase="running", message="fine")))
+    reader.join(10)
+    beyond = worker.messages.get(timeout=5)
+    assert beyond[0] == "beyond" and "MESSAGE_MAX_BYTES" in beyond[1] and worker.broken
+    while (msg := worker.messages.get(timeout=5)) is not None and isinstance(msg, tuple):
+        pass  # the rest of the long line, each piece past the limit too
+    assert msg["content"]["message"] == "fine"
 
 
 def test_healthz_says_not_ok_while_a_slot_is_stuck():

@@ -243,24 +243,60 @@ def spec_json(**changes):
     return json.dumps(spec, allow_nan=True).encode()
 
 
+def nested_body(depth):
+    """A request body whose "ui" (or a spec field) nests `depth` lists deep, beside a valid spec."""
+    return (b'{"spec": ' + json.dumps(vector_add_spec(n=1024, block=256)).encode() + b', "ui": '
+            + b"[" * depth + b"]" * depth + b"}")
+
+
+def puzzle_body(**changes):
+    """A teacher's puzzle (POST /api/puzzles) made from the vector add, its spec's fields replaced."""
+    spec = {**vector_add_spec(n=1024, block=256), "inputs": {"x": "torch.randn(N)", "y": "torch.randn(N)",
+                                                             "out": "torch.empty(N)"}}
+    spec = {**spec, "args": {**spec["args"], "n": "N"}, **changes}
+    return json.dumps({"spec": spec, "title": "Add", "statement": "Add x and y.", "starter": VECTOR_ADD,
+                       "tests": [{"N": 100}]}).encode()
+
+
 JSON = "application/json"
-# (body, content type, HTTP status, words the error names)
+# (path, body, content type, HTTP status, words the error names)
 REQUEST_CASES = [
-    pytest.param(b'{"source": "' + b"x" * (3 << 20) + b'"}', JSON, 413, (), id="body_of_3_mb"),
-    pytest.param(b"[" * 100_000 + b"]" * 100_000, JSON, 400, (), id="json_nested_100000_deep"),
-    pytest.param(b'{"source": "\xff\xfe\xfd", "kernel": "\xc3("}', JSON, 400, (), id="body_not_utf8"),
-    pytest.param(spec_json(**{"options.atol": float("nan")}), JSON, 400, ("options.atol",), id="nan_tolerance"),
-    pytest.param(spec_json(**{"options.rtol": float("inf")}), JSON, 400, ("options.rtol",), id="infinite_tolerance"),
-    pytest.param(spec_json(**{"options.flops": float("-inf")}), JSON, 400, ("options.flops",), id="minus_infinity_flops"),
-    pytest.param(spec_json(**{"args.n": float("nan")}), JSON, 400, ("args.n",), id="nan_argument"),
-    pytest.param(spec_json(version="1"), JSON, 400, ("version",), id="version_a_string"),
-    pytest.param(spec_json(source=12), JSON, 400, ("'source'",), id="source_a_number"),
-    pytest.param(spec_json(kernel=["add_kernel"]), JSON, 400, ("'kernel'",), id="kernel_a_list"),
-    pytest.param(spec_json(inputs=["torch.randn(8)"]), JSON, 400, ("'inputs'",), id="inputs_a_list"),
-    pytest.param(spec_json(args="x_ptr=x"), JSON, 400, ("'args'",), id="args_a_string"),
-    pytest.param(spec_json(grid=4), JSON, 400, ("'grid'",), id="grid_a_number"),
-    pytest.param(spec_json(reference=["x + y"]), JSON, 400, ("'reference'",), id="reference_a_list"),
-    pytest.param(spec_json(options="fast"), JSON, 400, ("'options'",), id="options_a_string"),
+    pytest.param("/api/run", b'{"source": "' + b"x" * (3 << 20) + b'"}', JSON, 413, (), id="body_of_3_mb"),
+    pytest.param("/api/run", b"[" * 100_000 + b"]" * 100_000, JSON, 400, ("depth limit is 32",), id="json_nested_100000_deep"),
+    pytest.param("/api/run", b'{"source": "\xff\xfe\xfd", "kernel": "\xc3("}', JSON, 400, (), id="body_not_utf8"),
+    pytest.param("/api/run", spec_json(**{"options.atol": float("nan")}), JSON, 400, ("options.atol",), id="nan_tolerance"),
+    pytest.param("/api/run", spec_json(**{"options.rtol": float("inf")}), JSON, 400, ("options.rtol",), id="infinite_tolerance"),
+    pytest.param("/api/run", spec_json(**{"options.flops": float("-inf")}), JSON, 400, ("options.flops",), id="minus_infinity_flops"),
+    pytest.param("/api/run", spec_json(**{"args.n": float("nan")}), JSON, 400, ("args.n",), id="nan_argument"),
+    pytest.param("/api/run", spec_json(version="1"), JSON, 400, ("version",), id="version_a_string"),
+    pytest.param("/api/run", spec_json(source=12), JSON, 400, ("'source'",), id="source_a_number"),
+    pytest.param("/api/run", spec_json(kernel=["add_kernel"]), JSON, 400, ("'kernel'",), id="kernel_a_list"),
+    pytest.param("/api/run", spec_json(inputs=["torch.randn(8)"]), JSON, 400, ("'inputs'",), id="inputs_a_list"),
+    pytest.param("/api/run", spec_json(args="x_ptr=x"), JSON, 400, ("'args'",), id="args_a_string"),
+    pytest.param("/api/run", spec_json(grid=4), JSON, 400, ("'grid'",), id="grid_a_number"),
+    pytest.param("/api/run", spec_json(reference=["x + y"]), JSON, 400, ("'reference'",), id="reference_a_list"),
+    pytest.param("/api/run", spec_json(options="fast"), JSON, 400, ("'options'",), id="options_a_string"),
+    # malformed input: nesting, unknown fields, a teacher's expression that does not parse
+    *[pytest.param(path, body, JSON, 400, ("nested more than 32 levels", "depth limit is 32"), id=f"{name}_on_{where}")
+      for path, where in (("/api/run", "run"), ("/api/snippets", "snippets"), ("/api/puzzles", "puzzles"))
+      for name, body in (("json_nested_600_deep", nested_body(600)), ("json_nested_100000_deep_beside_the_spec",
+                                                                       nested_body(100_000)))],
+    pytest.param("/api/run", spec_json(referenec={"out": "x + y"}), JSON, 400, ("'referenec'",),
+                 id="unknown_spec_field_on_run"),
+    pytest.param("/api/snippets", json.dumps({"spec": {**vector_add_spec(), "grading": None, "extra": 1}}).encode(), JSON,
+                 400, ("'extra'",), id="unknown_spec_field_on_snippets"),
+    pytest.param("/api/run", json.dumps({"spec": vector_add_spec(), "form_link": True}).encode(), JSON, 400,
+                 ("'form_link'",), id="unknown_field_beside_the_spec"),
+    pytest.param("/api/puzzles", puzzle_body(reference={"out": "x + ("}), JSON, 400, ("reference.out", "not a Python expression"),
+                 id="teacher_puzzle_reference_that_does_not_tokenize"),
+    pytest.param("/api/puzzles", puzzle_body(inputs={"x": "torch.randn(N", "y": "torch.randn(N)", "out": "torch.empty(N)"}),
+                 JSON, 400, ("inputs.x",), id="teacher_puzzle_input_that_does_not_parse"),
+    pytest.param("/api/puzzles", puzzle_body(grid="(triton.cdiv(n, 256),) if"), JSON, 400, ("grid",),
+                 id="teacher_puzzle_grid_that_does_not_parse"),
+    pytest.param("/api/puzzles", puzzle_body(source="def broken(:\n"), JSON, 400, ("source",),
+                 id="teacher_puzzle_solution_that_does_not_parse"),
+    pytest.param("/api/puzzles", json.dumps({**json.loads(puzzle_body()), "answer": "x"}).encode(), JSON, 400,
+                 ("'answer'",), id="teacher_puzzle_with_an_unknown_field"),
 ]
 
 
@@ -468,16 +504,31 @@ class GunicornServer:
         kids = [p for p in children_of(self.proc.pid) if "gunicorn" in cmdline(p)]
         return kids[0] if kids else None
 
+    settings = {"TRUSTED_PROXY_HOPS": "1"}  # a proxy in front says who the client is and whether it came over https
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def health(self):
+        try:
+            status, body = self.request("GET", "/healthz", timeout=10)
+            return json.loads(body)
+        except (OSError, ValueError, http.client.HTTPException):
+            return {}
+
+    def command(self):
+        gunicorn = os.path.join(ROOT, ".venv", "bin", "gunicorn")
+        command = [gunicorn] if os.path.exists(gunicorn) else [sys.executable, "-m", "gunicorn"]
+        return command + ["-w", "1", "--threads", "8", "-b", f"127.0.0.1:{self.port}", "app:create_app()"]
+
     def start(self):
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
         env.update({"DATABASE": self.database, "RUN_ROOT": self.run_root, "HOME": self.home, "SECRET_KEY": SECRET,
-                    "WORKERS": "1", "RUN_TIMEOUT_S": str(RUN_TIMEOUT_S)})
-        gunicorn = os.path.join(ROOT, ".venv", "bin", "gunicorn")
-        command = [gunicorn] if os.path.exists(gunicorn) else [sys.executable, "-m", "gunicorn"]
-        self.proc = subprocess.Popen(command + ["-w", "1", "--threads", "8", "-b", f"127.0.0.1:{self.port}",
-                                                "app:create_app()"],
-                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                    "WORKERS": "1", "RUN_TIMEOUT_S": str(RUN_TIMEOUT_S), "HOST": "127.0.0.1", "PORT": str(self.port),
+                    **self.settings})
+        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         if not wait_for(lambda: self.healthy() or self.proc.poll() is not None, 180, 0.3) or not self.healthy():
             self.stop()
@@ -536,6 +587,16 @@ class GunicornServer:
         if result.get("status") != "ok":
             problems.append(f"the next normal run failed: {result_summary(result)}")
         return problems
+
+
+class ProductionServer(GunicornServer):
+    """The server as `make run` starts it (`python -m app.serve`: gunicorn's gevent worker, a greenlet
+    per connection), with small per-address limits: for attacks of many connections."""
+
+    settings = {"TRUSTED_PROXY_HOPS": "1", "CONNECTIONS_PER_ADDRESS": "20", "QUEUE_PER_ADDRESS": "6"}
+
+    def command(self):
+        return [sys.executable, "-m", "app.serve"]
 
 
 class Listeners:
@@ -648,8 +709,10 @@ def hostile(tmp_path_factory, listeners):
     before = os.environ.get("SECRET_KEY")
     os.environ["SECRET_KEY"] = SECRET
     os.environ["NVIDIA_API_KEY"] = CREDENTIAL
+    # Behind one proxy (TRUSTED_PROXY_HOPS=1): a case says which address a request comes from.
     app = create_app({"TESTING": True, "DATABASE": database, "RUN_ROOT": run_root, "WORKERS": 2,
-                      "RUN_TIMEOUT_S": RUN_TIMEOUT_S, "RUN_MEMORY_MB": RUN_MEMORY_MB})
+                      "RUN_TIMEOUT_S": RUN_TIMEOUT_S, "RUN_MEMORY_MB": RUN_MEMORY_MB, "TRUSTED_PROXY_HOPS": 1,
+                      "QUEUE_PER_ADDRESS": 6})
     try:
         wait_until_ready(app)
         wait_until_warmed(app)  # the shared kernels (an attack's target), and runs in a steady state
@@ -678,6 +741,21 @@ def served(gunicorn_server, listeners):
     return Harness(gunicorn_server, gunicorn_server.database, gunicorn_server.run_root, listeners)
 
 
+@pytest.fixture(scope="module")
+def production_server(tmp_path_factory):
+    server = ProductionServer(str(tmp_path_factory.mktemp("hostile-production")))
+    server.start()
+    yield server
+    server.stop()
+    server.log.close()
+
+
+@pytest.fixture
+def production(production_server, listeners):
+    production_server.ensure()
+    return Harness(production_server, production_server.database, production_server.run_root, listeners)
+
+
 # ---------------------------------------------------------------- the tests
 
 @pytest.mark.parametrize("attack, expect", RUN_CASES)
@@ -690,10 +768,10 @@ def test_a_hostile_run_cannot_touch_the_web_server(served, attack, expect):
     served.attack(attack, expect)
 
 
-@pytest.mark.parametrize("body, content_type, code, words", REQUEST_CASES)
-def test_a_hostile_request_is_refused(served, body, content_type, code, words):
+@pytest.mark.parametrize("path, body, content_type, code, words", REQUEST_CASES)
+def test_a_hostile_request_is_refused(served, path, body, content_type, code, words):
     server = served.target
-    status, answer = server.request("POST", "/api/run", body, {"Content-Type": content_type})
+    status, answer = server.request("POST", path, body, {"Content-Type": content_type})
     problems = []
     try:
         message = json.loads(answer)["error"]["message"]
@@ -1067,6 +1145,486 @@ def oversized_socketio_event(h):
         client.disconnect()
 
 
+# -- the web side: identity, fairness, quotas, headers, what the web process reads ----------------
+
+def session_cookie(key, data):
+    """A session cookie holding `data`, signed with `key` as Flask signs one."""
+    from flask import Flask
+    from flask.sessions import SecureCookieSessionInterface
+    forger = Flask("forger")
+    forger.secret_key = key
+    return SecureCookieSessionInterface().get_signing_serializer(forger).dumps(data)
+
+
+def owner_of(client):
+    with client.session_transaction() as session:
+        return session["owner"]
+
+
+@contextlib.contextmanager
+def jobs_queued(app):
+    """Every Job the app's queue takes (or refuses: `refused`) while the block runs."""
+    queue = app.extensions["dispatcher"].jobs
+    taken, refused = [], []
+
+    def put(job):
+        try:
+            place = type(queue).put(queue, job)
+        except Exception as e:
+            refused.append((job, e))
+            raise
+        taken.append(job)
+        return place
+
+    queue.put = put
+    try:
+        yield taken, refused
+    finally:
+        del queue.put
+
+
+def from_address(address):
+    """Request headers of a client at `address`, as the proxy in front (TRUSTED_PROXY_HOPS=1) says."""
+    return {"X-Forwarded-For": address}
+
+
+def sleeper_spec(h, comm=None):
+    return hostile_spec(H.SLEEPER, h.context(comm=comm or "s" + secrets.token_hex(6)))
+
+
+def run_in_thread(target, *args):
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(value=target(*args)), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def occupy_workers(h, count=2):
+    """`count` runs of their own owners that sleep 6 s, one per worker; returns their threads once all run."""
+    app = h.target.app
+    threads = [run_in_thread(lambda spec=sleeper_spec(h): app.test_client().post("/api/run", json=spec))
+               for _ in range(count)]
+    assert wait_for(lambda: sum(w["state"] == "busy" for w in h.target.workers()) == count
+                    and app.extensions["dispatcher"].health()["queued"] == 0, 30), "the sleepers never ran"
+    return threads
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def socketio_run_event_nested_deep(h):
+    """A `run` event nested 600 deep gets an error ack naming the depth limit (not a server
+    error); one with a field beside the spec is refused naming it; a raw event nested 100,000 deep
+    (deeper than any encoder writes) is dropped; the connection then runs normally."""
+    client, events = socketio_client(h.target)
+    try:
+        spec = vector_add_spec(n=1024, block=256)
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(5000)  # the client's own encoder walks the event twice as deep as it nests
+        try:
+            ack = client.call("run", {"spec": {**spec, "args": {**spec["args"], "n": nested(600)}}}, timeout=30)
+        finally:
+            sys.setrecursionlimit(limit)
+        assert "depth limit is 32" in ((ack or {}).get("error") or {}).get("message", ""), ack
+        ack = client.call("run", {"spec": spec, "form_link": True}, timeout=30)
+        assert "'form_link'" in ((ack or {}).get("error") or {}).get("message", ""), ack
+        client.eio.send('2["run",' + "[" * 100_000 + "]" * 100_000 + "]")
+        time.sleep(1)
+        assert client.connected, "the server dropped the connection"
+        socketio_run_ok(client, events)
+    finally:
+        client.disconnect()
+
+
+def forged_session_cookies(h):
+    """Sessions are signed with the server's own key, never `dev`: a cookie signed with `dev`
+    naming another student's owner id is a new owner's (it sees none of her kernels); a cookie
+    signed with the real key names no work of the server's (its key is another space); with no
+    SECRET_KEY two web processes starting at once make one key, kept 0600 and out of a run's sight;
+    and the server refuses to start with `dev`."""
+    app = h.target.app
+    alice = h.target.new_client()
+    compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, alice)
+    assert compiled["status"] == "ok", result_summary(compiled)
+    context = h.context()
+    own = h.target.run(hostile_spec(H.LIST_OWN_CACHE, context), alice)
+    check(own, Expect({"cache": Returns(lambda names: len(names) > 0, "her own compiled kernels")}), context)
+    forger = app.test_client()
+    forger.set_cookie("session", session_cookie("dev", {"owner": owner_of(alice)}))
+    forged = h.target.run(hostile_spec(H.LIST_OWN_CACHE, context), forger)
+    check(forged, Expect({"cache": Returns([])}), context)
+    assert owner_of(forger) != owner_of(alice), "a cookie signed with 'dev' was taken"
+    from app.owners import PUZZLE_SOLUTIONS, SERVER_PREFIX
+    with jobs_queued(app) as (taken, _):
+        for claimed in ("puzzle-solution:constant_add", PUZZLE_SOLUTIONS.key, "server-warm-up", owner_of(alice) + "x"):
+            client = app.test_client()
+            client.set_cookie("session", session_cookie(SECRET, {"owner": claimed}))
+            assert h.target.run(vector_add_spec(n=1024, block=256), client)["status"] == "ok"
+    assert len(taken) == 4 and not [job.owner for job in taken if job.owner.startswith(SERVER_PREFIX)
+                                    or len(job.owner) != 32], [job.owner for job in taken]
+    # No SECRET_KEY: two web processes of one host start at once and make one key.
+    instance = os.path.join(h.run_root, "..", "instance-" + context["marker"])
+    code = ("import hashlib; from app import create_app; app = create_app({'START_WORKERS': False, "
+            "'DATABASE': ':memory:', 'INSTANCE_PATH': %r}); print(hashlib.sha256(app.secret_key.encode()).hexdigest())"
+            % instance)
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    starts = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE) for _ in range(2)]
+    keys = [p.communicate(timeout=120)[0].decode().strip() for p in starts]
+    assert len(set(keys)) == 1 and len(keys[0]) == 64, keys
+    key_file = os.path.join(instance, "secret_key")
+    assert os.stat(key_file).st_mode & 0o777 == 0o600
+    refused = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "SECRET_KEY": "dev"},
+                             capture_output=True, timeout=120)
+    assert refused.returncode != 0 and b"SECRET_KEY is 'dev'" in refused.stderr, refused.stderr[-2000:]
+    look = h.target.run(hostile_spec("attempt('read', read, CONTEXT['key_file'])", h.context(key_file=key_file)))
+    check(look, Expect({"read": NOT_THERE}), context)
+
+
+def http_exchange(server, path, headers=None):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        connection.request("GET", path, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.headers, response.read().decode(errors="replace")
+    finally:
+        connection.close()
+
+
+def csp_directives(header):
+    return {part.split()[0]: part.split()[1:] for part in (header or "").split(";") if part.strip()}
+
+
+def security_headers(h):
+    """Every response says nosniff and a Referrer-Policy; every page a Content-Security-Policy
+    that allows scripts from the server only (the editor's one inline import map by the response's
+    nonce: no inline handler, no unmarked inline script, no eval), frames it only from itself (the
+    embed from FRAME_ANCESTORS); the session cookie is SameSite=Lax and HttpOnly, and Secure when the
+    proxy says the request came over https."""
+    import re
+    problems = []
+    pages = ["/", "/examples/vector_add", "/new", "/puzzles", "/puzzles/constant_add", "/examples/vector_add?embed=1",
+             "/no/such/page"]
+    for path in pages + ["/api/spec", "/healthz", "/static/js/main.js"]:
+        status, headers, body = http_exchange(h.target, path)
+        if headers.get("X-Content-Type-Options") != "nosniff" or headers.get("Referrer-Policy") != "same-origin":
+            problems.append(f"{path}: {dict(headers)}")
+        if path not in pages:
+            continue
+        csp = csp_directives(headers.get("Content-Security-Policy"))
+        nonces = [s[len("'nonce-"):-1] for s in csp.get("script-src", []) if s.startswith("'nonce-")]
+        if set(csp.get("script-src", [])) - {"'self'"} - {f"'nonce-{n}'" for n in nonces} or len(nonces) != 1:
+            problems.append(f"{path}: script-src {csp.get('script-src')}")
+        if csp.get("object-src") != ["'none'"] or csp.get("base-uri") != ["'none'"]:
+            problems.append(f"{path}: {csp}")
+        if csp.get("frame-ancestors") != (["*"] if "embed=1" in path else ["'self'"]):
+            problems.append(f"{path}: frame-ancestors {csp.get('frame-ancestors')}")
+        for tag in re.findall(r"<script\b[^>]*>", body):
+            if "src=" not in tag and 'type="application/json"' not in tag and f'nonce="{nonces[0] if nonces else "-"}"' not in tag:
+                problems.append(f"{path}: an inline script without the nonce: {tag}")
+        handlers = re.findall(r"<[^>]*\son[a-z]+\s*=[^>]*>", body) + re.findall(r"javascript:", body)
+        if handlers:
+            problems.append(f"{path}: inline handlers {handlers[:3]}")
+    _, headers, _ = http_exchange(h.target, "/")
+    cookie = headers.get("Set-Cookie") or ""
+    if "SameSite=Lax" not in cookie or "HttpOnly" not in cookie or "Secure" in cookie:
+        problems.append(f"the session cookie over http: {cookie}")
+    _, headers, _ = http_exchange(h.target, "/", {"X-Forwarded-Proto": "https", "X-Forwarded-For": "192.0.2.44"})
+    cookie = headers.get("Set-Cookie") or ""
+    if "Secure" not in cookie or "SameSite=Lax" not in cookie:
+        problems.append(f"the session cookie over https: {cookie}")
+    assert not problems, "\n".join(problems)
+
+
+def graded_run_is_lent_no_kernels(h):
+    """A teacher's puzzle runs its expressions in the student's graded run: that run is lent
+    none of the student's compiled kernels, and nothing it leaves in its cache reaches the student's
+    next ordinary run or the student's cache on the host."""
+    import base64
+    from app.owners import key as owner_key
+    app, student = h.target.app, h.target.new_client()
+    compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, student)
+    assert compiled["status"] == "ok", result_summary(compiled)
+    own_cache = os.path.join(h.run_root, "kernel-caches", owner_key(owner_of(student)))
+    theirs = set(wait_for(lambda: os.path.isdir(own_cache) and os.listdir(own_cache), 10) or ())
+    assert theirs, "the student's run left no compiled kernel to be lent"
+    context = h.context()
+    planted = base64.b32encode(hashlib.sha256(context["marker"].encode()).digest()).decode().rstrip("=")
+    plant = f"exec({H.GRADED_PLANT.replace('KEY', repr(planted))!r}) or torch.randn(N)"
+    body = json.loads(puzzle_body(inputs={"x": plant, "y": "torch.randn(N)", "out": "torch.empty(N)"}))
+    body["title"] = "Plant " + context["marker"]
+    made = app.test_client().post("/api/puzzles", json=body)
+    assert made.status_code == 200, made.get_data(as_text=True)
+    spec = app.test_client().get(f"/api/puzzles/{made.json['name']}").json["spec"]
+    graded = h.target.run({**spec, "source": VECTOR_ADD}, student)
+    assert graded.get("puzzle"), result_summary(graded)
+    seen = [json.loads(line.split(" ", 1)[1]) for line in graded["stdout"].splitlines()
+            if line.startswith("GRADED-FINDINGS ")]
+    assert seen and all(set(names) <= {planted} for names in seen), f"the graded run was lent {seen}"
+    after = h.target.run(hostile_spec(H.LIST_OWN_CACHE, context), student)
+    check(after, Expect({"cache": Returns(lambda names: planted not in names and set(names) >= theirs,
+                                          "the student's own kernels, without the planted entry")}), context)
+    assert planted not in os.listdir(own_cache), "the planted entry was collected into the student's cache"
+
+
+def teacher_puzzle(h, source=VECTOR_ADD, title=None, **changes):
+    """Save a teacher's puzzle (from a client of its own address); returns its name."""
+    body = json.loads(puzzle_body(source=source, **changes))
+    body["title"] = title or "Puzzle " + secrets.token_hex(6)
+    made = h.target.app.test_client().post("/api/puzzles", json=body,
+                                            headers=from_address(f"198.18.{secrets.randbelow(250)}.{secrets.randbelow(250)}"))
+    assert made.status_code == 200, made.get_data(as_text=True)
+    return made.json["name"]
+
+
+def graded_run(h, name, source=VECTOR_ADD, client=None):
+    spec = h.target.app.test_client().get(f"/api/puzzles/{name}").json["spec"]
+    return h.target.run({**spec, "source": source}, client or h.target.new_client())
+
+
+def solution_runs(taken, puzzle_source):
+    from app.owners import PUZZLE_SOLUTIONS
+    return [job for job in taken if job.owner == PUZZLE_SOLUTIONS.key and job.spec["source"] == puzzle_source]
+
+
+def solution_state(h, name):
+    from app import puzzles
+    with h.target.app.app_context():
+        return h.target.app.extensions["puzzle_solutions"].outcome(puzzles.find(name))
+
+
+def solution_runs_once_under_the_cap(h):
+    """A teacher's failing solution runs once, when the puzzle is saved: four concurrent
+    first graded runs and three more after them run it no more (its failure is kept). Six puzzles
+    saved while the workers are busy never put more than QUEUE_PER_OWNER solution runs in line (the
+    server's work is one owner), a bystander still gets in, and a solution the full share refused
+    runs at its first graded run."""
+    app = h.target.app
+    failing = VECTOR_ADD.replace("x + y, mask=mask", "x - y, mask=mask")
+    with jobs_queued(app) as (taken, refused):
+        name = teacher_puzzle(h, source=failing)
+        results = []
+        threads = [run_in_thread(graded_run, h, name) for _ in range(4)]
+        for thread, box in threads:
+            thread.join(120)
+            results.append(box.get("value") or {})
+        results += [graded_run(h, name) for _ in range(3)]
+        assert all(r.get("puzzle") and r["puzzle"]["expected"] is None for r in results), \
+            [result_summary(r) for r in results]
+        assert len(solution_runs(taken, failing)) == 1, f"the failing solution ran {len(solution_runs(taken, failing))} times"
+        assert solution_state(h, name)["state"] == "failed"
+    per_owner = app.config["QUEUE_PER_OWNER"]
+    from app.owners import PUZZLE_SOLUTIONS
+    with jobs_queued(app) as (taken, refused):
+        sleepers = occupy_workers(h)
+        names, waiting = [], []
+        for i in range(per_owner + 2):
+            source = VECTOR_ADD.replace("pid = tl.program_id", f"# puzzle {i} {secrets.token_hex(4)}\n    pid = tl.program_id")
+            names.append((teacher_puzzle(h, source=source), source))
+            waiting.append(sum(job.owner == PUZZLE_SOLUTIONS.key for job in app.extensions["dispatcher"].jobs.waiting))
+        bystander = h.target.run(vector_add_spec(n=1024, block=256), h.target.new_client())
+        for thread, _ in sleepers:
+            thread.join(60)
+        assert max(waiting) <= per_owner, f"solution runs waiting: {waiting}"
+        assert bystander["status"] == "ok", result_summary(bystander)
+        over = [job for job, _ in refused if job.owner == PUZZLE_SOLUTIONS.key]
+        assert len(over) == 2, f"{len(over)} solution runs refused, expected the 2 past the share"
+        assert wait_for(lambda: all(solution_state(h, n) for n, _ in names[:per_owner]), 120)
+        last, source = names[-1]
+        result = graded_run(h, last)
+        assert result["status"] == "ok" and result["puzzle"]["expected"], result_summary(result)
+        assert len(solution_runs(taken, source)) == 1 and [job for job, _ in refused if job.spec["source"] == source]
+        assert all(len([j for j in taken if j.spec["source"] == s and j.owner == PUZZLE_SOLUTIONS.key]) <= 1
+                   for _, s in names[:per_owner])
+
+
+def cookieless_runs_from_one_address(h):
+    """A client that drops its cookie is a new owner at each request, not a new address: of 12
+    runs sent at once without cookies from one address, QUEUE_PER_ADDRESS wait and the rest are
+    refused (429) naming the limit; a bystander at another address still gets in."""
+    app = h.target.app
+    per_address = app.config["QUEUE_PER_ADDRESS"]
+    sleepers = occupy_workers(h)
+    spec = vector_add_spec(n=1024, block=256)
+
+    def post():
+        return app.test_client(use_cookies=False).post("/api/run", json=spec, headers=from_address("203.0.113.7"))
+
+    flood = [run_in_thread(post) for _ in range(12)]
+    answered = lambda: [box["value"] for _, box in flood if "value" in box]  # noqa: E731
+    assert wait_for(lambda: len(answered()) >= 12 - per_address, 30), [a.status_code for a in answered()]
+    bystander = app.test_client().post("/api/run", json=spec, headers=from_address("192.0.2.9"))
+    for thread, _ in flood + sleepers:
+        thread.join(120)
+    answers = [box["value"] for _, box in flood]
+    refused = [a for a in answers if a.status_code == 429]
+    ran = [a for a in answers if a.status_code == 200]
+    assert len(ran) == per_address and len(refused) == 12 - per_address, [a.status_code for a in answers]
+    assert all("QUEUE_PER_ADDRESS" in a.json["error"]["message"] for a in refused), refused[0].json
+    assert all(a.json["status"] == "ok" for a in ran)
+    assert bystander.status_code == 200 and bystander.json["status"] == "ok", bystander.get_data(as_text=True)[:500]
+
+
+def socketio_connections_from_one_address(h):
+    """One address opens 30 Socket.IO connections: CONNECTIONS_PER_ADDRESS (20) are let in,
+    the rest refused at the handshake; a run from each of the 20 (each its own owner, no cookie)
+    puts at most QUEUE_PER_ADDRESS in line; a bystander at another address connects and runs; once
+    they close, the address connects again."""
+    import socketio
+    server, clients, refused = h.target, [], 0
+    spec = vector_add_spec(n=1024, block=256)
+
+    def connect(address):
+        client = socketio.Client(reconnection=False)
+        events = []
+        client.on("run_result", lambda data: events.append(data))
+        client.connect(server.url, transports=["websocket"], headers=from_address(address), wait_timeout=10)
+        return client, events
+
+    try:
+        for _ in range(30):
+            try:
+                clients.append(connect("203.0.113.8"))
+            except socketio.exceptions.ConnectionError:
+                refused += 1
+        assert (len(clients), refused) == (20, 10), (len(clients), refused)
+        first, _ = clients[0]
+        assert "run_id" in first.call("run", {"spec": sleeper_spec(h)}, timeout=30)
+        assert wait_for(lambda: server.health().get("queued") == 0 and server.health()["workers"][0]["state"] == "busy", 30)
+        acks = [client.call("run", {"spec": spec}, timeout=30) for client, _ in clients[1:]]
+        queued = [a for a in acks if "run_id" in a]
+        full = [a for a in acks if "QUEUE_PER_ADDRESS" in (a.get("error") or {}).get("message", "")]
+        assert len(queued) == 6 and len(full) == len(acks) - 6, acks
+        bystander, events = connect("192.0.2.10")
+        clients.append((bystander, events))
+        ack = bystander.call("run", {"spec": spec}, timeout=30)
+        assert "run_id" in ack, ack
+        assert wait_for(lambda: events, 120) and events[0]["result"]["status"] == "ok", events
+    finally:
+        for client, _ in clients:
+            client.disconnect()
+    assert wait_for(lambda: server.health().get("queued") == 0, 120)
+
+    def connects_again():
+        try:
+            connect("203.0.113.8")[0].disconnect()
+            return True
+        except socketio.exceptions.ConnectionError:
+            return False
+    assert wait_for(connects_again, 20, 0.5), "the address could not connect again once its connections closed"
+
+
+def database_quota(h):
+    """One address may store WRITES_PER_MINUTE new snippets a minute: past them it is refused
+    (429, Retry-After) and the database does not grow; saving what is stored already is free (the
+    same id, no growth, even when limited); another address still saves; and past DATABASE_MAX_MB a
+    write is refused (507) saying the storage is full."""
+    import sqlite3
+    app = h.target.app
+    per_minute = app.config["WRITES_PER_MINUTE"]
+
+    def rows():
+        with contextlib.closing(sqlite3.connect(h.database)) as conn:
+            return conn.execute("SELECT count(*) FROM snippet").fetchone()[0]
+
+    def save(n, address, pad=0):
+        spec = vector_add_spec(n=n, block=256)
+        if pad:
+            spec["inputs"]["pad"] = "torch.zeros(1)  # " + "p" * pad
+        return app.test_client().post("/api/snippets", json={"spec": spec, "ui": {}}, headers=from_address(address))
+
+    first, before = save(7001, "203.0.113.20"), rows()
+    answers = [save(7002 + i, "203.0.113.20") for i in range(per_minute + 9)]
+    refused = [a for a in answers if a.status_code == 429]
+    assert first.status_code == 200 and len(refused) >= 9, [a.status_code for a in answers]
+    assert all(int(a.headers["Retry-After"]) >= 1 and "WRITES_PER_MINUTE" in a.json["error"]["message"] for a in refused)
+    grown = rows()
+    assert grown - before == len(answers) - len(refused)
+    again = save(7001, "203.0.113.20")  # stored already: free, though the address is limited
+    assert again.status_code == 200 and again.json["id"] == first.json["id"] and rows() == grown
+    assert save(7001 + 10_000, "203.0.113.21").status_code == 200
+    limited = app.test_client().post("/api/puzzles", data=puzzle_body(), content_type=JSON,
+                                     headers=from_address("203.0.113.20"))
+    assert limited.status_code == 429, limited.get_data(as_text=True)
+    size_mb = os.path.getsize(h.database) / (1 << 20)
+    cap = int(size_mb) + 2
+    app.config["DATABASE_MAX_MB"] = cap
+    try:
+        answers = [save(8000 + i, f"203.0.114.{i}", pad=200_000) for i in range(20)]
+        full = [a for a in answers if a.status_code == 507]
+        assert full and all(a.status_code == 200 for a in answers[:answers.index(full[0])]), [a.status_code for a in answers]
+        assert all("DATABASE_MAX_MB" in a.json["error"]["message"] for a in full)
+        assert os.path.getsize(h.database) <= (cap << 20) + (1 << 20)
+        assert save(7001, "203.0.114.250").status_code == 200  # a stored one still saves (free)
+    finally:
+        app.config["DATABASE_MAX_MB"] = 1024
+
+
+def peak_rss_mb():
+    with open("/proc/self/status") as f:
+        return int(f.read().split("VmHWM:")[1].split()[0]) / 1024
+
+
+def result_of_millions_of_tiny_objects(h):
+    """A run makes its result 3 million empty objects (9 MB): the worker does not parse it, the
+    run ends with an error, and this web process's peak memory does not move by 200 MB."""
+    before = peak_rss_mb()
+    context = h.context()
+    result = h.target.run(hostile_spec(H.HUGE_RESULT, context))
+    check(result, Expect({}, status="error", phases=("limit", "sandbox")), context)
+    assert peak_rss_mb() - before < 200, f"the web process grew from {before:.0f} MB to {peak_rss_mb():.0f} MB"
+
+
+def worker_line_past_the_limits(h):
+    """A worker (as a compromised one would) writes a 15 MB line of tiny objects to the web
+    process while a run is in flight: the web process never parses it (its peak memory does not
+    move by 200 MB), that run fails naming the limit, and the worker is replaced."""
+    app = h.target.app
+    client = app.test_client()
+    thread, box = run_in_thread(lambda: client.post("/api/run", json=sleeper_spec(h)).json)
+    assert wait_for(lambda: any(w["state"] == "busy" for w in h.target.workers()), 30)
+    slot = next(s for s in app.extensions["dispatcher"].slots if s.state == "busy")
+    restarts, before = slot.restarts, peak_rss_mb()
+    line = b'{"type":"status","id":"x","run_id":"' + slot.job.run_id.encode() + b'","content":{"n":[' \
+        + b"{}," * 4_999_999 + b"{}]}}\n"
+    channel = f"pipe:[{os.fstat(slot.worker.proc.stdout.fileno()).st_ino}]"  # the worker's end of it
+    fds = [fd for fd in os.listdir(f"/proc/{slot.worker.proc.pid}/fd")
+           if os.readlink(f"/proc/{slot.worker.proc.pid}/fd/{fd}") == channel]
+    assert fds, "the worker's channel to the web process was not found"
+    with open(f"/proc/{slot.worker.proc.pid}/fd/{fds[0]}", "wb") as pipe:
+        pipe.write(line)
+    del line
+    thread.join(60)
+    result = box.get("value") or {}
+    assert result.get("status") == "error" and "MESSAGE_MAX_ELEMENTS" in result["error"]["message"], result_summary(result)
+    assert slot.restarts == restarts + 1
+    assert peak_rss_mb() - before < 200, f"the web process grew from {before:.0f} MB to {peak_rss_mb():.0f} MB"
+
+
+def solution_trace_past_its_bound(h):
+    """A teacher's solution makes its trace far larger than TRACE_MAX_BYTES: its outcome is
+    kept without it (in the database; the web process keeps no trace), and graded runs go without
+    the picture."""
+    import sqlite3
+    from app import puzzles
+    source = VECTOR_ADD + H.PADDED_SOLUTION_TRACE
+    name = teacher_puzzle(h, source=source)
+    assert wait_for(lambda: solution_state(h, name), 120), "the solution never ran"
+    with h.target.app.app_context():
+        digest = puzzles.Solutions.digest(puzzles.find(name))
+    with contextlib.closing(sqlite3.connect(h.database)) as conn:
+        state, trace, detail = conn.execute("SELECT state, trace, detail FROM solution WHERE digest = ?", (digest,)).fetchone()
+    assert state == "ok" and trace is None and "TRACE_MAX_BYTES" in detail, (state, detail)
+    result = graded_run(h, name)
+    assert result["status"] == "ok" and result["puzzle"]["expected"] is None, result_summary(result)
+    kept = vars(h.target.app.extensions["puzzle_solutions"])
+    assert not [k for k, v in kept.items() if isinstance(v, (dict, list)) and len(json.dumps(v, default=str)) > 10_000]
+
+
 SCENARIOS = [
     pytest.param(no_descriptor_reaches_outside_the_run, "hostile", id="descriptors_of_the_run"),
     pytest.param(a_spinning_run_leaves_a_bystander_its_share, "hostile", id="spin_every_core_beside_a_bystander"),
@@ -1081,6 +1639,17 @@ SCENARIOS = [
     pytest.param(shared_kernels_written_replaced_or_poisoned, "hostile", id="write_replace_or_poison_the_shared_kernels"),
     pytest.param(malformed_socketio_run_events, "served", id="socketio_100_malformed_run_events"),
     pytest.param(oversized_socketio_event, "served", id="socketio_oversized_run_event"),
+    pytest.param(socketio_run_event_nested_deep, "served", id="socketio_run_event_nested_600_and_100000_deep"),
+    pytest.param(forged_session_cookies, "hostile", id="session_cookie_signed_with_dev_or_naming_the_server"),
+    pytest.param(security_headers, "served", id="security_headers_and_cookie_flags"),
+    pytest.param(graded_run_is_lent_no_kernels, "hostile", id="teacher_puzzle_plants_in_the_students_kernel_cache"),
+    pytest.param(solution_runs_once_under_the_cap, "hostile", id="puzzle_solution_runs_once_and_under_the_cap"),
+    pytest.param(cookieless_runs_from_one_address, "hostile", id="twelve_cookieless_runs_from_one_address"),
+    pytest.param(socketio_connections_from_one_address, "production", id="thirty_socketio_connections_from_one_address"),
+    pytest.param(database_quota, "hostile", id="snippet_flood_and_a_full_database"),
+    pytest.param(result_of_millions_of_tiny_objects, "hostile", id="result_of_3_million_tiny_objects"),
+    pytest.param(worker_line_past_the_limits, "hostile", id="worker_line_of_15_mb_of_tiny_objects"),
+    pytest.param(solution_trace_past_its_bound, "hostile", id="teacher_solution_trace_past_its_bound"),
 ]
 
 

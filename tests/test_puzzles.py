@@ -247,18 +247,38 @@ def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
     context.close()
 
 
-def test_a_solution_that_cannot_run_leaves_the_picture_out_and_is_tried_again():
-    from app.dispatcher import QueueFull
+def solutions_of(tmp_path, dispatcher, **config):
+    from app.db import init_db
+    config = {"DATABASE": str(tmp_path / "solutions.sqlite"), "TRACE_MAX_BYTES": 2_000_000, "QUEUE_WAIT_S": 5.0,
+              "RUN_TIMEOUT_S": 5.0, "DATABASE_MAX_MB": 64, **config}
+    init_db(config["DATABASE"])
+    return puzzles.Solutions(config, dispatcher)
 
-    class Busy:
-        calls = 0
+
+def test_a_solution_that_cannot_start_is_tried_again_and_one_that_fails_is_not(tmp_path):
+    """A full queue runs nothing and keeps nothing: the next graded run tries again. A solution that
+    fails its own check is run once: its failure is kept, graded runs go without the picture."""
+    from app.dispatcher import QueueFull
+    from app.owners import PUZZLE_SOLUTIONS
+    from sandbox import result as results
+    from sandbox.errors import RunError
+
+    class Dispatcher:
+        calls, busy = 0, True
 
         def run(self, spec, owner, from_link=False):
-            Busy.calls += 1
-            assert "grading" in spec and from_link and owner == "puzzle-solution:constant_add"
-            raise QueueFull("the server is busy")
+            Dispatcher.calls += 1
+            assert "grading" in spec and from_link and owner == PUZZLE_SOLUTIONS
+            if Dispatcher.busy:
+                raise QueueFull("the server is busy")
+            return results.failed(RunError("check", "the outputs differ"))
 
-    solutions = puzzles.Solutions()
+    solutions = solutions_of(tmp_path, Dispatcher())
     puzzle = puzzles.builtin("constant_add")
-    assert solutions.expected(puzzle, Busy()) is None
-    assert solutions.expected(puzzle, Busy()) is None and Busy.calls == 2
+    assert solutions.expected(puzzle, wait_s=5) is None and Dispatcher.calls == 1
+    Dispatcher.busy = False
+    assert solutions.expected(puzzle, wait_s=5) is None and Dispatcher.calls == 2
+    for _ in range(3):
+        assert solutions.expected(puzzle, wait_s=5) is None
+    assert Dispatcher.calls == 2
+    assert solutions.outcome(puzzle)["state"] == "failed"

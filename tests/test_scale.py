@@ -213,6 +213,27 @@ def test_the_owners_share_of_the_queue_holds_across_web_processes(cluster):
             client.close()
 
 
+def test_an_addresss_share_of_the_queue_is_counted_in_redis(cluster):
+    """QUEUE_PER_ADDRESS across web processes: each owner new (no cookie), one address; the server's
+    own work (no address) is not counted; a run taken frees its address's place."""
+    import redis
+    from app.runstate import WITHDRAWN, RunState
+    state = RunState(redis.Redis.from_url(cluster.url))
+    stale_before = state.now() - 3600
+    ids = [f"address-test-{i}" for i in range(5)]
+    try:
+        places = [state.enqueue(run_id, f"owner-{run_id}", 64, 4, stale_before, "203.0.113.9", 3) for run_id in ids[:4]]
+        assert all(p > 0 for p in places[:3]) and places[3] == -3, places
+        assert state.enqueue(ids[4], "server-puzzle-solutions", 64, 4, stale_before, None, 3) > 0
+        assert state.take(ids[0], f"owner-{ids[0]}", WITHDRAWN, "203.0.113.9")
+        assert state.enqueue(ids[3], f"owner-{ids[3]}", 64, 4, stale_before, "203.0.113.9", 3) > 0
+    finally:
+        for run_id in ids:
+            owner = "server-puzzle-solutions" if run_id == ids[4] else f"owner-{run_id}"
+            state.take(run_id, owner, WITHDRAWN, None if run_id == ids[4] else "203.0.113.9")
+    assert cluster.webs[0].health()["queued"] == 0
+
+
 def test_a_worker_killed_mid_run_costs_that_run_an_error_once_and_the_next_run_works(cluster):
     client = Client(cluster.webs[1])
     try:

@@ -389,6 +389,7 @@ function showEstimate() {
 // timeoutS}: where runs go and their time limit, for the estimate.
 export function initLaunch(root, specSchema, serverFacts = {}) {
   schema = specSchema.options;
+  root.addEventListener("submit", (event) => event.preventDefault());  // Enter in a field never leaves the page
   server = { deviceKind: serverFacts.deviceKind ?? null, timeoutS: serverFacts.timeoutS ?? null };
   els = {
     kernel: root.querySelector("#kernel-select"),
