@@ -759,6 +759,7 @@ def descriptors():
 
 
 attempt('descriptors', descriptors)
+"""
 
 # -- the web side --------------------------------------------------------------------------------
 
