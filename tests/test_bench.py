@@ -80,23 +80,11 @@ def test_peak_bandwidth_is_measured_once():
     assert time.perf_counter() - start < 0.01
 
 
-def test_the_median_is_known_once_its_confidence_bounds_are_within_the_tolerance():
-    from sandbox.bench import MIN_GPU_REPS, median_known
-    steady = [1.0 + 0.001 * (i % 5) for i in range(MIN_GPU_REPS)]
-    assert median_known(steady, 0.01)
-    assert not median_known(steady[:MIN_GPU_REPS - 1], 0.01)  # too few to judge
-    noisy = [1.0 + 0.1 * (i % 7) for i in range(40)]  # launches 0-60% slower, evenly: the median wanders
-    assert not median_known(noisy, 0.01)
-    assert median_known(noisy, 0.25)
-    many = [1.0 + 0.01 * (i % 7) for i in range(400)]  # a 6% spread, many samples: pinned to within 1%
-    assert median_known(many, 0.01)
-
-
 @gpu_test
-def test_gpu_timing_of_a_steady_kernel_stops_well_before_do_benchs_count():
+def test_gpu_timing_takes_as_many_samples_as_do_bench_and_agrees_with_it():
     x = torch.randn(1 << 20, device="cuda")
     timing = time_gpu(lambda: x.add_(1.0))
     assert_ordered(timing)
     standalone = triton.testing.do_bench(lambda: x.add_(1.0), return_mode="all")
-    assert timing["n"] < len(standalone) / 4, (timing["n"], len(standalone))
+    assert 0.5 < timing["n"] / len(standalone) < 2, (timing["n"], len(standalone))
     assert abs(timing["median"] / torch.tensor(standalone).median().item() - 1) < 0.1
