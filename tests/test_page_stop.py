@@ -63,10 +63,10 @@ def test_a_run_over_the_limit_says_which_phase_it_was_in_and_what_to_turn_off(ap
     ready(app)
     open_playground(page, server + "/")
     assert page.locator("#launch-estimate").is_hidden()  # 97 programs: well within 4 s
-    page.fill("input[data-param=BLOCK_SIZE]", "16")  # 6,152 programs, each run one after another
+    page.fill("input[data-param=BLOCK_SIZE]", "4")  # 24,608 programs, each run one after another
     page.wait_for_selector("#launch-estimate:not([hidden])")
     warning = page.inner_text("#launch-estimate")
-    assert "6,152 programs, run one after another" in warning and "will not fit in the 4 s limit" in warning
+    assert "24,608 programs, run one after another" in warning and "will not fit in the 4 s limit" in warning
     page.screenshot(path=f"{SHOTS}/estimate-warning.png")
     assert run_and_wait(page) == "error"  # and indeed it does not
     assert page.text_content("#error-card .phase") == "timeout error"
