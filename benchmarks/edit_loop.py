@@ -24,15 +24,13 @@ import argparse
 import contextlib
 import copy
 import itertools
-import json
 import os
 import statistics
 import tempfile
 import time
-import urllib.request
 
 from benchmarks.client import Tab
-from benchmarks.first_run import wait_warmed
+from benchmarks.first_run import examples, wait_warmed
 from benchmarks.latency import percentile
 from benchmarks.server import ROOT, Server
 
@@ -98,15 +96,6 @@ class Build:
         self.server.start()
         self.tab = Tab(self.server.url)
         return self
-
-    def examples(self):
-        with urllib.request.urlopen(f"{self.server.url}/api/examples") as r:
-            names = [e["name"] for e in json.load(r)]
-        specs = {}
-        for name in names:
-            with urllib.request.urlopen(f"{self.server.url}/api/examples/{name}") as r:
-                specs[name] = json.load(r)["spec"]
-        return specs
 
     def stop(self):
         with contextlib.suppress(Exception):
@@ -191,7 +180,7 @@ def main():
         for build in builds:
             wait_warmed(build.server)
         device = builds[0].server.health()["device"]
-        specs = builds[0].examples()
+        specs = examples(builds[0].server.url)
         interpreted = device["kind"] == "interpreter"
         cases = [c for c in args.cases.split(",") if c]
         for build in builds:

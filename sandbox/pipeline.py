@@ -56,6 +56,11 @@ def choose_device(requested):
     return "gpu"
 
 
+def untuned_arguments(kernel, args):
+    """An autotuned kernel's arguments but those its configs set, split as people pass them."""
+    return kernel.positional({name: value for name, value in args.items() if name not in kernel.tuned_names})
+
+
 def launch(kernel, grid, args, options):
     """kernel[grid](**args). An autotuned kernel gets its meta-parameters, num_warps and num_stages from
     the config the autotuner picks (on a GPU `grid` must then be a callable of meta); in the
@@ -64,8 +69,7 @@ def launch(kernel, grid, args, options):
         kernel.launcher[grid](**launch_keywords(args, num_warps=options["num_warps"],
                                                 num_stages=options["num_stages"]))
         return
-    positional, keywords = kernel.positional({name: value for name, value in args.items()
-                                              if name not in kernel.tuned_names})
+    positional, keywords = untuned_arguments(kernel, args)
     if not kernel.interpreted:
         kernel.launcher[grid](*positional, **keywords)
         return
@@ -86,8 +90,7 @@ def compile_configs_at_once(kernel, grid, args):
     compile mode runs the compiles on threads: its compiler's passes and ptxas run outside the GIL.
     A config that fails to compile is left to the launch, which then says why as it would have."""
     from triton.runtime._async_compile import AsyncCompileMode
-    positional, keywords = kernel.positional({name: value for name, value in args.items()
-                                              if name not in kernel.tuned_names})
+    positional, keywords = untuned_arguments(kernel, args)
     configs = len(kernel.autotuner.configs)
     with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
             AsyncCompileMode(pool, ignore_errors=True):

@@ -726,34 +726,37 @@ def hostile(tmp_path_factory, listeners):
             os.environ["SECRET_KEY"] = before
 
 
-@pytest.fixture(scope="module")
-def gunicorn_server(tmp_path_factory):
-    server = GunicornServer(str(tmp_path_factory.mktemp("hostile-server")))
+def serving(server):
+    """A server subprocess for a module's tests, stopped after them."""
     server.start()
     yield server
     server.stop()
     server.log.close()
+
+
+def harness_of(server, listeners):
+    server.ensure()  # restarted if an attack took it down
+    return Harness(server, server.database, server.run_root, listeners)
+
+
+@pytest.fixture(scope="module")
+def gunicorn_server(tmp_path_factory):
+    yield from serving(GunicornServer(str(tmp_path_factory.mktemp("hostile-server"))))
 
 
 @pytest.fixture
 def served(gunicorn_server, listeners):
-    gunicorn_server.ensure()
-    return Harness(gunicorn_server, gunicorn_server.database, gunicorn_server.run_root, listeners)
+    return harness_of(gunicorn_server, listeners)
 
 
 @pytest.fixture(scope="module")
 def production_server(tmp_path_factory):
-    server = ProductionServer(str(tmp_path_factory.mktemp("hostile-production")))
-    server.start()
-    yield server
-    server.stop()
-    server.log.close()
+    yield from serving(ProductionServer(str(tmp_path_factory.mktemp("hostile-production"))))
 
 
 @pytest.fixture
 def production(production_server, listeners):
-    production_server.ensure()
-    return Harness(production_server, production_server.database, production_server.run_root, listeners)
+    return harness_of(production_server, listeners)
 
 
 # ---------------------------------------------------------------- the tests
