@@ -119,6 +119,11 @@ class CeleryDispatcher:
                 self.runs.pop(job.run_id, None)
         return len(gone)
 
+    def compile_ahead(self, spec, owner, client, address=None):
+        """None: with workers on other hosts a run compiles what it needs; compiling ahead (sandbox.ahead)
+        is the embedded pool's, whose workers share the host's kernel caches with the runs that follow."""
+        return None
+
     def stop_run(self, run_id, client):
         """A run no worker took yet is withdrawn and answered here; a running one is marked in Redis,
         where its worker's heartbeat finds the mark and ends it (app.celery_worker)."""

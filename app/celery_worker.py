@@ -53,6 +53,12 @@ class WorkerHost:
     def worker_env(self, gpu=None):
         return worker_env(self.config, gpu)
 
+    def compiled(self, msg):
+        """A compile ahead's answer: none comes, since no compile ahead is sent here (CeleryDispatcher)."""
+
+    def found_compiled(self, job):
+        return False
+
     def start(self):
         self.slot.ensure_worker()  # warm before the first run is taken
         self.heart.start()

@@ -30,7 +30,7 @@ from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol
 from sandbox import result as results
 from sandbox.errors import RunError
-from sandbox.spec import launch_key
+from sandbox.spec import compile_key, launch_key
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,6 +43,8 @@ STUCK_MARGIN_S = 15
 # lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
 WAIT_MARGIN_S = 5
 STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
+COMPILE_STALE_S = 10  # a compile ahead no worker took by then is dropped: its person has typed on or run it
+COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
 # The server's variables a worker gets, by name (never by prefix: a credential shares its prefix with
 # a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.run_process).
 WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME",
@@ -250,6 +252,23 @@ class Job:
         return job
 
 
+class CompileRequest:
+    """A compile ahead (sandbox.ahead): what a client's page sends while its person types. It waits
+    behind every run, the newest of an owner replacing an older one, and goes to an idle worker,
+    which answers `compiled` to the client whenever it is done."""
+
+    def __init__(self, spec, owner, client, address=None):
+        self.compile_id = protocol.new_id()
+        self.spec, self.owner, self.client, self.address = spec, owners.key(owner), client, address
+        self.queued_at = time.monotonic()
+
+    def stale(self):
+        return time.monotonic() - self.queued_at > COMPILE_STALE_S
+
+    def message(self):
+        return protocol.message("compile", self.compile_id, spec=self.spec, owner=self.owner)
+
+
 def stopped(started):
     """The error of a run its client stopped, before (started=False) or while it ran."""
     if not started:
@@ -266,6 +285,7 @@ class JobQueue:
     def __init__(self, limit, per_owner, per_address=None):
         self.limit, self.per_owner, self.per_address = limit, per_owner, per_address
         self.waiting = collections.deque()
+        self.compiles = collections.OrderedDict()  # owner -> its newest CompileRequest, taken after every run
         self.changed = threading.Condition()
         self.closed = False
 
@@ -286,12 +306,27 @@ class JobQueue:
             self.changed.notify()
             return len(self.waiting)
 
-    def get(self):
-        """The oldest waiting job, once there is one; None once the queue is closed."""
+    def put_compile(self, request):
+        """Queue a compile ahead in place of its owner's waiting one, if any."""
         with self.changed:
-            while not self.waiting and not self.closed:
+            self.compiles.pop(request.owner, None)
+            if (request.address is not None and self.per_address
+                    and sum(1 for r in self.compiles.values() if r.address == request.address) >= self.per_address):
+                raise AddressQueueFull(address_full_message(self.per_address))
+            if len(self.compiles) >= self.limit:
+                raise QueueFull(f"the server is busy ({len(self.compiles)} compiles waiting); your run will compile")
+            self.compiles[request.owner] = request
+            self.changed.notify()
+
+    def get(self):
+        """The oldest waiting job, once there is one, else the oldest compile ahead: runs come first;
+        None once the queue is closed."""
+        with self.changed:
+            while not self.waiting and not self.compiles and not self.closed:
                 self.changed.wait()
-            return None if self.closed else self.waiting.popleft()
+            if self.closed:
+                return None
+            return self.waiting.popleft() if self.waiting else self.compiles.popitem(last=False)[1]
 
     def withdraw(self, which):
         """Take the waiting jobs for which which(job) is true out of the queue; returns them."""
@@ -300,6 +335,11 @@ class JobQueue:
             for job in gone:
                 self.waiting.remove(job)
             return gone
+
+    def withdraw_compiles(self, client):
+        with self.changed:
+            for owner in [owner for owner, request in self.compiles.items() if request.client == client]:
+                del self.compiles[owner]
 
     def close(self):
         with self.changed:
@@ -311,7 +351,8 @@ class WorkerProcess:
     """One `python -m sandbox.worker` and a thread that reads its messages into a queue: each a
     decoded message, None (it died), or ("beyond", why) for a line past the message limits."""
 
-    def __init__(self, env, limits=None):
+    def __init__(self, env, limits=None, on_compiled=None):
+        self.on_compiled = on_compiled or (lambda msg: None)  # its `compiled` answers, whenever they come
         self.proc = subprocess.Popen([sys.executable, "-m", "sandbox.worker"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.limits = limits or protocol.LIMITS
@@ -331,6 +372,8 @@ class WorkerProcess:
             msg = protocol.decode(line, limits=self.limits)
             if msg is not None and msg["type"] == "warming":
                 self.warming = msg["content"]
+            elif msg is not None and msg["type"] == "compiled":
+                self.on_compiled(msg)
             elif msg is not None:
                 self.messages.put(msg)
         self.messages.put(None)  # end of stream: the worker died
@@ -397,7 +440,8 @@ class Slot:
 
     def _start_worker(self):
         self.state = "starting"
-        self.worker = WorkerProcess(self.dispatcher.worker_env(self.gpu), message_limits(self.dispatcher.config))
+        self.worker = WorkerProcess(self.dispatcher.worker_env(self.gpu), message_limits(self.dispatcher.config),
+                                    self.dispatcher.compiled)
         msg = self.worker.next(START_TIMEOUT_S)
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
@@ -438,7 +482,10 @@ class Slot:
             return False
 
     def handle(self, job):
-        """Run `job` on this slot's worker; whatever happens, the job gets its one result."""
+        """Run `job` on this slot's worker; whatever happens, the job gets its one result. A compile
+        ahead is handed over, and the worker does it beside the runs that follow."""
+        if isinstance(job, CompileRequest):
+            return self.hand_over(job)
         if self._too_old(job):
             return
         if self.worker is not None and self.worker.broken:  # it sent a line past the limits while idle
@@ -455,6 +502,14 @@ class Slot:
         finally:
             self.runs += 1
             self.state, self.busy_since, self.job = "ready", None, None
+
+    def hand_over(self, request):
+        if request.stale() or self.worker is None or self.worker.broken:
+            return self.dispatcher.compile_dropped(request)
+        try:
+            self.worker.send(protocol.encode(request.message()), time.monotonic() + GRACE_S)
+        except (OSError, TimeoutError, ValueError, TypeError):
+            self.dispatcher.compile_dropped(request)
 
     def _too_old(self, job):
         """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
@@ -485,7 +540,8 @@ class Slot:
             spec = {**job.spec, "reference_times": self.references.lent(job.owner)} if isinstance(job.spec, dict) else job.spec
             line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
                                                     from_link=job.from_link,
-                                                    checked_before=job.launch in self.dispatcher.checked))
+                                                    checked_before=job.launch in self.dispatcher.checked,
+                                                    compiled_ahead=self.dispatcher.found_compiled(job)))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return
@@ -569,6 +625,9 @@ class Dispatcher:
         self.deliver = deliver  # deliver(client, run_id, type, content): app.events.deliver's emit
         self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"], config.get("QUEUE_PER_ADDRESS"))
         self.checked = CheckedLaunches()  # shared by every worker: a run may land on any of them
+        self.compile_clients = collections.OrderedDict()  # compile_id -> (the client to answer, owner, compile key)
+        self.compiled_ahead = collections.OrderedDict()  # owner -> the compile key of its last compile ahead done
+        self.compiling = threading.Lock()
         self.stopping = threading.Event()
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
         assigned = gpu_assignments()
@@ -600,8 +659,48 @@ class Dispatcher:
         return job.run_id
 
     def withdraw_client(self, client):
-        """Drop the waiting runs of a client that left (a run already running finishes); returns how many."""
+        """Drop the waiting runs and compiles of a client that left (a run already running finishes);
+        returns how many runs."""
+        self.jobs.withdraw_compiles(client)
         return len(self.jobs.withdraw(lambda job: job.client is not None and job.client == client))
+
+    def compile_ahead(self, spec, owner, client, address=None):
+        """Queue a compile ahead of `owner`'s next run (sandbox.ahead), after every waiting run, in place
+        of the owner's waiting one; returns its compile_id. Its answer goes to `client` as `compiled`."""
+        request = CompileRequest(spec, owner, client, address)
+        with self.compiling:
+            self.compile_clients[request.compile_id] = (client, request.owner, compile_key(spec))
+            while len(self.compile_clients) > COMPILES_ANSWERED:
+                self.compile_clients.popitem(last=False)
+        self.jobs.put_compile(request)
+        return request.compile_id
+
+    def compiled(self, msg):
+        """A worker's answer to a compile ahead: to the client that asked (once; a forged id reaches no one)."""
+        content = msg["content"]
+        with self.compiling:
+            client, owner, key = self.compile_clients.pop(msg.get("run_id"), (None, None, None))
+            if content.get("ok") is True and owner is not None:
+                self.compiled_ahead.pop(owner, None)
+                self.compiled_ahead[owner] = key
+                while len(self.compiled_ahead) > COMPILES_ANSWERED:
+                    self.compiled_ahead.popitem(last=False)
+        if client is not None and self.deliver is not None:
+            self.deliver(client, msg["run_id"], "compiled", {"ok": content.get("ok") is True,
+                                                             "error": content.get("error")})
+
+    def found_compiled(self, job):
+        """Did a compile ahead of this very spec finish into its owner's kernels (on any worker)?"""
+        try:
+            key = compile_key(job.spec)
+        except (TypeError, ValueError, KeyError):
+            return False
+        with self.compiling:
+            return self.compiled_ahead.get(job.owner) == key
+
+    def compile_dropped(self, request):
+        with self.compiling:
+            self.compile_clients.pop(request.compile_id, None)
 
     def stop_run(self, run_id, client):
         for job in self.jobs.withdraw(lambda job: job.run_id == run_id and job.may_stop(client)):

@@ -1,5 +1,6 @@
 """Socket.IO: `run` → ack {run_id}; run_status / run_stdout / run_partial (a section of the result as soon
-as it is ready) / run_result go to the requesting client only.
+as it is ready) / run_result go to the requesting client only. `compile` → ack {compile_id}, then
+compile_result: the spec compiled ahead of a run, or the error a run would meet compiling.
 `stop` {run_id} → ack {stopped}: ends that client's run, waiting or running. A client that disconnects
 takes its waiting runs with it."""
 from flask import current_app, request
@@ -11,27 +12,34 @@ from sandbox.spec import SpecError, check_depth, normalize
 
 RUN_FIELDS = ("spec", "from_link")  # what a `run` event carries
 
-EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result"}
+EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result",
+               "compiled": "compile_result"}
 
 
 def deliver(emit, client, run_id, type, content):
-    """One event of a run to its client's own room, so another tab never sees it: `emit` is this web
-    process's Socket.IO server, or, on a Celery worker, the message queue's (app.celery_worker)."""
+    """One event of a run (or a compile ahead's answer, with its compile_id) to its client's own room,
+    so another tab never sees it: `emit` is this web process's Socket.IO server, or, on a Celery
+    worker, the message queue's (app.celery_worker)."""
     if client is not None:
-        emit(EVENT_NAMES[type], {"run_id": run_id, **content}, to=client)
+        emit(EVENT_NAMES[type], {"compile_id" if type == "compiled" else "run_id": run_id, **content}, to=client)
+
+
+def spec_of(data, event):
+    """The normalized spec an event carries (`spec` and the fields of RUN_FIELDS); raises SpecError."""
+    check_depth(data, f"the {event} event")
+    unknown = [key for key in data if key not in RUN_FIELDS] if isinstance(data, dict) else []
+    if unknown:
+        raise SpecError(f"unknown field{'s' if len(unknown) > 1 else ''} in the {event} event: "
+                        f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; it carries only "
+                        f"{', '.join(RUN_FIELDS)}", str(unknown[0])[:40])
+    return normalize(data.get("spec") if isinstance(data, dict) else None)
 
 
 def register(socketio):
     @socketio.on("run")
     def run(data):
         try:
-            check_depth(data, "the run event")
-            unknown = [key for key in data if key not in RUN_FIELDS] if isinstance(data, dict) else []
-            if unknown:
-                raise SpecError(f"unknown field{'s' if len(unknown) > 1 else ''} in the run event: "
-                                f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; it carries only "
-                                f"{', '.join(RUN_FIELDS)}", str(unknown[0])[:40])
-            spec = graded(normalize(data.get("spec") if isinstance(data, dict) else None))
+            spec = graded(spec_of(data, "run"))
         except SpecError as e:
             return {"error": {"phase": "parse", "message": str(e), "field": e.field}}
         # from_link: the page says the source came unedited from someone else's shared link.
@@ -42,6 +50,24 @@ def register(socketio):
                                                                           address=current_address())}
         except QueueFull as e:  # the whole queue, or this owner's or this address's share of it
             return {"error": {"phase": "limit", "message": str(e)}}
+
+    @socketio.on("compile")
+    def compile_ahead(data):
+        """Compile ahead of a Run (the page asks as its person types): ack {compile_id}, then
+        `compile_result` {compile_id, ok, error}; the owner's next Run of the spec finds it compiled.
+        Never before anyone's run; the newest of an owner replaces a waiting older one."""
+        try:
+            spec = spec_of(data, "compile")
+        except SpecError as e:
+            return {"error": {"phase": "parse", "message": str(e), "field": e.field}}
+        try:
+            compile_id = current_app.extensions["dispatcher"].compile_ahead(spec, current_owner(), request.sid,
+                                                                            current_address())
+        except QueueFull as e:
+            return {"error": {"phase": "limit", "message": str(e)}}
+        if compile_id is None:
+            return {"error": {"phase": "limit", "message": "this server compiles when you run, not ahead"}}
+        return {"compile_id": compile_id}
 
     @socketio.on("stop")
     def stop(data):

@@ -311,12 +311,26 @@ def record_plan(total, limits, trace_pid=None, grid=None):
     return sorted(head | tail | set(range(0, total, stride)))
 
 
+def first_launch_plan(grid, options, limits):
+    """The programs with a record slot in a trace's first instrumented launch."""
+    return record_plan(math.prod(grid), limits, options.get("trace_pid"), grid) if options["trace"] else []
+
+
+def compile_instrumented(tracer, jit, grid, args, config, options, limits):
+    """Compile the instrumented build that gpu_trace's first launch runs, launching nothing: the same
+    arguments, so the launch finds it compiled."""
+    _, extra = tracer.buffers(math.prod(grid), first_launch_plan(grid, options, limits), options["trace"],
+                              options["trace"])
+    jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
+                                            num_stages=config.num_stages))
+
+
 def gpu_trace(tracer, jit, grid, args, config, options, limits):
     """The trace (docs/result.md) of an instrumented launch; raises the out-of-bounds RunError, with
     the trace up to and including the offending access attached as `error.trace`."""
     total = math.prod(grid)
     trace_pid = options.get("trace_pid")
-    plan = record_plan(total, limits, trace_pid, grid) if options["trace"] else []
+    plan = first_launch_plan(grid, options, limits)
     buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
     bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
     if bad.size:

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -95,6 +96,37 @@ def compile_configs_at_once(kernel, grid, args):
     with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
             AsyncCompileMode(pool, ignore_errors=True):
         kernel.launcher.warmup(*positional, grid=grid, **keywords)
+
+
+def compile_launch(kernel, grid, args, options):
+    """Compile what launch() launches, launching nothing (Triton's warmup, with the same arguments and
+    options, so the launch finds it): an autotuned kernel's configs all at once."""
+    if kernel.autotuner is None:
+        kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
+                                                            num_stages=options["num_stages"]))
+    else:
+        compile_configs_at_once(kernel, grid, args)
+
+
+class Background:
+    """`work()` on a thread of its own from now on, beside what the caller does next: two compiles at
+    once (Triton's passes and ptxas run outside the GIL). `wait()` joins it and returns its exception
+    (None if it finished): what it prepares, a later step would do again, and report."""
+
+    def __init__(self, work):
+        self.error = None
+        self.thread = threading.Thread(target=self._run, args=(work,), name="compile", daemon=True)
+        self.thread.start()
+
+    def _run(self, work):
+        try:
+            work()
+        except Exception as e:
+            self.error = e
+
+    def wait(self):
+        self.thread.join()
+        return self.error
 
 
 def launch_error(exc, path, phase="launch"):
@@ -203,8 +235,9 @@ class Run:
         self.status("compiling", "tracing on CPU copies, then compiling for the GPU")
         kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
         before = {name: t.clone() for name, t in inputs.items()}
+        grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
         if self.options["trace"] or (self.options["sanitize"] and not self.checked_before):
-            self.trace_pass(kernel, inputs, grid)
+            self.trace_pass(kernel, inputs, grid, lambda: compile_launch(kernel, grids or grid, args, self.options))
             self.ready("trace")
         elif self.options["sanitize"]:
             self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
@@ -214,7 +247,6 @@ class Run:
             self.result["notes"].append("No trace and no bounds check (options.trace and options.sanitize are "
                                         "off): an out-of-bounds access faults on the GPU instead of being explained.")
         self.status("running", f"launching {math.prod(grid)} program(s) on the GPU")
-        grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
         start = time.perf_counter()
         if grids and len(kernel.autotuner.configs) > 1:
             self.status("compiling", f"compiling the autotuner's {len(kernel.autotuner.configs)} configs at once")
@@ -239,22 +271,55 @@ class Run:
             self.timings_ready()
         self.compile_ir(kernel, args)
 
-    def trace_pass(self, kernel, inputs, grid):
-        """The trace and bounds check before the real launch: from an instrumented launch on the GPU
-        (sandbox.gpu_trace), or from the interpreter on CPU copies where instrumentation cannot see
-        every access. Either raises the out-of-bounds error, the real launch never happening."""
+    def gpu_tracer_for(self, kernel, inputs):
+        """The GPU tracer of this launch and its arguments, and why it cannot be used (None: it can)."""
         tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
         unseen = tracer.unsupported
-        reason = f"the GPU tracer cannot see {unseen}" if unseen else None
         if not self.gpu_tracer:
-            reason = "the GPU tracer is off on this server (GPU_TRACER=0)"
+            return tracer, args, "the GPU tracer is off on this server (GPU_TRACER=0)"
+        return tracer, args, f"the GPU tracer cannot see {unseen}" if unseen else None
+
+    def compile_ahead(self):
+        """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned
+        one's every config) and its instrumented build at once, then the IR; in the interpreter, where a
+        launch compiles nothing, the IR (for sm90). A compile error is the result's error, at its line."""
+        kind = choose_device(self.options["device"])
+        self.result["device"] = device_info(kind)
+        write_source(self.spec["source"], self.path)
+        self.status("compiling", "compiling ahead of a run")
+        gpu = kind == "gpu"
+        kernel, inputs, _, args, grid, scope = self.prepare(not gpu, "cuda" if gpu else "cpu")
+        if gpu:
+            grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
+            compiling = Background(lambda: compile_launch(kernel, grids or grid, args, self.options))
+            if self.options["trace"] or self.options["sanitize"]:
+                tracer, tracer_args, reason = self.gpu_tracer_for(kernel, inputs)
+                if reason is None:
+                    with contextlib.suppress(Exception):  # the run falls back to the interpreter and says why
+                        gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
+                                                       self.trace_config(kernel), self.options, self.limits)
+            error = compiling.wait()
+            if error is not None:
+                raise launch_error(error, self.path, "compile")
+        self.compile_ir(kernel, args)
+        failed = (self.result["ir"] or {}).get("error")
+        if failed:
+            self.result["ir"] = None
+            raise RunError(**{k: v for k, v in failed.items() if k in ("phase", "message", "type", "hint", "line")})
+
+    def trace_pass(self, kernel, inputs, grid, compile_real):
+        """The trace and bounds check before the real launch: from an instrumented launch on the GPU
+        (sandbox.gpu_trace), with `compile_real()` (the real launch's compile) on a thread beside its
+        compile; or from the interpreter on CPU copies where instrumentation cannot see every access.
+        Either raises the out-of-bounds error, the real launch never happening."""
+        tracer, args, reason = self.gpu_tracer_for(kernel, inputs)
         if reason is None:
+            compiling = Background(compile_real)
             try:
-                self.result["trace"] = gpu_trace.gpu_trace(
-                    tracer, tracer.load(self.scratch), grid, args, kernel.config(None, self.options["num_warps"],
-                                                                                 self.options["num_stages"]),
-                    self.options, self.limits)
+                self.result["trace"] = gpu_trace.gpu_trace(tracer, tracer.load(self.scratch), grid, args,
+                                                           self.trace_config(kernel), self.options, self.limits)
                 self.emit("checked", {})
+                compiling.wait()
                 return
             except RunError:
                 raise
@@ -262,8 +327,12 @@ class Run:
                 if "CompilationError" not in type(e).__name__:
                     raise launch_error(e, self.path) from None
                 reason = "the GPU tracer's instrumented build of this kernel did not compile"
+            compiling.wait()  # the interpreter pass next loads the module anew: no compile may be under way
         self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: {reason}.")
         self.trace_on_cpu(inputs, grid)
+
+    def trace_config(self, kernel):
+        return kernel.config(None, self.options["num_warps"], self.options["num_stages"])
 
     def trace_on_cpu(self, gpu_inputs, grid):
         """The bounds check and the trace, from the interpreter over CPU copies of the same inputs.
@@ -343,10 +412,34 @@ class Run:
 SPEC_LAUNCH_ONLY = ("checked", "partial")
 
 
-def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=False):
+def compile_spec(raw_spec, emit=None, scratch=None, limits=None):
+    """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
+    a run would meet compiling, and has no parts. Never raises for user errors."""
+    emit = emit or (lambda type, content: None)
+    try:
+        spec = normalize(raw_spec)
+    except SpecError as e:
+        return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
+    with contextlib.ExitStack() as stack:
+        if scratch is None:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
+        run = Run(spec, lambda type, content: type == "status" and emit(type, content), scratch, limits or {})
+        try:
+            run.compile_ahead()
+        except Exception as e:
+            results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
+        return run.result
+
+
+COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this source and launch before you pressed "
+                  "Run, and this run found what it needs built.")
+
+
+def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=False, compiled_ahead=False):
     """Run one spec to completion and return the result dict; never raises for user errors.
     `checked_before`: the same launch passed the bounds check on an earlier run (GPU: skip the CPU pass
-    when no trace is asked for). `emit("checked", {})` reports a launch that passed it."""
+    when no trace is asked for). `emit("checked", {})` reports a launch that passed it.
+    `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent."""
     emit = emit or (lambda type, content: None)
     # A graded run: the server added the puzzle's hidden tests beside the spec (sandbox.puzzles).
     grading = raw_spec.pop("grading", None) if isinstance(raw_spec, dict) else None
@@ -374,6 +467,8 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
         run = Run(spec, emit, scratch, limits or {}, checked_before,
                   reference_times if isinstance(reference_times, dict) else None)
+        if compiled_ahead:
+            run.result["notes"].append(COMPILED_AHEAD)
         try:
             run.execute()
         except Exception as e:

@@ -23,8 +23,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
-SERVER_TYPES = ("job", "warm")
-WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming")
+SERVER_TYPES = ("job", "warm", "compile")
+WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming", "compiled")
 RUN_TYPES = ("status", "checked", "partial", "timed", "result")  # a run process's messages to its worker, once it has its job
 
 

@@ -350,7 +350,11 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
         send(protocol.message(type, run_id, **payload))
 
     start = time.perf_counter()
-    result = pipeline.run_spec(content["spec"], emit, scratch, settings.trace_limits, content.get("checked_before", False))
+    if content.get("compile_ahead"):
+        result = pipeline.compile_spec(content["spec"], emit, scratch, settings.trace_limits)
+    else:
+        result = pipeline.run_spec(content["spec"], emit, scratch, settings.trace_limits,
+                                   content.get("checked_before", False), content.get("compiled_ahead", False))
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
     sys.stdout.flush()
     sys.stderr.flush()

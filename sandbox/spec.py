@@ -219,3 +219,14 @@ def launch_key(spec):
     the other; options such as num_warps, bench or trace do not move an address."""
     fields = [spec[k] for k in ("source", "kernel", "inputs", "args", "grid")] + [spec["options"]["seed"]]
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+# The options that change what a run compiles (the kernel's build, its instrumented build, the IR's target).
+COMPILE_OPTIONS = ("num_warps", "num_stages", "device", "arch", "trace", "sanitize", "trace_pid")
+
+
+def compile_key(spec):
+    """What decides what a normalized spec's run compiles: the launch and the compile options. A run
+    whose key equals a finished compile-ahead's finds everything that compile built."""
+    options = [spec["options"][name] for name in COMPILE_OPTIONS]
+    return hashlib.sha256(json.dumps([launch_key(spec), options], sort_keys=True).encode()).hexdigest()

@@ -22,6 +22,7 @@ from sandbox.errors import RunError
 from sandbox.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
+AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
 
 
 def warm_compiler(has_gpu):
@@ -71,6 +72,7 @@ class PartsSent:
 
 class Worker:
     def __init__(self, channel, settings, kernel_caches, shared=None):
+        from sandbox.ahead import CompileAhead
         from sandbox.run_process import RunProcess
         from sandbox.warming import Warming
         # Forked now, before this worker holds any job: every run process descends from it.
@@ -80,6 +82,7 @@ class Worker:
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
+        self.ahead = CompileAhead(settings, self.new_run_process, kernel_caches, self.send)
         self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
@@ -105,7 +108,9 @@ class Worker:
         """Take the server's messages until it closes our input; the warm-up goes on between jobs."""
         pending = b""
         while True:
-            readable = select.select([stdin_fd, *self.warming.fds()], [], [], self.warming.poll_s())[0]
+            waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s()) if s is not None]
+            readable = select.select([stdin_fd, *self.warming.fds(), *self.ahead.fds()], [], [],
+                                     min(waits) if waits else None)[0]
             if stdin_fd in readable:
                 data = os.read(stdin_fd, 1 << 20)
                 if not data:
@@ -115,7 +120,9 @@ class Worker:
                     line, pending = pending.split(b"\n", 1)
                     self.handle(line)
             self.warming.step(readable)
+            self.ahead.step(readable)
         self.warming.stop()
+        self.ahead.stop()
 
     def handle(self, line):
         msg = protocol.decode(line, protocol.SERVER_TYPES)
@@ -123,6 +130,8 @@ class Worker:
             return
         if msg["type"] == "warm":
             self.warming.begin(msg["content"].get("specs"), self.device)
+        elif msg["type"] == "compile":
+            self.ahead.request(msg)
         else:
             self.run(msg)
 
@@ -205,8 +214,13 @@ class Worker:
         owner = content.get("owner")
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
             content["checked_before"] = bool(content.get("checked_before")) or self.warming.checked(content["spec"])
-        run = self.start_job(job, owner, keep_kernels=not content.get("from_link"))
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
+        keep_kernels = not content.get("from_link")
+        # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
+        done_here = keep_kernels and isinstance(owner, str) and self.ahead.before_run(owner, content.get("spec"),
+                                                                                      AHEAD_WAIT_S)
+        content["compiled_ahead"] = bool(keep_kernels and (done_here or content.get("compiled_ahead") is True))
+        run = self.start_job(job, owner, keep_kernels)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
