@@ -204,6 +204,12 @@ function wireEditor(view) {
     view.dispatch({ effects: setError.of(error && error.line ? { line: error.line, text: inlineText(error) } : null) });
     if (error && error.line) scrollToLine(view, error.line, "center");
   });
+  // A compile ahead of the text still in the editor: its error marks the line as you type; a clean
+  // compile clears the mark an older source left.
+  on("compile-result", ({ ok, error, source }) => {
+    if (source !== getSource(view)) return;
+    view.dispatch({ effects: setError.of(!ok && error && error.line ? { line: error.line, text: inlineText(error) } : null) });
+  });
   on("program-selected", ({ lines }) => {
     view.dispatch({ effects: programLines.set.of(lines || []) });
     if (lines && lines.length) scrollToLine(view, Math.min(...lines));

@@ -20,6 +20,8 @@
 //                                                      {phase, type, message, hint, line, pid, field}
 //   spec-loaded            {spec, ui: {pid, pane}}     a spec replaced the page's state (main.js)
 //   source-changed         {source}                    the editor's text changed, debounced (editor.js)
+//   compile-result         {ok, error, source}         the server compiled `source` ahead of a run (the
+//                                                      person paused typing); error: as a result's (main.js)
 //   source-line-selected   {line}                      the editor's cursor moved to another line (editor.js)
 //   meta-parameter-changed {name}                      a constexpr argument, num_warps or num_stages got
 //                                                      a new value (form.js)

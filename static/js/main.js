@@ -1,7 +1,7 @@
 // Wires the page: reads the initial state, builds the panes, talks to the server over Socket.IO,
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
 import { on, emit } from "./hub.js";
-import { h } from "./dom.js";
+import { h, debounce } from "./dom.js";
 import { createEditor, getSource, initTabSwitch } from "./editor.js";
 import { initLaunch, readLaunch, checkLaunch } from "./form.js";
 import { initResults } from "./results.js";
@@ -222,6 +222,29 @@ function connect() {
     if (!inFlight) return;
     if (currentRun) stop();
     else stopAsked = true;
+  });
+
+  // Compile ahead: once the person pauses (~400 ms after the last keystroke; the editor's
+  // source-changed comes 250 ms after it), a valid spec not yet sent is compiled on the server, so
+  // the Run that follows finds it built; its compile error marks the editor's line at once.
+  let compiling = { id: null, sent: null };
+  const compileAhead = debounce(() => {
+    if (fromLink() || checkLaunch().length) return;
+    const spec = getSpec();
+    const text = JSON.stringify(spec);
+    if (text === compiling.sent) return;
+    compiling = { id: null, sent: text };
+    socket.emit("compile", { spec }, (ack) => {
+      if (ack && ack.compile_id && compiling.sent === text) compiling.id = ack.compile_id;
+    });
+  }, 150);
+  // A spec just loaded (an example, a link, a draft) is not an edit: what the person changes next is.
+  on("spec-loaded", () => setTimeout(() => { compiling = { id: null, sent: JSON.stringify(getSpec()) }; }));
+  on("source-changed", compileAhead);
+  on("meta-parameter-changed", compileAhead);
+  socket.on("compile_result", (data) => {
+    if (!compiling.id || data.compile_id !== compiling.id) return;  // an older request's: the source moved on
+    emit("compile-result", { ok: data.ok, error: data.error, source: JSON.parse(compiling.sent).source });
   });
 
   on("run-requested", () => {
