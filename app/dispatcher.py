@@ -45,6 +45,7 @@ WAIT_MARGIN_S = 5
 STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
 COMPILE_STALE_S = 10  # a compile ahead no worker took by then is dropped: its person has typed on or run it
 COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
+COMPILE_INTERVAL_S = 0.25  # an owner's compile requests, at most one per this (the page pauses 0.4 s)
 # The server's variables a worker gets, by name (never by prefix: a credential shares its prefix with
 # a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.run_process).
 WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME",
@@ -627,6 +628,7 @@ class Dispatcher:
         self.checked = CheckedLaunches()  # shared by every worker: a run may land on any of them
         self.compile_clients = collections.OrderedDict()  # compile_id -> (the client to answer, owner, compile key)
         self.compiled_ahead = collections.OrderedDict()  # owner -> the compile key of its last compile ahead done
+        self.compile_asked = collections.OrderedDict()  # owner -> when it last asked to compile (monotonic)
         self.compiling = threading.Lock()
         self.stopping = threading.Event()
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
@@ -669,6 +671,15 @@ class Dispatcher:
         of the owner's waiting one; returns its compile_id. Its answer goes to `client` as `compiled`."""
         request = CompileRequest(spec, owner, client, address)
         with self.compiling:
+            last = self.compile_asked.pop(request.owner, None)
+            self.compile_asked[request.owner] = request.queued_at
+            while len(self.compile_asked) > COMPILES_ANSWERED:
+                self.compile_asked.popitem(last=False)
+            if last is not None and request.queued_at - last < COMPILE_INTERVAL_S:
+                # The page asks once its person pauses; faster, each compile would end the one before
+                # on its worker, and starting run processes for nothing costs the host's CPU.
+                raise QueueFull(f"compile requests come faster than one per {COMPILE_INTERVAL_S:g} s; "
+                                f"this one was dropped (Run compiles what it needs)")
             self.compile_clients[request.compile_id] = (client, request.owner, compile_key(spec))
             while len(self.compile_clients) > COMPILES_ANSWERED:
                 self.compile_clients.popitem(last=False)

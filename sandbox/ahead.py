@@ -31,6 +31,7 @@ class Compile:
 
     def __init__(self, run, compile_id, spec, key, deadline):
         self.run, self.compile_id, self.spec, self.key, self.deadline = run, compile_id, spec, key, deadline
+        self.sent = False  # its job, once it is warm
 
 
 def key_of(spec):
@@ -56,8 +57,9 @@ class CompileAhead:
     """A worker's compiles ahead. The worker calls `request` for each `compile` message, `step` when
     it is idle (with the readable descriptors of `fds()`), and `before_run` before each job."""
 
-    def __init__(self, settings, new_run_process, kernel_caches, send):
-        self.settings, self.new_run_process, self.kernel_caches, self.send = settings, new_run_process, kernel_caches, send
+    def __init__(self, settings, run_process, kernel_caches, send):
+        """`run_process()`: a run process for a compile (sandbox.worker: a warm spare, if one can be spared)."""
+        self.settings, self.run_process, self.kernel_caches, self.send = settings, run_process, kernel_caches, send
         self.running = {}  # owner -> Compile
         self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
@@ -105,7 +107,7 @@ class CompileAhead:
                 self.answer(under_way, results.failed(RunError(
                     "timeout", f"compiling took longer than {self.settings.timeout_s:g} s; a run would time out too")))
                 self.end(owner)
-            elif run.ready is None:
+            elif not under_way.sent:
                 if run.poll_ready():
                     self.give_job(owner, under_way)
                 elif run.wait() is not None:
@@ -125,9 +127,11 @@ class CompileAhead:
             owner, (compile_id, spec, key, came) = self.waiting.popitem(last=False)
             if time.monotonic() - came > STALE_S:
                 continue
-            run = self.new_run_process(warming=True)  # at idle CPU priority
+            run = self.run_process()
             run.owner, run.keep_kernels = owner, True
             self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S)
+            if run.poll_ready():  # a warm spare
+                self.give_job(owner, self.running[owner])
 
     def give_job(self, owner, under_way):
         from sandbox.run_process import kernel_cache_of
@@ -139,7 +143,7 @@ class CompileAhead:
                                           compile_ahead=True))
         except OSError:
             return self.end(owner)
-        under_way.deadline = time.monotonic() + self.settings.timeout_s
+        under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
 
     def read(self, owner, under_way):
         """Take what its run process sent (its output is dropped); answer and end it on its result."""

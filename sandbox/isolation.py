@@ -337,15 +337,8 @@ def runs_cgroup_v2():
     enabled = _read(os.path.join(base, "cgroup.subtree_control")).split()
     if not wanted:
         return None
-    if not all(c in enabled for c in wanted):
-        leaf = os.path.join(base, LEAF)
-        os.makedirs(leaf, exist_ok=True)
-        for pid in _read(os.path.join(base, "cgroup.procs")).split():
-            try:
-                _write(os.path.join(leaf, "cgroup.procs"), pid)
-            except OSError:
-                pass  # gone, or a kernel thread
-        _write(os.path.join(base, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
+    if not all(c in enabled for c in wanted) and not enable_below(base, wanted):
+        return None
     runs = os.path.join(base, "playground-runs")
     os.makedirs(runs, exist_ok=True)
     try:
@@ -353,6 +346,28 @@ def runs_cgroup_v2():
     except OSError:
         return None
     return runs
+
+
+def enable_below(base, wanted, attempts=20):
+    """Move the processes of `base` to its leaf and enable `wanted` for its children. Another worker
+    of this server may do the same at once, and the server may fork a process into `base` meanwhile
+    (then the kernel answers EBUSY): move again and retry. False if it never held."""
+    leaf = os.path.join(base, LEAF)
+    os.makedirs(leaf, exist_ok=True)
+    for _ in range(attempts):
+        for pid in _read(os.path.join(base, "cgroup.procs")).split():
+            try:
+                _write(os.path.join(leaf, "cgroup.procs"), pid)
+            except OSError:
+                pass  # gone, or a kernel thread
+        try:
+            _write(os.path.join(base, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
+            return True
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                return False
+            time.sleep(0.05)
+    return False
 
 
 def _read(path):

@@ -82,7 +82,7 @@ class Worker:
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
-        self.ahead = CompileAhead(settings, self.new_run_process, kernel_caches, self.send)
+        self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send)
         self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
@@ -134,6 +134,16 @@ class Worker:
             self.ahead.request(msg)
         else:
             self.run(msg)
+
+    def run_process_for_compile(self):
+        """A warm spare, replaced at once (the next run finds one warm too), while another is warm;
+        else a new one, which warms up at idle CPU priority."""
+        warm = [spare for spare in self.spares if spare.poll_ready()]
+        if len(warm) < 2:
+            return self.new_run_process(warming=True)
+        self.spares.remove(warm[0])
+        self.spares.append(self.new_run_process())
+        return warm[0]
 
     def take_warm_run_process(self):
         """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
