@@ -4,10 +4,13 @@ at every line and what each line loaded and stored (docs/result.md `steps`).
 
 Only that program runs: the interpreter is launched on a grid of one, and `tl.program_id` and
 `tl.num_programs` answer as the real launch would. A line's locals are read through sys.settrace in
-the kernel's own frame (a jit function it calls runs as one step). The payload is bounded: a tile
+the kernel's own frame (a jit function it calls runs as one step), one step per statement: Python
+reports a statement written over several lines (`tl.load(...,\n mask=...)`) as it moves between
+them, and those reports make one step, at the statement's first line. The payload is bounded: a tile
 up to MAX_CELLS elements is sent whole, a bigger one as min/max/mean and its top-left corner, and
 a variable is sent again only when it holds a new value.
 """
+import ast
 import contextlib
 import math
 import os
@@ -104,12 +107,28 @@ class Values:
         return addresses.view(np.int64), None
 
 
-class Recorder:
-    """sys.settrace in the kernel's frame: one step per line reached, with the locals as they are
-    when it starts and the accesses the previous step made."""
+def statements(function):
+    """{source line: (first, last) line of the statement it belongs to} over a function's body. A
+    compound statement (for, if, while, with) is its header: its body's lines are its body's."""
+    owner = {}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.stmt) or node is function:
+            continue
+        parts = [node] if not any(isinstance(child, ast.stmt) for child in ast.iter_child_nodes(node)) else \
+            [child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt) and hasattr(child, "lineno")]
+        last = max([node.lineno] + [part.end_lineno for part in parts])
+        for line in range(node.lineno, last + 1):
+            owner[line] = (node.lineno, last)
+    return owner
 
-    def __init__(self, path, name, values, accesses):
+
+class Recorder:
+    """sys.settrace in the kernel's frame: one step per statement reached, with the locals as they
+    are when it starts and the accesses the previous step made."""
+
+    def __init__(self, path, name, values, accesses, statements):
         self.path, self.name, self.values, self.accesses = path, name, values, accesses
+        self.statements = statements  # statements() of the kernel
         self.steps, self.truncated = [], False
         self.shown = {}  # name -> value index last sent
 
@@ -119,11 +138,15 @@ class Recorder:
         return None
 
     def local_trace(self, frame, event, arg):
-        if event in ("line", "return"):
-            self.record(frame.f_lineno if event == "line" else None, frame.f_locals)
+        if event == "return":
+            self.record(None, None, frame.f_locals)
+        elif event == "line":
+            first, last = self.statements.get(frame.f_lineno, (frame.f_lineno, frame.f_lineno))
+            if not (self.steps and self.steps[-1]["line"] == first):  # not the statement under way, on another of its lines
+                self.record(first, last, frame.f_locals)
         return self.local_trace
 
-    def record(self, line, scope):
+    def record(self, line, end_line, scope):
         self.close_step()
         if len(self.steps) >= MAX_STEPS:
             self.truncated = True
@@ -133,7 +156,7 @@ class Recorder:
             index = self.values.index(value)
             if index is not None and self.shown.get(name) != index:
                 changed[name] = self.shown[name] = index
-        self.steps.append({"line": line, "set": changed, "accesses": [self.accesses(), None]})
+        self.steps.append({"line": line, "end_line": end_line, "set": changed, "accesses": [self.accesses(), None]})
 
     def close_step(self):
         if self.steps and self.steps[-1]["accesses"][1] is None:
@@ -145,7 +168,7 @@ def after_each_line(recorded):
     next line starts (the program's return for the last one)."""
     if not recorded:
         return {}, []
-    steps = [{"line": step["line"], "set": following["set"], "accesses": step["accesses"]}
+    steps = [{"line": step["line"], "end_line": step["end_line"], "set": following["set"], "accesses": step["accesses"]}
              for step, following in zip(recorded, recorded[1:] + [{"set": {}}]) if step["line"] is not None]
     return recorded[0]["set"], steps
 
@@ -170,11 +193,13 @@ def step_run(spec, result, path):
     kernel, _, inputs, _, args, grid, _ = build.prepare(spec, path, True, "cpu")
     pid = check_pid(spec["options"]["step_pid"], grid)
     tensors = build.launch_tensors(inputs, args)
-    owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, tensors)
+    analysis = provenance.analyze_kernel(path, kernel)
+    owners = owners_by_position(analysis, args, tensors)
     values = Values([TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)])
     tracer = Tracer(tensors, path, owners=owners, only=0, max_programs=1, max_bytes=4_000_000)
     recorder = Recorder(path, kernel.function.__name__, values,
-                        lambda: len(tracer.program[1]["accesses"]) if tracer.program else 0)
+                        lambda: len(tracer.program[1]["accesses"]) if tracer.program else 0,
+                        statements(analysis.node) if analysis else {})
     error, trace = None, None
     try:
         with tracer, one_program(pid, grid):

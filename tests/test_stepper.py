@@ -51,6 +51,37 @@ def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
     assert steps["truncated"] is False
 
 
+def test_a_statement_over_two_lines_is_one_step_per_iteration():
+    """Python reports `a = tl.load(...,\n mask=...)` as it moves between its two lines (48, 49, 48,
+    49, ...): the replay makes it one step per iteration, at its first line, with both lines."""
+    from app import gallery
+    spec = gallery.load_example("matmul")["spec"]
+    source = spec["source"].splitlines()
+    load_a = next(i + 1 for i, text in enumerate(source) if text.strip().startswith("a = tl.load("))
+    loop = next(i + 1 for i, text in enumerate(source) if text.strip().startswith("for k in range("))
+    steps = stepped(spec, [1, 0])["steps"]["steps"]
+    lines = [s["line"] for s in steps]
+    assert load_a + 1 not in lines  # the mask's line is part of the load's step
+    assert lines.count(load_a) == 3 == lines.count(load_a + 2)  # the K loop runs 3 times: 3 loads of a, of b
+    assert all(a != b for a, b in zip(lines, lines[1:]))  # never the same statement twice in a row
+    assert lines.count(loop) == 4  # the for's header: 3 iterations and the exit
+    load = next(s for s in steps if s["line"] == load_a)
+    assert load["end_line"] == load_a + 1 and load["accesses"][1] - load["accesses"][0] == 1  # one load of a
+
+
+def test_statements_of_a_kernel_own_their_lines():
+    import ast
+
+    from sandbox.stepper import statements
+    function = ast.parse("def k(x):\n"
+                         "    for i in range(0,\n"
+                         "                   3):\n"
+                         "        y = f(x,\n"
+                         "              mask=m)\n"
+                         "    return y\n").body[0]
+    assert statements(function) == {2: (2, 3), 3: (2, 3), 4: (4, 5), 5: (4, 5), 6: (6, 6)}
+
+
 def test_a_failing_program_stops_at_its_line_with_the_offending_offsets():
     source = vector_add_spec()["source"].replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs)")
     result = stepped(vector_add_spec(n=10, block=4, source=source), [2])
@@ -116,6 +147,33 @@ def test_step_through_a_program_of_matmul(browser, live_server):
     assert "step 1 of" in page.inner_text("#step-where")
     context.close()
     assert not errors, errors
+
+
+@pytest.mark.browser
+def test_step_through_walks_a_two_line_load_once_per_iteration(browser, live_server):
+    """1280 x 720: the matmul's `a = tl.load(...,\n mask=...)` is one step per K iteration, "visit 1
+    of 3", and the editor marks both of its lines."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{live_server}/examples/matmul")
+    page.wait_for_function("window.playground !== undefined")
+    source = page.evaluate("window.playground.getSpec().source").splitlines()
+    load_a = next(i + 1 for i, text in enumerate(source) if text.strip().startswith("a = tl.load("))
+    page.click('[data-tab="step"]')
+    step_through(page, [1, 0, 0])
+    seen = []
+    while not page.is_disabled("#step-next"):
+        where = page.inner_text("#step-where")
+        if f"lines {load_a}–{load_a + 1}" in where:
+            seen.append(where.split(" · ", 2)[2])
+            if len(seen) == 1:
+                marked = page.evaluate("[...document.querySelectorAll('.cm-linked-line')].length")
+                assert marked == 2
+                assert page.inner_text("#step-accesses").count("loads a") == 1
+                shot(page, "step-two-line-load")
+        page.click("#step-next")
+    assert seen == ["visit 1 of 3", "visit 2 of 3", "visit 3 of 3"]
+    context.close()
 
 
 @pytest.mark.browser

@@ -183,9 +183,11 @@ function jumpToLine(view, lineNumber) {
   view.focus();
 }
 
-function scrollToLine(view, lineNumber, y = "nearest") {
+// Brings lines lineNumber to lastLine into view (the margin keeps the lines after the first in it).
+function scrollToLine(view, lineNumber, y = "nearest", lastLine = lineNumber) {
   if (!lineNumber || lineNumber > view.state.doc.lines) return;
-  view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(lineNumber).from, { y }) });
+  const yMargin = 5 + view.defaultLineHeight * Math.max(0, lastLine - lineNumber);
+  view.dispatch({ effects: EditorView.scrollIntoView(view.state.doc.line(lineNumber).from, { y, yMargin }) });
 }
 
 // The first line of the message, short enough to sit at the end of a code line.
@@ -219,8 +221,9 @@ function wireEditor(view) {
     scrollToLine(view, line);
   });
   on("jump-to-line", ({ line }) => jumpToLine(view, line));
-  on("step-shown", ({ line }) => {
-    view.dispatch({ effects: linkedLines.set.of(line ? [line] : []) });
-    scrollToLine(view, line);
+  on("step-shown", ({ line, endLine = line }) => {
+    const lines = line ? Array.from({ length: endLine - line + 1 }, (_, i) => line + i) : [];
+    view.dispatch({ effects: linkedLines.set.of(lines) });
+    scrollToLine(view, line, "nearest", endLine);
   });
 }

@@ -1,8 +1,9 @@
-// The Step tab: one program replayed line by line (a run with options.step_pid, over POST /api/run,
-// apart from the page's own runs). A slider and Prev/Next walk its steps (a loop's lines once per
-// iteration); each step shows the locals after that line (scalars, tiles as small heat tables,
+// The Step tab: one program replayed statement by statement (a run with options.step_pid, over POST
+// /api/run, apart from the page's own runs). A slider and Prev/Next walk its steps (a loop's
+// statements once per iteration, a statement over several lines one step); each step shows the
+// locals after that statement (scalars, tiles as small heat tables,
 // masks as boolean grids, pointers as offsets into their tensor), and what the line loaded and
-// stored. The editor marks the step's line.
+// stored. The editor marks the step's lines.
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatNumber, formatPid, formatTuple } from "./format.js";
@@ -26,11 +27,20 @@ function scopes(steps) {
   return all;
 }
 
+// Which time the loop reaches this statement: a statement is known by its first line.
 function visitOf(steps, at) {
   const line = steps.steps[at].line;
   const visits = steps.steps.filter((s) => s.line === line).length;
   const visit = steps.steps.slice(0, at + 1).filter((s) => s.line === line).length;
   return { visit, visits };
+}
+
+function lineWords(step) {
+  return step.end_line > step.line ? `lines ${step.line}–${step.end_line}` : `line ${step.line}`;
+}
+
+function capitalised(text) {
+  return text[0].toUpperCase() + text.slice(1);
 }
 
 // ---- drawing a value ----
@@ -129,16 +139,16 @@ function render() {
     h("button", { type: "button", class: "button small", id: "step-prev", disabled: at === 0, onclick: () => show(at - 1) }, "‹ Prev"),
     slider,
     h("button", { type: "button", class: "button small", id: "step-next", disabled: at === steps.steps.length - 1, onclick: () => show(at + 1) }, "Next ›"),
-    h("span", { id: "step-where" }, `step ${at + 1} of ${steps.steps.length} · line ${step.line}`, visits > 1 ? ` · visit ${visit} of ${visits}` : "")),
+    h("span", { id: "step-where" }, `step ${at + 1} of ${steps.steps.length} · ${lineWords(step)}`, visits > 1 ? ` · visit ${visit} of ${visits}` : "")),
   h("p", { class: "hint" }, `Program ${formatPid(steps.pid)} of ${formatTuple(steps.grid)}, replayed alone in Triton's interpreter on CPU copies of the inputs.`,
     steps.truncated ? " Long program: only its first steps were recorded." : ""));
   const failedHere = result.error && at === steps.steps.length - 1;
   if (failedHere) parts.push(errorCard(result.error));
   const accesses = steps.accesses.slice(step.accesses[0], step.accesses[1]);
-  parts.push(h("h3", { class: "section-title" }, `Line ${step.line} `, h("span", { class: "section-hint" }, accesses.length ? "its memory accesses" : "no memory access")),
+  parts.push(h("h3", { class: "section-title" }, `${capitalised(lineWords(step))} `, h("span", { class: "section-hint" }, accesses.length ? "its memory accesses" : "no memory access")),
     accesses.length ? h("ul", { class: "step-accesses", id: "step-accesses" }, accesses.map(accessView)) : null);
   const scope = replay.scope[at];
-  parts.push(h("h3", { class: "section-title" }, "Locals after this line"),
+  parts.push(h("h3", { class: "section-title" }, "Locals after this statement"),
     h("table", { class: "step-locals", id: "step-locals" }, h("tbody", {}, Object.entries(scope).map(([name, index]) => {
       const value = steps.values[index];
       return h("tr", { class: name in step.set ? "changed" : null, dataset: { name } },
@@ -149,7 +159,8 @@ function render() {
 
 function show(at) {
   replay.at = Math.max(0, Math.min(at, replay.result.steps.steps.length - 1));
-  emit("step-shown", { line: replay.result.steps.steps[replay.at].line });
+  const step = replay.result.steps.steps[replay.at];
+  emit("step-shown", { line: step.line, endLine: step.end_line ?? step.line });
   render();
 }
 
