@@ -20,8 +20,9 @@ def grade(spec, grading, run_one):
         test["options"].update(bench=False, ir=False, trace=False)
         results.append(run_one(test))
     shown = results[0]
-    summaries = [summary(test["label"], result) for test, result in zip(grading["tests"], results)]
     expected = grading.get("expected")
+    summaries = [summary(test["label"], result) for test, result in zip(grading["tests"], results)]
+    summaries[0] = with_races(summaries[0], shown.get("trace"), expected, list(grading["tests"][0]["reference"]))
     shown["puzzle"] = {
         "name": grading["puzzle"], "ok": all(s["ok"] for s in summaries), "tests": summaries,
         "expected": expected,
@@ -48,7 +49,19 @@ def summary(label, result):
             "error": None if error is None else {"phase": error["phase"], "message": error["message"], "line": error["line"]},
             "mismatched": sum(o["mismatched"] for o in outputs.values()),
             "unwritten": sum(o["unwritten"] for o in outputs.values()),
-            "numel": sum(o["numel"] for o in outputs.values())}
+            "numel": sum(o["numel"] for o in outputs.values()), "raced": 0}
+
+
+def with_races(summary, trace, expected, outputs):
+    """A test whose trace shows output elements stored by more than one program with plain stores
+    (a race: on a GPU only one of them survives, in any order), where the solution has none, fails:
+    the interpreter runs programs one after another, so its values alone would pass."""
+    def raced(coverage, name):
+        return ((coverage or {}).get(name) or {}).get("multiply_written", 0)
+
+    count = sum(raced(trace["coverage"], name) for name in outputs
+                if not (expected and raced(expected.get("coverage"), name))) if trace else 0
+    return {**summary, "raced": count, "ok": summary["ok"] and not count}
 
 
 def stores(trace, tensor):

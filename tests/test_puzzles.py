@@ -52,6 +52,32 @@ def test_solution_passes_and_starter_fails(name):
     assert len(started["puzzle"]["tests"]) == len(puzzle["tests"]) >= 3
 
 
+# What a statement demands that values on small, tame inputs would not check: each plausible answer
+# that skips it passes the tests it used to pass, and must fail one.
+SKIPPED_DEMANDS = {
+    "softmax": [("z = x - tl.max(x, axis=0)\n    e = tl.exp(z)", "e = tl.exp(x)")],  # overflows at SPREAD=100
+    "flash_attention": [("p = tl.exp(s - m_new[:, None])", "p = tl.exp(s)"),
+                        ("correction = tl.exp(m - m_new)", "correction = 1.0")],  # no running maximum
+    "scale_rows": [("row * stride_m + cols", "row * N + cols")],  # rows found by N, not the stride
+    "atomic_sum": [("tl.atomic_add(out_ptr, partial)", "tl.store(out_ptr, tl.load(out_ptr) + partial)")],  # a race
+}
+
+
+@pytest.mark.parametrize("name", sorted(SKIPPED_DEMANDS))
+def test_a_statements_demand_is_checked(name):
+    puzzle = puzzles.builtin(name)
+    source = puzzle["solution"]
+    for right, wrong in SKIPPED_DEMANDS[name]:
+        assert right in source
+        source = source.replace(right, wrong)
+    expected = graded_run(puzzle, puzzle["solution"])["trace"]
+    tests = graded_run(puzzle, source, expected)["puzzle"]["tests"]
+    assert tests[0]["ok"] == (name != "atomic_sum")  # the first, shown test stays tame: it teaches the layout
+    assert not all(t["ok"] for t in tests), tests
+    if name == "atomic_sum":
+        assert tests[0]["raced"] == 1 and tests[0]["mismatched"] == 0  # right values, one at a time
+
+
 def test_course_covers_the_topics():
     names = puzzles.builtin_names()
     assert len(names) >= 12
@@ -129,7 +155,8 @@ def test_graded_run_over_socketio_and_share_link_keep_it_hidden(make_app):
         socketio.sleep(0.1)
     result = next(e for e in events if e["name"] == "run_result")["args"][0]["result"]
     assert result["status"] == "mismatch" and result["puzzle"]["name"] == "softmax"
-    assert [t["label"] for t in result["puzzle"]["tests"]] == ["M=5, N=10", "M=4, N=32", "M=3, N=77"]
+    assert [t["label"] for t in result["puzzle"]["tests"]] == ["M=5, N=10, SPREAD=3", "M=4, N=32, SPREAD=3",
+                                                               "M=3, N=77, SPREAD=100"]
     assert result["puzzle"]["expected"]["grid"] == [5, 1, 1]  # the solution's trace came back, not its source
     assert_hidden(json.dumps(events), puzzle)
     shared = client.post("/api/snippets", json={"spec": spec, "ui": {"pane": None, "pid": None}})

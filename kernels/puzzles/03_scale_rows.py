@@ -7,6 +7,7 @@ Multiply row i of the M × N matrix `x` by the number `s[i]`, writing `out`.
 One program per row: program i reads its row of `x` as one block of BLOCK_N lanes (the next
 power of 2 at or above N, so most rows leave lanes over), and its scale `s[i]`, a single
 number. Rows are `stride_m` elements apart: use the stride, not N, to find where a row starts.
+In the last test `x` and `out` are the first N columns of wider matrices (rows `STRIDE` apart).
 """
 # %% Starter
 import triton
@@ -37,7 +38,7 @@ def scale_rows(x_ptr, s_ptr, out_ptr, N, stride_m, BLOCK_N: tl.constexpr):
 # %% The puzzle
 PUZZLE = {
     "kernel": "scale_rows",
-    "inputs": {"x": "torch.randn(M, N)", "s": "torch.randn(M)", "out": "torch.empty(M, N)"},
+    "inputs": {"x": "torch.randn(M, STRIDE)[:, :N]", "s": "torch.randn(M)", "out": "torch.empty(M, STRIDE)[:, :N]"},
     "args": {"x_ptr": "x", "s_ptr": "s", "out_ptr": "out", "N": "N", "stride_m": "x.stride(0)",
              "BLOCK_N": "triton.next_power_of_2(N)"},
     "grid": "(M,)",
@@ -47,5 +48,5 @@ PUZZLE = {
         "The starter's load reads past the end of a row when N is not a power of 2: it needs `mask=cols < N`.",
         "Store with the same offsets and the same mask as the load.",
     ],
-    "tests": [{"M": 5, "N": 10}, {"M": 4, "N": 16}, {"M": 7, "N": 37}],
+    "tests": [{"M": 5, "N": 10, "STRIDE": 10}, {"M": 4, "N": 16, "STRIDE": 16}, {"M": 7, "N": 37, "STRIDE": 48}],
 }

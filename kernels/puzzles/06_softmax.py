@@ -8,6 +8,9 @@ divide by the sum of the exponentials. One kernel, one read of `x` and one write
 
 One program per row, the row in one block of BLOCK_N lanes. Lanes past N must not change the
 maximum or the sum: load them as minus infinity, whose exponential is 0.
+
+`SPREAD` scales the inputs. The last test's rows reach the hundreds, and float32 overflows past
+`exp(88.7)`: there the maximum's subtraction is what keeps the answer finite.
 """
 # %% Starter
 import triton
@@ -40,7 +43,7 @@ def softmax(x_ptr, out_ptr, N, BLOCK_N: tl.constexpr):
 # %% The puzzle
 PUZZLE = {
     "kernel": "softmax",
-    "inputs": {"x": "torch.randn(M, N) * 3", "out": "torch.empty(M, N)"},
+    "inputs": {"x": "torch.randn(M, N) * SPREAD", "out": "torch.empty(M, N)"},
     "args": {"x_ptr": "x", "out_ptr": "out", "N": "N", "BLOCK_N": "triton.next_power_of_2(N)"},
     "grid": "(M,)",
     "reference": {"out": "torch.softmax(x, dim=1)"},
@@ -49,5 +52,5 @@ PUZZLE = {
         "Subtracting the maximum first keeps `tl.exp` from overflowing; the result is the same.",
         "Store only the N real lanes: the same mask as the load.",
     ],
-    "tests": [{"M": 5, "N": 10}, {"M": 4, "N": 32}, {"M": 3, "N": 77}],
+    "tests": [{"M": 5, "N": 10, "SPREAD": 3}, {"M": 4, "N": 32, "SPREAD": 3}, {"M": 3, "N": 77, "SPREAD": 100}],
 }

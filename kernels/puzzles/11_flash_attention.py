@@ -10,6 +10,9 @@ queries the running maximum score `m`, the running sum of exponentials `l` and t
 weighted sum of values `acc`. When a new block raises the maximum, what was summed so far is
 rescaled by `exp(m_old - m_new)`. At the end, `acc / l` is the answer. Keys past L must get a
 score of minus infinity, so that they weigh nothing.
+
+`SPREAD` scales the queries. In the last test scores reach the hundreds, past float32's
+`exp(88.7)`: only exponentials taken after subtracting the running maximum stay finite.
 """
 # %% Starter
 import triton
@@ -63,7 +66,7 @@ def attention(q_ptr, k_ptr, v_ptr, out_ptr, L, scale, D: tl.constexpr, BM: tl.co
 # %% The puzzle
 PUZZLE = {
     "kernel": "attention",
-    "inputs": {"q": "torch.randn(L, D)", "k": "torch.randn(L, D)", "v": "torch.randn(L, D)",
+    "inputs": {"q": "torch.randn(L, D) * SPREAD", "k": "torch.randn(L, D)", "v": "torch.randn(L, D)",
                "out": "torch.empty(L, D)"},
     "args": {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "out_ptr": "out", "L": "L", "scale": "D ** -0.5",
              "D": "D", "BM": 16, "BN": 16},
@@ -75,5 +78,5 @@ PUZZLE = {
         "This block's weights are `p = tl.exp(s - m_new[:, None])`; what came before shrinks by `alpha = tl.exp(m - m_new)`.",
         "Then `l = l * alpha + tl.sum(p, axis=1)`, `acc = acc * alpha[:, None] + tl.dot(p, v)`, and `m = m_new`.",
     ],
-    "tests": [{"L": 20, "D": 16}, {"L": 32, "D": 16}, {"L": 45, "D": 16}],
+    "tests": [{"L": 20, "D": 16, "SPREAD": 1}, {"L": 32, "D": 16, "SPREAD": 1}, {"L": 45, "D": 16, "SPREAD": 60}],
 }

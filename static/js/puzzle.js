@@ -37,8 +37,11 @@ function testRow(label, test) {
   let why = "passes";
   if (test.error) why = `${test.error.phase} error${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
   else if (!test.ok) {
-    why = `${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`;
-    if (test.unwritten) why += `, ${formatCount(test.unwritten)} never written`;
+    const reasons = [];
+    if (test.mismatched || !test.raced) reasons.push(`${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`);
+    if (test.unwritten) reasons.push(`${formatCount(test.unwritten)} never written`);
+    if (test.raced) reasons.push(`${formatCount(test.raced)} stored by several programs without an atomic (a race: on a GPU one store wins)`);
+    why = reasons.join(", ");
   }
   return h("li", { class: `puzzle-test ${test.ok ? "ok" : "bad"}` }, h("span", { class: "verdict" }, test.ok ? "✓" : "✗"),
     label, h("span", { class: "why" }, why));
