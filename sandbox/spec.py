@@ -41,7 +41,8 @@ def schema():
     allowed values (served as `GET /api/spec` and in the editor page), from the definitions above."""
     rules = {"num_warps": {"choices": list(NUM_WARPS)},
              "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
-             "device": {"choices": list(DEVICES)}}
+             "device": {"choices": list(DEVICES)},
+             "sweep": {"max_configs": MAX_SWEEP_CONFIGS}}
     return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES,
             "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
 

@@ -143,3 +143,55 @@ def test_the_compare_model_calls_a_change_within_the_noise_noise(browser, live_s
     assert found["counts"] == [2, 1] and found["same"] == 0
     assert found["resources"] == [-6, 2, None]
     page.close()
+
+
+@pytest.mark.browser
+def test_the_sweep_counts_its_combinations_and_runs_what_it_prefills(browser, live_server):
+    """1280 x 720, matmul: the prefilled sweep fits the limit and runs as it is; a sweep over the
+    limit is said as it is typed, and its button is off; a launch form with a problem keeps the
+    sweep from running and the last result on screen."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server}/examples/matmul")
+    page.wait_for_function("window.playground !== undefined")
+    run_and_wait(page)
+    verdict = page.inner_text("#status-line .verdict")
+    assert verdict == "✓ outputs match"
+    page.click('[data-tab="compare"]')
+    field = lambda name: f'.sweep-field input[data-param="{name}"]'  # noqa: E731
+    values = {name: page.input_value(field(name)) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps")}
+    assert values == {"BLOCK_M": "16, 32, 64", "BLOCK_N": "32, 64", "BLOCK_K": "32", "num_warps": "4, 8"}
+    assert page.inner_text("#sweep-note").startswith("12 combinations (at most 16)")
+    assert page.inner_text("#sweep-button") == "Run sweep (12)" and page.is_enabled("#sweep-button")
+    # Typed over the limit: said at once, the button off.
+    page.fill(field("BLOCK_K"), "16, 32, 64")
+    assert page.inner_text("#sweep-note") == "36 combinations: a sweep runs at most 16. Remove some values."
+    assert page.is_disabled("#sweep-button")
+    page.locator(".sweep-form").scroll_into_view_if_needed()
+    shot(page, "sweep-over-the-limit")
+    page.fill(field("num_warps"), "4, 3")
+    assert page.inner_text("#sweep-note") == "num_warps: 3 is not one of 1, 2, 4, 8, 16, 32" and page.is_disabled("#sweep-button")
+    page.fill(field("num_warps"), "4, 8")
+    page.fill(field("BLOCK_K"), "32")
+    assert page.is_enabled("#sweep-button")
+    # The launch form's problem: on its field, the sweep not run, the last result kept.
+    page.fill('#args-list input[data-param="a_ptr"]', "q")
+    page.click("#sweep-button")
+    assert page.inner_text("#sweep-note").startswith("Not run: the launch form has a problem")
+    assert page.locator("#launch .field-problem").count() >= 1
+    assert page.inner_text("#status-line .verdict") == verdict
+    assert page.evaluate("document.querySelector('#status-line').dataset.state") == "ok"
+    shot(page, "sweep-form-problem")
+    page.fill('#args-list input[data-param="a_ptr"]', "a")
+    # As prefilled: it runs, a row per combination, each checked.
+    page.evaluate("document.querySelector('#status-line').dataset.state = 'idle'")
+    page.click("#sweep-button")
+    page.wait_for_selector("#sweep-result", timeout=RUN_TIMEOUT_MS)
+    rows = page.locator(".sweep-table tbody tr")
+    assert rows.count() == 12 and page.locator('.sweep-table tbody tr:has-text("✓ matches")').count() == 12
+    page.locator("#sweep-result").scroll_into_view_if_needed()
+    shot(page, "sweep-matmul")
+    context.close()
+    assert not errors, errors

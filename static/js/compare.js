@@ -22,6 +22,7 @@ let latest = null; // {result, spec}
 let stage = "ttgir";
 let elements = null;
 let getSpec = null;
+let rules = null; // the spec's option rules (sandbox/spec.py schema): num_warps, num_stages, sweep
 
 function percent(x) {
   return `${x >= 0 ? "+" : "−"}${formatNumber(Math.abs(x) * 100)}%`;
@@ -122,38 +123,87 @@ function irSection(before, after) {
 
 // ---- the sweep ----
 
-function numberList(text) {
-  return text.split(",").map((s) => s.trim()).filter(Boolean).map(Number);
-}
-
 const sweepValues = {}; // what was typed in the sweep's fields, kept across renders
 
-function sweepField(name, suggested, placeholder = "") {
-  return [name, h("input", { class: "mono", dataset: { param: name }, value: sweepValues[name] ?? suggested, placeholder,
-                             oninput: (event) => { sweepValues[name] = event.target.value; } })];
+// A first sweep that fits the limit: num_warps 4 and 8, and each meta-parameter's value with its
+// double and its half, as many of them as keep the combinations within maxConfigs.
+function suggestedSweep(constexprs, maxConfigs) {
+  const lists = new Map(constexprs.map(([name, value]) => [name, [value]]));
+  let count = 2; // num_warps: 4, 8
+  for (const [name, value] of constexprs) {
+    for (const extra of [value * 2, Math.max(1, Math.floor(value / 2))]) {
+      const list = lists.get(name);
+      const grown = (count / list.length) * (list.length + 1);
+      if (list.includes(extra) || grown > maxConfigs) continue;
+      list.push(extra);
+      count = grown;
+    }
+  }
+  return Object.fromEntries([...lists].map(([name, list]) => [name, list.sort((a, b) => a - b).join(", ")]));
+}
+
+// What one field's text asks for: {values} or {problem}, by the rules the server checks (sandbox/spec.py).
+function fieldValues(name, text) {
+  const parts = text.split(",").map((s) => s.trim()).filter(Boolean);
+  const values = parts.map(Number);
+  const bad = parts.find((part, i) => !Number.isFinite(values[i]));
+  if (bad !== undefined) return { problem: `${name}: "${bad}" is not a number; give numbers separated by commas` };
+  if (name === "num_warps") {
+    const choices = rules.num_warps.choices;
+    const wrong = values.find((v) => !choices.includes(v));
+    if (wrong !== undefined) return { problem: `num_warps: ${wrong} is not one of ${choices.join(", ")}` };
+  }
+  if (name === "num_stages") {
+    const { min, max } = rules.num_stages;
+    const wrong = values.find((v) => !Number.isInteger(v) || v < min || v > max);
+    if (wrong !== undefined) return { problem: `num_stages: ${wrong} is not an integer from ${min} to ${max}` };
+  }
+  return { values };
 }
 
 function sweepForm() {
   const spec = getSpec();
+  const maxConfigs = rules.sweep.max_configs;
   // Integer literals of upper-case parameters: the meta-parameters (BLOCK_SIZE, GROUP_M, ...).
   const constexprs = Object.entries(spec.args).filter(([name, v]) => Number.isInteger(v) && /^[A-Z][A-Z0-9_]*$/.test(name));
-  const fields = constexprs.map(([name, value]) => sweepField(name, [...new Set([Math.max(1, value / 2), value, value * 2])].join(", ")));
-  fields.push(sweepField("num_warps", "4, 8"), sweepField("num_stages", "", String(spec.options.num_stages)));
-  const note = h("span", { class: "hint", id: "sweep-note" });
-  const start = () => {
-    const sweep = {};
+  const suggested = { ...suggestedSweep(constexprs, maxConfigs), num_warps: "4, 8", num_stages: "" };
+  const note = h("span", { class: "hint", id: "sweep-note", role: "status" });
+  const button = h("button", { type: "button", class: "button small primary", id: "sweep-button" }, "Run sweep");
+  let sweep = null; // what the button runs now, or null when the fields ask for nothing it can run
+  const fields = [...constexprs.map(([name]) => name), "num_warps", "num_stages"].map((name) => {
+    const input = h("input", { class: "mono", dataset: { param: name }, value: sweepValues[name] ?? suggested[name],
+                               placeholder: name === "num_stages" ? String(spec.options.num_stages) : "",
+                               "aria-describedby": "sweep-note",
+                               oninput: (event) => { sweepValues[name] = event.target.value; update(); } });
+    return [name, input];
+  });
+  // The combinations are counted as the fields are typed in; the button runs only a sweep the server takes.
+  function update() {
+    sweep = {};
+    let problem = null;
     for (const [name, input] of fields) {
-      const values = numberList(input.value);
-      if (values.some((v) => !Number.isFinite(v))) { note.textContent = `${name}: numbers separated by commas`; return; }
-      if (values.length) sweep[name] = values;
+      const found = fieldValues(name, input.value);
+      input.classList.toggle("error-field", Boolean(found.problem));
+      input.setAttribute("aria-invalid", String(Boolean(found.problem)));
+      problem ||= found.problem;
+      if (found.values?.length) sweep[name] = found.values;
     }
-    if (!Object.keys(sweep).length) { note.textContent = "Give at least one list of values."; return; }
-    note.textContent = "";
-    emit("sweep-requested", { sweep });
-  };
+    const count = Object.values(sweep).reduce((product, values) => product * values.length, 1);
+    if (problem) note.textContent = problem;
+    else if (!Object.keys(sweep).length) note.textContent = "Give at least one list of values.";
+    else if (count > maxConfigs) note.textContent = `${count} combinations: a sweep runs at most ${maxConfigs}. Remove some values.`;
+    else note.textContent = `${count} combination${count === 1 ? "" : "s"} (at most ${maxConfigs}), each run, checked and timed.`;
+    const runnable = !problem && Object.keys(sweep).length && count <= maxConfigs;
+    note.classList.toggle("bad", !runnable);
+    button.disabled = !runnable;
+    button.textContent = runnable ? `Run sweep (${count})` : "Run sweep";
+    if (!runnable) sweep = null;
+  }
+  button.addEventListener("click", () => { if (sweep) emit("sweep-requested", { sweep }); });
+  update();
   return h("div", { class: "sweep-form" },
     fields.map(([name, input]) => h("label", { class: "sweep-field" }, h("span", { class: "mono" }, name), input)),
-    h("button", { type: "button", class: "button small primary", id: "sweep-button", onclick: start }, "Run sweep"), note);
+    button, note);
 }
 
 function sweepTable(sweep) {
@@ -205,10 +255,12 @@ function render() {
   draw();
 }
 
-// panel: the Compare tab's content; spec: () => the page's spec (what a pinned run ran with).
-export function initCompare({ panel, spec }) {
+// panel: the Compare tab's content; spec: () => the page's spec (what a pinned run ran with);
+// options: the spec schema's options (their rules, the sweep's limit).
+export function initCompare({ panel, spec, options }) {
   elements = { panel };
   getSpec = spec;
+  rules = options;
   let requested = null;
   on("run-requested", () => { requested = getSpec(); });
   on("run-result", ({ result }) => {
@@ -219,5 +271,13 @@ export function initCompare({ panel, spec }) {
   // Another spec loaded keeps the pin: two kernels (matmul and matmul + ReLU) compare as well as two tries.
   on("spec-loaded", () => { latest = null; render(); });
   on("tab-shown", ({ tab }) => { if (tab === "compare") render(); });
+  // The launch form has problems of its own: the sweep did not start, and the last result stays.
+  on("sweep-refused", ({ problems }) => {
+    const note = elements.panel.querySelector("#sweep-note");
+    if (!note) return;
+    note.textContent = `Not run: the launch form has ${problems.length === 1 ? "a problem" : `${problems.length} problems`} to fix first, `
+      + `marked in the form: ${problems[0].message}`;
+    note.classList.add("bad");
+  });
   render();
 }

@@ -418,6 +418,7 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
   on("run-result", ({ result }) => { if (result.device) { server.deviceKind = result.device.kind; showEstimate(); } });
   on("run-started", () => markField(root, null));
   on("run-result", ({ result }) => (result.error?.problems ? showProblems(root, result.error.problems) : markField(root, result.error)));
+  on("sweep-refused", ({ problems }) => showProblems(root, problems));
 }
 
 // ---- what the form can tell before a run ----

@@ -29,6 +29,7 @@
 //                                                      a program was picked in the diagram, or none (diagram.js)
 //   ir-line-selected       {line}                      an IR line was clicked; line: its source line or null (ir.js)
 //   sweep-requested        {sweep}                     run the spec once with options.sweep (compare.js)
+//   sweep-refused          {problems}                  the launch form's problems kept the sweep from running (main.js)
 //   step-shown             {line, endLine}             the Step tab shows the step of the statement on these lines (step.js)
 //   step-requested         {pid}                       replay this program in the Step tab (diagram.js)
 //   ir-stage-selected      {stage}                     the IR tab shows another stage (ir.js)

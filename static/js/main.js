@@ -420,7 +420,7 @@ initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
-if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec });
+if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 // The UI state a link saves: pane and pid always, the other fields only when set, so that a page
 // saved again without them keeps the link it came from (links are content-addressed).
@@ -500,8 +500,11 @@ on("run-result", ({ result }) => {
 on("trace-extended", ({ from, trace }) => {
   if (lastResult?.trace === from) lastResult = { ...lastResult, trace };
 });
-// A sweep is one run with options.sweep; the runs after it are plain runs again.
+// A sweep is one run with options.sweep; the runs after it are plain runs again. What the launch
+// form can tell is wrong is said on its fields, and the last result stays on screen.
 on("sweep-requested", ({ sweep }) => {
+  const problems = checkLaunch();
+  if (problems.length) return emit("sweep-refused", { problems });
   loadedSpec.options = { ...loadedSpec.options, sweep };
   emit("run-requested");
   loadedSpec.options = { ...loadedSpec.options, sweep: null };
