@@ -251,6 +251,43 @@ def test_solve_a_puzzle_wrong_then_right(browser, live_server):
 
 
 @pytest.mark.browser
+def test_a_solved_puzzle_reopens_on_the_solution_that_passed(browser, live_server):
+    """1280 x 720: solved, a puzzle offers the next one; reloaded or opened again from the course it
+    shows the passing kernel (not the starter, and no "unsaved edits" offer); Start over brings the
+    starter back."""
+    from tests.helpers import page_without_errors
+    puzzle = puzzles.builtin("constant_add")
+    with page_without_errors(browser, width=1280, height=720) as page:
+        page.goto(f"{live_server}/puzzles/constant_add")
+        page.wait_for_selector(".puzzle-statement")
+        assert page.inner_text("#puzzle-progress") == "Start over"  # not solved yet: only the way back
+        solution = puzzle["solution"].replace("x + 10.0", "10.0 + x")  # the student's own words
+        set_source(page, solution)
+        assert "Solved" in run_puzzle(page)
+        assert page.inner_text("#puzzle-next") == "Next puzzle: Outer sum →"
+        shot(page, "puzzle-solved-next")
+        for opening in (page.reload, lambda: (page.goto(f"{live_server}/puzzles"),
+                                              page.click('.course-item[data-name="constant_add"] a'))):
+            opening()
+            page.wait_for_selector("#puzzle-progress")
+            assert page.evaluate("window.playground.getSpec().source") == solution
+            assert "the editor shows the solution that passed" in page.inner_text("#puzzle-progress")
+            assert page.inner_text("#puzzle-done") == "done"
+            assert page.locator("#draft-banner .draft-offer").count() == 0
+        shot(page, "puzzle-reopened-solved")
+        page.click("#puzzle-start-over")
+        assert page.evaluate("window.playground.getSpec().source") == puzzle["starter"]
+        assert page.inner_text("#puzzle-progress").startswith("Solved in this browser.")
+        page.evaluate("window.playground.editorView.dispatch({changes: {from: 0, insert: '# '}})")
+        page.once("dialog", lambda dialog: dialog.dismiss())  # edits are not replaced without asking
+        page.click("#puzzle-start-over")
+        assert page.evaluate("window.playground.getSpec().source") == "# " + puzzle["starter"]
+        page.goto(f"{live_server}/puzzles/softmax")
+        page.wait_for_selector(".puzzle-statement")
+        assert page.evaluate("window.playground.getSpec().source") == puzzles.builtin("softmax")["starter"]
+
+
+@pytest.mark.browser
 def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()

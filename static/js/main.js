@@ -11,7 +11,7 @@ import { initLesson, lessonText } from "./lesson.js";
 import { initDrafts } from "./drafts.js";
 import { initHistory } from "./history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
-import { initPuzzle } from "./puzzle.js";
+import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 
@@ -419,7 +419,8 @@ initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"));
-initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec });
+initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec, setSpec,
+             confirmReplace: (what) => drafts.confirmReplace(what) });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 // The UI state a link saves: pane and pid always, the other fields only when set, so that a page
@@ -537,7 +538,7 @@ on("spec-loaded", () => {
 window.addEventListener("popstate", () => { drafts.save(); location.reload(); });
 
 connect();
-setSpec(initial.spec, initial.ui);
+setSpec(openingSpec(initial.spec), initial.ui);
 drafts.markClean();
 drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the

@@ -1,4 +1,5 @@
-// Puzzle progress, kept in this browser only (localStorage): {name: {done: true, at: ms}}.
+// Puzzle progress, kept in this browser only (localStorage): {name: {done: true, at: ms, source}},
+// `source` the kernel that passed (a puzzle solved here reopens on it).
 const KEY = "triton-playground.puzzles";
 
 export function readProgress() {
@@ -14,9 +15,14 @@ export function isDone(name) {
   return Boolean(readProgress()[name]?.done);
 }
 
-export function markDone(name) {
+export function solvedSource(name) {
+  const source = readProgress()[name]?.source;
+  return typeof source === "string" ? source : null;
+}
+
+export function markDone(name, source) {
   const progress = readProgress();
-  progress[name] = { done: true, at: Date.now() };
+  progress[name] = { done: true, at: Date.now(), source };
   try {
     localStorage.setItem(KEY, JSON.stringify(progress));
   } catch {

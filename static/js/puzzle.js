@@ -5,11 +5,21 @@
 import { on } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatCount } from "./format.js";
-import { isDone, markDone } from "./progress.js";
+import { isDone, markDone, solvedSource } from "./progress.js";
 import { MARKS, comparisonFigure } from "./puzzle-figures.js";
 
-let state = null; // {puzzle, shownHints, result}
+let state = null; // {puzzle, starter (its spec), shownHints, result, next: the course's next puzzle | null}
 let elements = null;
+let page = null; // {getSpec, setSpec, confirmReplace}
+let sentSource = null; // the source of the run under way: what passed, when it passes
+
+// A puzzle solved in this browser opens on the solution that passed, not on the starter (on its
+// own page: a shared link shows what it was shared with).
+export function openingSpec(spec) {
+  const name = spec.options?.puzzle;
+  const solved = name && location.pathname === `/puzzles/${encodeURIComponent(name)}` ? solvedSource(name) : null;
+  return solved ? { ...spec, source: solved } : spec;
+}
 
 // `code` spans and paragraphs of a statement or hint, never parsed as HTML.
 function inline(text) {
@@ -54,7 +64,35 @@ function testsBlock() {
     h("h3", { class: "section-title" }, "Tests ", h("span", { class: "section-hint" }, "the check is on the server: your Run is graded on each size")),
     h("ul", {}, state.puzzle.tests.map((label, i) => testRow(label, tests && tests[i]))),
     graded ? h("p", { class: `puzzle-verdict ${graded.ok ? "ok" : "bad"}`, id: "puzzle-verdict" },
-      graded.ok ? "Solved: every test passes." : "Not yet: a test fails. The figure shows where the first test differs.") : null);
+      graded.ok ? "Solved: every test passes." : "Not yet: a test fails. The figure shows where the first test differs.",
+      graded.ok ? nextLink() : null) : null);
+}
+
+function nextLink() {
+  const { next } = state;
+  return next ? h("a", { href: `/puzzles/${encodeURIComponent(next.name)}`, class: "button small primary puzzle-next", id: "puzzle-next" },
+    `Next puzzle: ${next.title} →`) : h("a", { href: "/puzzles", class: "button small puzzle-next", id: "puzzle-next" }, "All puzzles →");
+}
+
+// Back to the starter (the puzzle's own launch and the kernel with its gap); progress stays.
+function startOver() {
+  if (!page.confirmReplace(`the starter of "${state.puzzle.title}"`)) return;
+  state.result = null;
+  page.setSpec(structuredClone(state.starter));
+  render();
+  elements.tab.click(); // still on the statement
+}
+
+function progressLine() {
+  const { puzzle } = state;
+  const solved = solvedSource(puzzle.name);
+  const source = page.getSpec().source;
+  const words = !isDone(puzzle.name) ? null
+    : solved !== null && source === solved ? "Solved in this browser: the editor shows the solution that passed."
+      : "Solved in this browser.";
+  return h("p", { class: "puzzle-progress", id: "puzzle-progress" }, words,
+    h("button", { type: "button", class: "button small ghost", id: "puzzle-start-over", onclick: startOver,
+                  title: "Open the starter again: the kernel with its gap, the puzzle's own launch" }, "Start over"));
 }
 
 function diffWords(diff) {
@@ -98,6 +136,7 @@ function render() {
     h("header", { class: "puzzle-head" }, h("h2", {}, puzzle.title),
       h("span", { class: `badge ${isDone(puzzle.name) ? "ok" : ""}`, id: "puzzle-done" }, isDone(puzzle.name) ? "done" : "not yet"),
       h("a", { href: "/puzzles", class: "puzzle-course" }, "All puzzles")),
+    progressLine(),
     h("div", { class: "puzzle-statement" }, paragraphs(puzzle.statement)),
     hintsBlock(), testsBlock(), figuresBlock()));
   drawFigures();
@@ -115,9 +154,21 @@ async function load(name) {
     replaceChildren(elements.panel, h("p", { class: "empty-state" }, `The puzzle "${name}" could not be loaded.`));
     return;
   }
-  state = { puzzle: await response.json(), shownHints: 0, result: null };
+  const { spec: starter, ...puzzle } = await response.json();
+  state = { puzzle, starter, shownHints: 0, result: null, next: await nextOf(name) };
   render();
   elements.tab.click(); // a puzzle opens on its statement
+}
+
+// The course's puzzle after this one, or null (the last, or a teacher's).
+async function nextOf(name) {
+  try {
+    const { puzzles } = await (await fetch("/api/puzzles")).json();
+    const at = puzzles.findIndex((puzzle) => puzzle.name === name);
+    return at >= 0 && at + 1 < puzzles.length ? puzzles[at + 1] : null;
+  } catch {
+    return null; // the verdict goes without the link
+  }
 }
 
 // ---- a teacher's puzzle ----
@@ -169,14 +220,17 @@ function teachDialog(getSpec) {
 }
 
 // tab and panel: the Puzzle tab's button (hidden unless the spec names a puzzle) and its content;
-// teachButton opens the teacher's dialog; getSpec: the page's spec.
-export function initPuzzle({ tab, panel, teachButton, getSpec }) {
+// teachButton opens the teacher's dialog; getSpec and setSpec: the page's spec; confirmReplace(what):
+// may `what` replace the page's edits.
+export function initPuzzle({ tab, panel, teachButton, getSpec, setSpec, confirmReplace }) {
   elements = { tab, panel };
+  page = { getSpec, setSpec, confirmReplace };
   on("spec-loaded", ({ spec }) => load(spec.options && spec.options.puzzle));
+  on("run-started", ({ spec }) => { sentSource = spec.source; });
   on("run-result", ({ result }) => {
     if (!state || !result.puzzle || result.puzzle.name !== state.puzzle.name) return;
     state.result = result;
-    if (result.puzzle.ok) markDone(state.puzzle.name);
+    if (result.puzzle.ok) markDone(state.puzzle.name, sentSource);
     render();
   });
   on("tab-shown", ({ tab: shown }) => { if (shown === "puzzle" && state) drawFigures(); });
