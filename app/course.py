@@ -5,8 +5,10 @@ from flask import Blueprint, abort, current_app, render_template, url_for
 from app import puzzles
 from app.clients import TooManyWrites, charge_write
 from app.db import StorageFull
+from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.editor import render_editor
 from app.errors import error_response
+from app.owners import current_address, current_owner
 from sandbox.spec import SpecError
 
 bp = Blueprint("course", __name__)
@@ -51,20 +53,30 @@ def get_puzzle(name):
 @bp.post("/api/puzzles")
 def make_puzzle():
     """A teacher's puzzle from the page's spec: its source is the solution, its reference the hidden
-    check. Stored (a new one charged to the client's writes), then its solution's run is started:
-    graded runs find its outcome ready."""
-    from app.api import json_body
+    check. Checked first (its solution and its starter run on every test, as the teacher's runs),
+    then stored (a new one charged to the client's writes) with its solution's outcome: graded runs
+    find it ready."""
+    from app.api import dispatcher, json_body
+
+    def run(spec):
+        return dispatcher().run(spec, current_owner(), from_link=True, address=current_address())
     try:
-        name = puzzles.save(puzzles.from_spec(json_body()), charge=charge_write)
+        puzzle = puzzles.from_spec(json_body())
+        solved = puzzles.check_draft(puzzle, run)
+        name = puzzles.save(puzzle, charge=charge_write)
     except puzzles.PuzzleError as e:
         return error_response(400, str(e), field=e.field)
     except SpecError as e:
         return error_response(400, str(e), field=e.field)
+    except OwnerQueueFull as e:
+        return error_response(429, str(e))
+    except (QueueFull, RunLost) as e:
+        return error_response(503, str(e))
     except TooManyWrites as e:
         response, status = error_response(429, str(e))
         response.headers["Retry-After"] = str(e.retry_after)
         return response, status
     except StorageFull as e:
         return error_response(507, str(e))
-    solutions().outcome(puzzles.find(name))  # starts its run if its outcome is not known
+    solutions().keep(puzzles.find(name), solved)
     return {"name": name, "url": url_for("course.puzzle_page", name=name, _external=True)}

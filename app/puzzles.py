@@ -163,12 +163,25 @@ def define(name, *, title, statement, starter, solution, kernel, inputs, args, g
     for field, expr in expressions(puzzle):
         parse_expression(expr, field)
     parse_source(solution, "source")
+    parse_source(starter, "starter")
+    _check_test_names(puzzle)
     for test in tests_of(puzzle):
         for field, expr in expressions(test):
             parse_expression(expr, f"{field} (the test {test['label']})")
         normalize({"source": solution, **{k: test[k] for k in ("kernel", "inputs", "args", "grid", "reference")},
                    "options": test["options"]})
     return puzzle
+
+
+def _check_test_names(puzzle):
+    """Each name a test gives must change the launch: one that no expression uses would make every
+    test the same launch, passing or failing together."""
+    for names in puzzle["tests"]:
+        for name in names:
+            if not any(substitute(expr, {name: 0}) != expr for _, expr in expressions(puzzle)):
+                raise PuzzleError(f"the test sizes give {name}, but no input, argument, grid or reference uses it, "
+                                  f"so every test would run the same launch: write {name} where a size goes "
+                                  f"(torch.randn({name}) instead of a number)", "tests")
 
 
 def builtin_names():
@@ -229,6 +242,45 @@ def from_spec(body):
                   hints=[_text(h, "hints", True) for h in hints], starter=_text(body.get("starter"), "starter", True) + "\n",
                   solution=spec["source"], kernel=spec["kernel"], inputs=spec["inputs"], args=spec["args"],
                   grid=spec["grid"], reference=spec["reference"], tests=body.get("tests") or [{}], options=options)
+
+
+def failure(test):
+    """Why one test of a graded run failed, in words (sandbox.puzzles summary)."""
+    if test["error"]:
+        line = f" at line {test['error']['line']}" if test["error"].get("line") else ""
+        return f"{test['error']['phase']} error{line}: {test['error']['message']}"
+    reasons = [f"{test['mismatched']} of {test['numel']} elements wrong"] if test["mismatched"] or not test["raced"] else []
+    if test["unwritten"]:
+        reasons.append(f"{test['unwritten']} never written")
+    if test["raced"]:
+        reasons.append(f"{test['raced']} stored by several programs without an atomic")
+    return ", ".join(reasons)
+
+
+def check_draft(puzzle, run):
+    """Run a puzzle's solution and its starter on every test, as a student's run is graded
+    (`run(spec) -> result`: in a run process, sandbox.puzzles); refuse (PuzzleError naming the
+    field) a solution that fails a test or a starter that passes them all. Returns the solution's
+    graded result (its trace is the expected picture)."""
+    def graded_run(source):
+        spec = starter_spec(puzzle)
+        spec = {**spec, "source": source, "options": {**spec["options"], "bench": False, "ir": False}}
+        result = run({**spec, "grading": grading(puzzle, None)})
+        if not result.get("puzzle"):  # it never reached the tests (the server refused or lost it)
+            error = result.get("error") or {}
+            raise PuzzleError(f"the puzzle could not be checked: {error.get('message', 'the run failed')}")
+        return result
+
+    solved = graded_run(puzzle["solution"])
+    failed = next((t for t in solved["puzzle"]["tests"] if not t["ok"]), None)
+    if failed is not None:
+        raise PuzzleError(f"the solution (the kernel in the editor) fails the test {failed['label']}: "
+                          f"{failure(failed)}", "solution")
+    started = graded_run(puzzle["starter"])
+    if started["puzzle"]["ok"]:
+        raise PuzzleError("the starter passes every test as it is: a student would have nothing to do. "
+                          "Take out what the statement asks them to write", "starter")
+    return solved
 
 
 def save(puzzle, charge=None):
@@ -400,6 +452,10 @@ class Solutions:
             log.warning("the solution of puzzle %s fails its own check (%s): graded runs go without the picture",
                         puzzle["name"], detail[:300])
         self._store(digest, "lost" if lost else "failed", None, detail[:1000])
+
+    def keep(self, puzzle, result):
+        """Keep `result`, a graded run of the puzzle's solution made elsewhere (check_draft), as its outcome."""
+        self._keep(self.digest(puzzle), puzzle, result)
 
     def outcome(self, puzzle, wait_s=0.0):
         """The solution's outcome ({"state", "trace", "detail", "updated"}), after starting its run if

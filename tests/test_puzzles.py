@@ -197,6 +197,45 @@ def test_teacher_turns_a_spec_into_a_puzzle(client, spec):
     assert refused.status_code == 400 and refused.json["error"]["field"] == "reference"
 
 
+def test_a_teachers_puzzle_is_checked_before_it_is_saved(client, spec):
+    """Saving runs the solution and the starter on every test size, in run processes: a starter that
+    passes, a solution that fails, test sizes the launch never uses are refused on their field."""
+    from app.db import get_db
+    from tests.helpers import VECTOR_ADD
+    sized = {**spec, "source": VECTOR_ADD, "inputs": {"x": "torch.randn(N)", "y": "torch.randn(N)", "out": "torch.empty(N)"}}
+    body = {"spec": sized, "title": "Add with a tail", "statement": "Write `out = x + y`.", "hints": [],
+            "starter": VECTOR_ADD.replace("mask = offs < n", "mask = offs < offs + 1"), "tests": [{"N": 7}, {"N": 1000}]}
+
+    def refused(**changes):
+        answer = client.post("/api/puzzles", json={**body, **changes})
+        assert answer.status_code == 400, answer.json
+        return answer.json["error"]
+
+    def stored():
+        with client.application.app_context():
+            return get_db().execute("SELECT COUNT(*) FROM puzzle").fetchone()[0]
+
+    before = stored()
+    error = refused(starter=VECTOR_ADD)  # (a) the starter is the solution: Run alone passes
+    assert error["field"] == "starter" and "passes every test" in error["message"]
+    error = refused(spec={**spec, "source": VECTOR_ADD})  # (b) N given, the shapes literal
+    assert error["field"] == "tests" and "no input, argument, grid or reference uses it" in error["message"]
+    assert error["message"].startswith("the test sizes give N")
+    broken = VECTOR_ADD.replace("x + y, mask", "x + z, mask")  # (c) a solution that does not run
+    error = refused(spec={**sized, "source": broken})
+    assert error["field"] == "solution" and "fails the test N=7" in error["message"] and "z" in error["message"]
+    error = refused(spec={**sized, "source": VECTOR_ADD.replace("x + y, mask", "x - y, mask")})
+    assert error["field"] == "solution" and "elements wrong" in error["message"]
+    assert refused(starter="def (:")["field"] == "starter"
+    assert stored() == before  # nothing refused was kept
+    made = client.post("/api/puzzles", json=body)
+    assert made.status_code == 200, made.json
+    solutions = client.application.extensions["puzzle_solutions"]
+    with client.application.app_context():
+        outcome = solutions.outcome(puzzles.find(made.json["name"]))  # kept from the check: no run under way
+    assert outcome["state"] == "ok" and json.loads(outcome["trace"])["grid"] == [1, 1, 1]
+
+
 # ---- the course in a browser ------------------------------------------------------------------
 
 def shot(page, name):
