@@ -328,26 +328,58 @@ def test_a_solved_puzzle_reopens_on_the_solution_that_passed(browser, live_serve
 
 @pytest.mark.browser
 def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.goto(f"{live_server}/examples/vector_add")
-    page.wait_for_function("window.playground !== undefined")
-    page.click("#teach-button")
-    page.fill("#teach-title", "My vector add")
-    page.fill("#teach-statement", "Add `x` and `y`.")
-    page.fill("#teach-hints", "Load both vectors.\nMask the tail.")
-    page.fill("#teach-tests", "not json")
-    page.click("#teach-save")
-    assert "must be JSON" in page.inner_text("#teach-note")
-    page.fill("#teach-tests", "")
-    page.click("#teach-save")
-    link = page.wait_for_selector("#teach-link").inner_text()
-    shot(page, "teacher-dialog")
-    page.goto(link)
-    page.wait_for_selector(".puzzle-statement")
-    assert "My vector add" in page.inner_text(".puzzle-head")
-    assert "x + y" not in json.dumps(page.evaluate("window.playground.getSpec().reference"))
-    context.close()
+    """1280 x 720: the dialog fits the window (Save and Close in view); its starter is a code editor
+    holding the kernel without the lesson; a starter left as the solution and test sizes the launch
+    never uses are refused on their fields; the student preview; then the link."""
+    from tests.helpers import page_without_errors
+    # console=False: the refusals are 400 answers, which the console reports; script errors still fail the test
+    with page_without_errors(browser, width=1280, height=720, console=False) as page:
+        page.goto(f"{live_server}/examples/vector_add")
+        page.wait_for_function("window.playground !== undefined")
+        page.click("#teach-button")
+        page.wait_for_selector("#teach-starter .cm-content")
+        for button in ("#teach-save", "#teach-close", "#teach-preview-button"):
+            box = page.locator(button).bounding_box()
+            assert box and 0 <= box["y"] and box["y"] + box["height"] <= 720, (button, box)
+        page.fill("#teach-title", "My vector add")
+        page.fill("#teach-statement", "Add `x` and `y`, and mask the tail.")
+        page.fill("#teach-hints", "Load both vectors.\nMask the tail.")
+        shot(page, "teacher-dialog")
+        page.click("#teach-preview-button")
+        starter = page.inner_text("#teach-starter-preview")
+        assert starter.startswith("import triton") and '"""' not in starter and "# %%" not in starter
+        assert "def add_kernel(" in starter and "Mask the tail." in page.inner_text("#teach-preview")
+        assert page.inner_text("#teach-preview .puzzle-head h2").startswith("My vector add")
+        shot(page, "teacher-preview")
+        page.click("#teach-preview-button")
+        # Saved as prefilled, the starter is the solution: refused on the starter.
+        page.click("#teach-save")
+        page.wait_for_selector("#teach-problem-starter", timeout=RUN_TIMEOUT_MS)
+        assert "passes every test" in page.inner_text("#teach-problem-starter")
+        assert page.get_attribute("#teach-starter", "aria-invalid") == "true"
+        shot(page, "teacher-starter-refused")
+        store = next(line for line in starter.splitlines() if "tl.store(" in line)
+        page.click("#teach-starter .cm-content")
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(starter.replace(store, "    # store the sum here"))
+        page.fill("#teach-tests", '[{"N": 7}, {"N": 1000}]')
+        page.click("#teach-save")
+        page.wait_for_selector("#teach-problem-tests", timeout=RUN_TIMEOUT_MS)
+        assert "no input, argument, grid or reference uses it" in page.inner_text("#teach-problem-tests")
+        assert page.locator("#teach-problem-starter").count() == 0
+        page.fill("#teach-tests", "not json")
+        page.click("#teach-save")
+        assert "must be JSON" in page.inner_text("#teach-problem-tests")
+        page.fill("#teach-tests", "")
+        page.click("#teach-save")
+        link = page.wait_for_selector("#teach-link", timeout=RUN_TIMEOUT_MS).inner_text()
+        shot(page, "teacher-saved")
+        page.goto(link)
+        page.wait_for_selector(".puzzle-statement")
+        assert "My vector add" in page.inner_text(".puzzle-head")
+        source = page.evaluate("window.playground.getSpec().source")
+        assert "# store the sum here" in source and '"""' not in source
+        assert "x + y" not in json.dumps(page.evaluate("window.playground.getSpec().reference"))
 
 
 def solutions_of(tmp_path, dispatcher, **config):

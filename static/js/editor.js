@@ -113,6 +113,21 @@ export function createEditor(parent, source, { readOnly = false } = {}) {
   return view;
 }
 
+// A code field of a form (the teacher's starter): Python in the page's colours, Tab moving the focus
+// on; it takes no part in the page's runs and events.
+export function createCodeField(parent, source, label) {
+  const view = new EditorView({
+    parent,
+    state: EditorState.create({
+      doc: source,
+      extensions: [basicSetup, python(), EditorView.contentAttributes.of({ "aria-label": label }), playgroundTheme,
+                   playgroundHighlight, EditorState.tabSize.of(4)],
+    }),
+  });
+  view.setTabFocusMode(true);
+  return view;
+}
+
 // ---- Tab: focus by default, indent on request (remembered by this browser) ----
 
 const INDENT = "    ";   // Python's four spaces (CodeMirror's own indentMore would use two)

@@ -13,6 +13,12 @@ export function lessonText(source) {
   return text ? text : null;
 }
 
+// The source without its lesson: the leading docstring, then the "# %%" section lines and blank
+// lines before the code.
+export function withoutLesson(source) {
+  return (source || "").replace(DOCSTRING, "").replace(/^(?:[ \t]*(?:#[ \t]*%%[^\n]*)?\n)*/, "");
+}
+
 // `code` and *emphasis* inside a paragraph, as nodes (never parsed as HTML).
 function inline(text) {
   return text.split(/(`[^`]+`|\*[^*\s][^*]*\*)/).filter(Boolean).map((part) => {

@@ -6,6 +6,8 @@ import { on } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatCount } from "./format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
+import { createCodeField, getSource } from "./editor.js";
+import { withoutLesson } from "./lesson.js";
 import { MARKS, comparisonFigure } from "./puzzle-figures.js";
 
 let state = null; // {puzzle, starter (its spec), shownHints, result, next: the course's next puzzle | null}
@@ -173,50 +175,127 @@ async function nextOf(name) {
 
 // ---- a teacher's puzzle ----
 
+// A test's label as the server writes it (app/puzzles.py label).
+function testLabel(names) {
+  return Object.entries(names).map(([k, v]) => `${k}=${v}`).join(", ") || "the spec's own launch";
+}
+
+// What a student will see of the puzzle: the Puzzle tab's statement, hints and tests, and the starter.
+function studentPreview({ title, statement, hints, tests, starter }) {
+  return [
+    h("p", { class: "hint" }, "What a student sees: the Puzzle tab, and the starter in the editor."),
+    h("article", { class: "puzzle teach-student" },
+      h("header", { class: "puzzle-head" }, h("h2", {}, title || "(no title yet)"), h("span", { class: "badge" }, "not yet")),
+      h("div", { class: "puzzle-statement" }, statement.trim() ? paragraphs(statement) : h("p", { class: "hint" }, "(no statement yet)")),
+      hints.length ? h("ol", { class: "puzzle-hints" }, hints.map((hint, i) => h("li", { class: "puzzle-hint" }, h("b", {}, `Hint ${i + 1}. `), inline(hint))))
+        : h("p", { class: "hint" }, "No hints."),
+      h("h3", { class: "section-title" }, "Tests"),
+      h("ul", { class: "teach-tests" }, tests.map((names) => h("li", { class: "mono" }, testLabel(names))))),
+    h("h3", { class: "section-title" }, "Starter"),
+    h("pre", { class: "teach-starter-preview", id: "teach-starter-preview" }, starter)];
+}
+
 function teachDialog(getSpec) {
   const spec = getSpec();
-  const field = (label, control) => h("label", { class: "teach-field" }, h("span", {}, label), control);
+  const field = (label, control, id) => h("div", { class: "teach-field", dataset: { field: id } },
+    h("label", { for: control.id || undefined }, label), control);
   const title = h("input", { id: "teach-title", required: true, placeholder: "Vector add with a tail" });
-  const statement = h("textarea", { id: "teach-statement", rows: 5, placeholder: "What the student must write, and why." });
-  const hints = h("textarea", { id: "teach-hints", rows: 3, placeholder: "One hint per line, revealed one at a time." });
-  const starter = h("textarea", { id: "teach-starter", rows: 10, class: "mono", spellcheck: false });
-  starter.value = spec.source;
+  const statement = h("textarea", { id: "teach-statement", rows: 4, placeholder: "What the student must write, and why." });
+  const hints = h("textarea", { id: "teach-hints", rows: 2, placeholder: "One hint per line, revealed one at a time." });
+  const starterBox = h("div", { class: "teach-code", id: "teach-starter" });
   const tests = h("input", { id: "teach-tests", class: "mono", placeholder: '[{"N": 7}, {"N": 1000}]  (optional)' });
-  const note = h("p", { class: "teach-note", id: "teach-note" });
-  const dialog = h("dialog", { class: "teach-dialog", id: "teach-dialog" });
-  const submit = async () => {
-    note.className = "teach-note";
-    note.textContent = "Saving…";
-    let parsedTests = null;
+  const note = h("p", { class: "teach-note", id: "teach-note", role: "status" });
+  const controls = { title, statement, hints, starter: starterBox, tests };
+  const edit = h("div", { class: "teach-body", id: "teach-edit" },
+    h("p", { class: "hint" }, "The kernel in the editor becomes the hidden solution and the inputs' references the hidden check: "
+      + "students see only the title, the statement, the hints and the starter below. Saving runs the solution and the starter "
+      + "on every test size: the solution must pass them all, the starter must not."),
+    field("Title", title, "title"), field("Statement", statement, "statement"), field("Hints", hints, "hints"),
+    field("Starter: the kernel with a gap (the lesson at the top of the source is left out)", starterBox, "starter"),
+    field("Test sizes (optional): values of the names the launch uses, such as N in torch.randn(N)", tests, "tests"));
+  const preview = h("div", { class: "teach-body teach-preview", id: "teach-preview", hidden: true });
+  const save = h("button", { type: "submit", class: "button primary", id: "teach-save" }, "Save puzzle and get its link");
+  const previewButton = h("button", { type: "button", class: "button", id: "teach-preview-button" }, "Preview as a student");
+  const dialog = h("dialog", { class: "teach-dialog", id: "teach-dialog", "aria-labelledby": "teach-heading" });
+  let starter = null;
+
+  const values = () => ({ title: title.value.trim(), statement: statement.value, starter: getSource(starter),
+                          hints: hints.value.split("\n").map((s) => s.trim()).filter(Boolean) });
+  const parsedTests = () => {
+    if (!tests.value.trim()) return { tests: null };
     try {
-      parsedTests = tests.value.trim() ? JSON.parse(tests.value) : null;
-    } catch {
-      note.className = "teach-note bad";
-      note.textContent = "Test sizes must be JSON: a list of objects such as {\"N\": 7}.";
-      return;
-    }
-    const body = { spec, title: title.value, statement: statement.value, starter: starter.value,
-                   hints: hints.value.split("\n").map((s) => s.trim()).filter(Boolean), tests: parsedTests };
-    const response = await fetch("/api/puzzles", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-    const answer = await response.json();
-    if (!response.ok) {
-      note.className = "teach-note bad";
-      note.textContent = answer.error.message;
-      return;
-    }
-    note.replaceChildren("Students open it at ", h("a", { href: answer.url, id: "teach-link" }, answer.url));
+      const parsed = JSON.parse(tests.value);
+      if (Array.isArray(parsed) && parsed.every((t) => t && typeof t === "object" && !Array.isArray(t))) return { tests: parsed };
+    } catch { /* said below */ }
+    return { problem: "Test sizes must be JSON: a list of objects such as {\"N\": 7}." };
   };
-  dialog.append(h("form", { method: "dialog", onsubmit: (event) => { event.preventDefault(); submit(); } },
-    h("h2", {}, "Make a puzzle of this kernel"),
-    h("p", { class: "hint" }, "The kernel in the editor becomes the hidden solution and the inputs' references the hidden check: students see only the title, the statement, the hints and the starter below."),
-    field("Title", title), field("Statement", statement), field("Hints", hints), field("Starter (the kernel with a gap)", starter),
-    field("Test sizes", tests), note,
-    h("div", { class: "teach-actions" },
-      h("button", { type: "button", class: "button", onclick: () => dialog.close() }, "Close"),
-      h("button", { type: "submit", class: "button primary", id: "teach-save" }, "Save puzzle and get its link"))));
+  // A refusal goes under its field (the server names it); one of the solution's, in the note.
+  const clearProblems = () => {
+    for (const control of Object.values(controls)) {
+      control.classList.remove("error-field");
+      control.removeAttribute("aria-invalid");
+    }
+    dialog.querySelectorAll(".teach-field .field-problem").forEach((problem) => problem.remove());
+  };
+  const showProblem = (fieldName, message) => {
+    const control = controls[fieldName];
+    note.className = "teach-note bad";
+    if (!control) {
+      note.textContent = `Not saved: ${message}`;
+      return;
+    }
+    note.textContent = "Not saved: see the marked field.";
+    showEditing(true);
+    control.classList.add("error-field");
+    control.setAttribute("aria-invalid", "true");
+    const problem = h("span", { class: "field-problem", id: `teach-problem-${fieldName}` }, message);
+    control.closest(".teach-field").append(problem);
+    control.setAttribute("aria-describedby", problem.id);
+    problem.scrollIntoView({ block: "nearest" });
+  };
+  const showEditing = (editing) => {
+    edit.hidden = !editing;
+    preview.hidden = editing;
+    previewButton.textContent = editing ? "Preview as a student" : "Back to editing";
+    if (!editing) {
+      const found = parsedTests();
+      replaceChildren(preview, studentPreview({ ...values(), tests: found.tests || [{}] }));
+    }
+  };
+  previewButton.addEventListener("click", () => showEditing(preview.hidden === false));
+  const submit = async () => {
+    clearProblems();
+    const found = parsedTests();
+    if (found.problem) return showProblem("tests", found.problem);
+    note.className = "teach-note";
+    note.textContent = "Checking: the solution and the starter run on every test size…";
+    save.disabled = true;
+    try {
+      const body = { spec, ...values(), tests: found.tests };
+      const response = await fetch("/api/puzzles", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      const answer = await response.json();
+      if (!response.ok) return showProblem(answer.error.field, answer.error.message);
+      note.className = "teach-note ok";
+      note.replaceChildren("Saved. Students open it at ", h("a", { href: answer.url, id: "teach-link" }, answer.url));
+    } catch (error) {
+      note.className = "teach-note bad";
+      note.textContent = `The server did not answer (${error.message}): nothing was saved.`;
+    } finally {
+      save.disabled = false;
+    }
+  };
+  dialog.append(h("form", { method: "dialog", class: "teach-form", onsubmit: (event) => { event.preventDefault(); submit(); } },
+    h("div", { class: "teach-head" }, h("h2", { id: "teach-heading" }, "Make a puzzle of this kernel")),
+    edit, preview,
+    h("div", { class: "teach-foot" }, note,
+      h("div", { class: "teach-actions" }, previewButton,
+        h("button", { type: "button", class: "button", id: "teach-close", onclick: () => dialog.close() }, "Close"), save))));
   dialog.addEventListener("close", () => dialog.remove());
   document.body.append(dialog);
+  // The starter starts as the kernel alone: the lesson at the top of the source would explain the gap.
+  starter = createCodeField(starterBox, withoutLesson(spec.source), "Starter kernel (Python)");
   dialog.showModal();
+  title.focus();
 }
 
 // tab and panel: the Puzzle tab's button (hidden unless the spec names a puzzle) and its content;
