@@ -254,7 +254,8 @@ def puzzle_body(**changes):
     spec = {**vector_add_spec(n=1024, block=256), "inputs": {"x": "torch.randn(N)", "y": "torch.randn(N)",
                                                              "out": "torch.empty(N)"}}
     spec = {**spec, "args": {**spec["args"], "n": "N"}, **changes}
-    return json.dumps({"spec": spec, "title": "Add", "statement": "Add x and y.", "starter": VECTOR_ADD,
+    starter = VECTOR_ADD.replace("tl.store(out_ptr + offs, x + y, mask=mask)", "pass  # store the sum")
+    return json.dumps({"spec": spec, "title": "Add", "statement": "Add x and y.", "starter": starter,
                        "tests": [{"N": 100}]}).encode()
 
 
@@ -1389,60 +1390,67 @@ def graded_run(h, name, source=VECTOR_ADD, client=None):
     return h.target.run({**spec, "source": source}, client or h.target.new_client())
 
 
-def solution_runs(taken, puzzle_source):
-    from app.owners import PUZZLE_SOLUTIONS
-    return [job for job in taken if job.owner == PUZZLE_SOLUTIONS.key and job.spec["source"] == puzzle_source]
-
-
 def solution_state(h, name):
     from app import puzzles
     with h.target.app.app_context():
         return h.target.app.extensions["puzzle_solutions"].outcome(puzzles.find(name))
 
 
-def solution_runs_once_under_the_cap(h):
-    """A teacher's failing solution runs once, when the puzzle is saved: four concurrent
-    first graded runs and three more after them run it no more (its failure is kept). Six puzzles
-    saved while the workers are busy never put more than QUEUE_PER_OWNER solution runs in line (the
-    server's work is one owner), a bystander still gets in, and a solution the full share refused
-    runs at its first graded run."""
+def puzzle_checks_run_as_the_teachers_runs(h):
+    """Saving a teacher's puzzle runs its solution and its starter as the teacher's own runs (lent
+    no kernels), never as the server's work: a failing solution is refused and stored nowhere; a
+    saved puzzle's check is its solution's outcome, so four concurrent first graded runs and three
+    after them run the solution no more. A teacher saving puzzles while the workers are busy waits
+    in the teacher's own share: past QUEUE_PER_OWNER saves at once one is refused (429), and a
+    bystander still gets in."""
+    from app.owners import PUZZLE_SOLUTIONS
+    from app.owners import key as owner_key
     app = h.target.app
+    teacher = app.test_client()
+    teacher.get("/")  # its session: the owner of its saves' runs
+    address = from_address("198.18.7.7")
     failing = VECTOR_ADD.replace("x + y, mask=mask", "x - y, mask=mask")
     with jobs_queued(app) as (taken, refused):
-        name = teacher_puzzle(h, source=failing)
+        count = get_db_count(app)
+        answer = teacher.post("/api/puzzles", json=json.loads(puzzle_body(source=failing)), headers=address)
+        assert answer.status_code == 400 and answer.json["error"]["field"] == "solution", answer.get_data(as_text=True)
+        assert get_db_count(app) == count, "a refused puzzle was stored"
+        assert [job.owner for job in taken] == [owner_key(owner_of(teacher))] and taken[0].from_link, \
+            "the failing solution's check did not run once, as the teacher's run"
+        made = teacher.post("/api/puzzles", json={**json.loads(puzzle_body()), "title": "Checked " + secrets.token_hex(4)},
+                            headers=address)
+        assert made.status_code == 200, made.get_data(as_text=True)
+        name = made.json["name"]
         results = []
         threads = [run_in_thread(graded_run, h, name) for _ in range(4)]
         for thread, box in threads:
             thread.join(120)
             results.append(box.get("value") or {})
         results += [graded_run(h, name) for _ in range(3)]
-        assert all(r.get("puzzle") and r["puzzle"]["expected"] is None for r in results), \
-            [result_summary(r) for r in results]
-        assert len(solution_runs(taken, failing)) == 1, f"the failing solution ran {len(solution_runs(taken, failing))} times"
-        assert solution_state(h, name)["state"] == "failed"
+        assert all(r.get("puzzle") and r["puzzle"]["expected"] for r in results), [result_summary(r) for r in results]
+        assert not [job for job in taken if job.owner == PUZZLE_SOLUTIONS.key], "the server ran a solution its check had run"
+        assert solution_state(h, name)["state"] == "ok"
     per_owner = app.config["QUEUE_PER_OWNER"]
-    from app.owners import PUZZLE_SOLUTIONS
     with jobs_queued(app) as (taken, refused):
         sleepers = occupy_workers(h)
-        names, waiting = [], []
-        for i in range(per_owner + 2):
+
+        def save(i):
             source = VECTOR_ADD.replace("pid = tl.program_id", f"# puzzle {i} {secrets.token_hex(4)}\n    pid = tl.program_id")
-            names.append((teacher_puzzle(h, source=source), source))
-            waiting.append(sum(job.owner == PUZZLE_SOLUTIONS.key for job in app.extensions["dispatcher"].jobs.waiting))
+            return teacher.post("/api/puzzles", json=json.loads(puzzle_body(source=source)), headers=address).status_code
+        saves = [run_in_thread(save, i) for i in range(per_owner + 1)]
+        assert wait_for(lambda: refused, 30), "no save was refused past the teacher's share"
         bystander = h.target.run(vector_add_spec(n=1024, block=256), h.target.new_client())
-        for thread, _ in sleepers:
-            thread.join(60)
-        assert max(waiting) <= per_owner, f"solution runs waiting: {waiting}"
+        for thread, _ in sleepers + saves:
+            thread.join(120)
+        statuses = sorted(box.get("value") for _, box in saves)
+        assert statuses == [200] * per_owner + [429], statuses
         assert bystander["status"] == "ok", result_summary(bystander)
-        over = [job for job, _ in refused if job.owner == PUZZLE_SOLUTIONS.key]
-        assert len(over) == 2, f"{len(over)} solution runs refused, expected the 2 past the share"
-        assert wait_for(lambda: all(solution_state(h, n) for n, _ in names[:per_owner]), 120)
-        last, source = names[-1]
-        result = graded_run(h, last)
-        assert result["status"] == "ok" and result["puzzle"]["expected"], result_summary(result)
-        assert len(solution_runs(taken, source)) == 1 and [job for job, _ in refused if job.spec["source"] == source]
-        assert all(len([j for j in taken if j.spec["source"] == s and j.owner == PUZZLE_SOLUTIONS.key]) <= 1
-                   for _, s in names[:per_owner])
+
+
+def get_db_count(app):
+    import sqlite3
+    with contextlib.closing(sqlite3.connect(app.config["DATABASE"])) as conn:
+        return conn.execute("SELECT COUNT(*) FROM puzzle").fetchone()[0]
 
 
 def cookieless_runs_from_one_address(h):
@@ -1646,7 +1654,7 @@ SCENARIOS = [
     pytest.param(forged_session_cookies, "hostile", id="session_cookie_signed_with_dev_or_naming_the_server"),
     pytest.param(security_headers, "served", id="security_headers_and_cookie_flags"),
     pytest.param(graded_run_is_lent_no_kernels, "hostile", id="teacher_puzzle_plants_in_the_students_kernel_cache"),
-    pytest.param(solution_runs_once_under_the_cap, "hostile", id="puzzle_solution_runs_once_and_under_the_cap"),
+    pytest.param(puzzle_checks_run_as_the_teachers_runs, "hostile", id="teacher_puzzle_checked_as_the_teachers_runs"),
     pytest.param(cookieless_runs_from_one_address, "hostile", id="twelve_cookieless_runs_from_one_address"),
     pytest.param(socketio_connections_from_one_address, "production", id="thirty_socketio_connections_from_one_address"),
     pytest.param(database_quota, "hostile", id="snippet_flood_and_a_full_database"),
