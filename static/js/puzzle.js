@@ -305,7 +305,7 @@ export function initPuzzle({ tab, panel, teachButton, getSpec, setSpec, confirmR
   elements = { tab, panel };
   page = { getSpec, setSpec, confirmReplace };
   on("spec-loaded", ({ spec }) => load(spec.options && spec.options.puzzle));
-  on("run-started", ({ spec }) => { sentSource = spec.source; });
+  on("run-started", ({ spec }) => { sentSource = spec?.source ?? null; });
   on("run-result", ({ result }) => {
     if (!state || !result.puzzle || result.puzzle.name !== state.puzzle.name) return;
     state.result = result;
