@@ -60,6 +60,11 @@ SKIPPED_DEMANDS = {
                         ("correction = tl.exp(m - m_new)", "correction = 1.0")],  # no running maximum
     "scale_rows": [("row * stride_m + cols", "row * N + cols")],  # rows found by N, not the stride
     "atomic_sum": [("tl.atomic_add(out_ptr, partial)", "tl.store(out_ptr, tl.load(out_ptr) + partial)")],  # a race
+    "long_row_sum": [("""    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))""", """    cols = tl.arange(0, 256)
+    tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0), axis=0))""")],  # no loop
 }
 
 

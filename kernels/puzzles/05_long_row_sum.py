@@ -6,7 +6,8 @@ Sum each row of `x` (M rows of N numbers) into `out`, when a row is too long for
 
 One program per row again, but now a block holds only BLOCK = 16 lanes: walk along the row in
 steps of BLOCK, adding each chunk into an accumulator, and store the total once at the end. The
-last chunk of a row may be partial.
+last chunk of a row may be partial. The last test's rows are 2,500 numbers long: one block of any
+sensible size does not hold them.
 """
 # %% Starter
 import triton
@@ -49,5 +50,5 @@ PUZZLE = {
         "Row `row` starts at `row * N`; this chunk's elements are at `row * N + cols`.",
         "The last chunk runs past N: mask it, with `other=0.0` so the extra lanes add nothing.",
     ],
-    "tests": [{"M": 4, "N": 100}, {"M": 3, "N": 16}, {"M": 5, "N": 250}],
+    "tests": [{"M": 4, "N": 100}, {"M": 3, "N": 16}, {"M": 5, "N": 250}, {"M": 2, "N": 2500}],
 }
