@@ -115,6 +115,27 @@ class _Namespace:
         del self.globals[name]
 
 
+class _OwnAttributes:
+    """A class's own attributes, for the interpreter's patch scope to set and restore: through the
+    class itself, the scope would find the `__call__` its metaclass lends and put that back, leaving
+    every dtype callable, which a later compile for a GPU refuses ("Unsupported function referenced")."""
+
+    def __init__(self, cls):
+        object.__setattr__(self, "cls", cls)
+
+    def __getattr__(self, name):
+        try:
+            return self.cls.__dict__[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        setattr(self.cls, name, value)
+
+    def __delattr__(self, name):
+        delattr(self.cls, name)
+
+
 def _is_libdevice_function(value):
     return callable(value) and getattr(value, "__module__", None) in {m.__name__ for m in LIBDEVICE_MODULES} \
         and hasattr(cuda, getattr(value, "__name__", ""))
@@ -135,7 +156,7 @@ def patch(fn, scope):
     for name, value in list(fn.__globals__.items()):
         if _is_libdevice_function(value):  # imported by name: `from ...libdevice import rsqrt`
             scope.set_attr(namespace, name, _interpreted(value.__name__))
-    scope.set_attr(tl.dtype, "__call__", _dtype_call)
+    scope.set_attr(_OwnAttributes(tl.dtype), "__call__", _dtype_call)
 
 
 def patching(patch_lang):
