@@ -18,11 +18,15 @@ descriptors, inline assembly, accesses in helper functions, pointers with no sin
 parameter, atomic_cas); the run then falls back to the interpreter tracer on CPU copies.
 """
 import ast
+import copy
+import inspect
 import math
 import os
+import textwrap
 
 import numpy as np
 import torch
+from triton.runtime import KernelInterface
 
 from sandbox import build, probes, provenance
 from sandbox.kernel import find_kernel, launch_keywords, load_module, silenced
@@ -67,23 +71,46 @@ class InstrumentedTracer:
             return "the kernel is not a module-level function of the source"
         if self.analysis.unsupported:
             return self.analysis.unsupported[0]
+        for name, line in self.analysis.calls:
+            imported = self.imported_function(name)
+            if imported is not None:
+                return (f"memory accesses inside {name}() called at line {line}, a @triton.jit function of "
+                        f"{imported} (not of the source)")
         for site in self.analysis.sites:
             if site.name == "atomic_cas":
                 return f"tl.atomic_cas at line {site.line} (it takes no mask)"
             if site.index not in self.owners:
                 return (f"the pointer of the tl.{site.name} at line {site.line} is not derived from exactly one "
                         f"tensor argument")
-            if any(k.arg in ("boundary_check", "padding_option") for k in site.node.keywords):
-                return f"a block pointer access at line {site.line}"
         return None
+
+    def imported_function(self, name):
+        """The module of the @triton.jit function `name` (as the kernel's module sees it) if it is
+        imported from elsewhere and accesses memory, else None."""
+        value = self.kernel.function.__globals__.get(name.split(".")[0])
+        for attribute in name.split(".")[1:]:
+            value = getattr(value, attribute, None)
+        function = getattr(value, "fn", None)
+        if not (isinstance(value, KernelInterface) and inspect.isfunction(function)):
+            return None
+        try:
+            source = textwrap.dedent(inspect.getsource(function))
+        except (OSError, TypeError):
+            return function.__module__  # no source to read: its accesses cannot be seen
+        return function.__module__ if provenance.accesses_memory(source) else None
 
     # -- the instrumented module
 
     def instrumented_source(self):
         module = ast.parse(self.source)
-        fn = next(node for node in module.body
+        at = next(i for i, node in enumerate(module.body)
                   if isinstance(node, ast.FunctionDef) and node.name == self.analysis.name)
-        Instrumenter(self).rewrite(fn)
+        copies = []
+        for reached in self.analysis.functions:  # the kernel, rewritten in place; a copy of each helper per call
+            fn = copy.deepcopy(reached.node) if reached.path else module.body[at]
+            Instrumenter(self, reached).rewrite(fn)
+            copies += [fn] if reached.path else []
+        module.body[at:at] = copies
         imports = ast.parse("import triton as _tp_triton\nimport triton.language as _tp_tl\nimport triton.language as tl\n"
                             "from sandbox import probes as _tp_probes\n").body
         at = next((i for i, node in enumerate(module.body)
@@ -244,22 +271,34 @@ class InstrumentedTracer:
 
 
 class Instrumenter(ast.NodeTransformer):
-    """Rewrites the kernel function: extra parameters, a prologue, each site through sandbox.probes."""
+    """Rewrites one function reached from the kernel (provenance.Function): extra parameters, in the
+    kernel a prologue, each site through sandbox.probes, each helper call to that call's copy of the
+    helper, and beside each block pointer the scalars it is made of (`_tp_<name>_base`, and per
+    dimension `_shape<d>`, `_stride<d>` and `_ix<d>`, the block's indices), from which a block
+    pointer's access is made as the same access through a tensor of pointers."""
 
-    def __init__(self, tracer):
-        self.tracer = tracer
-        self.sites = {site.position: site for site in tracer.analysis.sites}
+    def __init__(self, tracer, reached):
+        self.tracer, self.reached = tracer, reached
+        self.sites = {site.position: site for site in tracer.analysis.sites if site.path == reached.path}
+        self.calls = {f.path[-1]: f for f in tracer.analysis.functions if f.path and f.path[:-1] == reached.path}
+        owners = sorted(set(tracer.owners.values()))
+        self.shared = ["_tp_rec", "_tp_cursor", "_tp_cap", "_tp_viol"] + [
+            f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
 
     def rewrite(self, fn):
         fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
-        extra = ["_tp_rec", "_tp_cursor", "_tp_cap", "_tp_slots", "_tp_viol"]
-        for i in sorted(set(self.tracer.owners.values())):
-            extra += [f"_tp_base_{i}", f"_tp_span_{i}", f"_tp_cov_{i}"]
         # `tl.constexpr` as written: the interpreter reads annotations from the source text
         constexpr = ast.parse("tl.constexpr", mode="eval").body
-        new = [ast.arg(name) for name in extra] + [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
+        flags = [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
+        if self.reached.path:  # a helper: the kernel's program and buffers, passed by keyword
+            fn.name = self.reached.clone
+            new = [ast.arg(name) for name in self.shared + ["_tp_slot", "_tp_pid"]] + flags
+            fn.args.args += new
+            fn.args.defaults += [ast.Constant(None) for _ in new]
+            self.generic_visit(fn)
+            return
         first_default = len(fn.args.args) - len(fn.args.defaults)
-        fn.args.args[first_default:first_default] = new
+        fn.args.args[first_default:first_default] = [ast.arg(name) for name in self.shared + ["_tp_slots"]] + flags
         self.generic_visit(fn)
         prologue = ast.parse("_tp_pid = (_tp_tl.program_id(0) * _tp_tl.num_programs(1) + _tp_tl.program_id(1)) "
                              "* _tp_tl.num_programs(2) + _tp_tl.program_id(2)\n"
@@ -267,14 +306,69 @@ class Instrumenter(ast.NodeTransformer):
         docstring = int(bool(fn.body) and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant))
         fn.body[docstring:docstring] = prologue
 
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id in self.reached.blocks and isinstance(node.value, ast.Call)):
+            return node
+        return [ast.copy_location(statement, node) for statement in self.block_scalars(target.id, node.value)] + [node]
+
+    def block_scalars(self, name, call):
+        """The statements that set the scalars of block pointer `name`, made by `call`, before it."""
+        ndim, new = self.reached.blocks[name], f"_tp_{name}"
+        if call.func.attr == "advance":  # tl.advance or triton.language.advance (provenance made sure)
+            bound = provenance.bind(call, ["base", "offsets"])
+            old = f"_tp_{bound['base'].id}"
+            lines = [f"{new}_base = {old}_base"] if old != new else []
+            lines += [line for d in range(ndim) for line in
+                      ([f"{new}_shape{d} = {old}_shape{d}", f"{new}_stride{d} = {old}_stride{d}"] if old != new else [])
+                      + [f"{new}_ix{d} = {old}_ix{d} + _tp_probes.i32({ast.unparse(bound['offsets'].elts[d])})"]]
+        else:
+            bound = provenance.bind(call, provenance.MAKE_BLOCK_PTR)
+            shape, strides, offsets, block = (bound[k].elts for k in provenance.MAKE_BLOCK_PTR[1:5])
+            lines = [f"{new}_base = {ast.unparse(bound['base'])}"]
+            for d in range(ndim):
+                lines += [f"{new}_shape{d} = _tp_probes.i64({ast.unparse(shape[d])})",
+                          f"{new}_stride{d} = _tp_probes.i64({ast.unparse(strides[d])})",
+                          f"{new}_ix{d} = _tp_probes.i32({ast.unparse(offsets[d])}) + "
+                          f"_tp_tl.arange(0, {ast.unparse(block[d])})"]
+        return ast.parse("\n".join(lines)).body
+
+    def block_access(self, site, given):
+        """The pointers and the mask of a block pointer's access, from its scalars, as the expressions
+        of the same access through a tensor of pointers."""
+        ndim, name = self.reached.blocks[site.block], f"_tp_{site.block}"
+
+        def along(d, expression):  # a vector of dimension d, broadcast against the others
+            return f"({expression})" if ndim == 1 else f"({expression})[{', '.join(':' if i == d else 'None' for i in range(ndim))}]"
+
+        pointers = " + ".join([f"{name}_base"] + [along(d, f"{name}_ix{d}.to(_tp_tl.int64) * {name}_stride{d}")
+                                                  for d in range(ndim)])
+        check = given.get("boundary_check")
+        dims = [] if check is None else [e.value for e in check.elts] if provenance.written_out(check) else [check.value]
+        mask = " & ".join(along(d, f"({name}_ix{d} >= 0) & ({name}_ix{d} < {name}_shape{d})") for d in sorted(set(dims)))
+        padding = given.get("padding_option")
+        other = {"zero": "0", "nan": "float('nan')"}.get(padding.value if padding is not None else None, "None")
+        return {"pointer": ast.parse(pointers, mode="eval").body,
+                "mask": ast.parse(mask or "None", mode="eval").body,
+                "other": ast.parse(other, mode="eval").body}
+
     def visit_Call(self, node):
         self.generic_visit(node)
-        site = self.sites.get((node.lineno, node.end_lineno, node.col_offset, node.end_col_offset))
+        position = (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)
+        if position in self.calls:  # a helper with accesses: this call's copy of it
+            node.func = ast.Name(self.calls[position].clone, ast.Load())
+            node.keywords += [ast.keyword(name, ast.Name(name, ast.Load()))
+                              for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_RECORD", "_TP_COVER"]]
+            return node
+        site = self.sites.get(position)
         if site is None:
             return node
         kind = site.op
         given = dict(zip(ARGUMENTS[kind], node.args))
         given.update({k.arg: k.value for k in node.keywords})
+        if site.block is not None:
+            given.update(self.block_access(site, given))
         user = [given.get(name, ast.Constant(DEFAULTS.get(name))) for name in ARGUMENTS[kind]
                 if name not in ("boundary_check", "padding_option")]
         i = self.tracer.owners[site.index]
@@ -386,12 +480,12 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
     tensors = {r.name: r.info() for r in tracer.ranges}
     pid = list(pid_of(index, grid))
     if error is None:  # more accesses than any record buffer holds: the error without its offsets
-        exc = out_of_bounds_error(site.op, tensor, None, pid, site.line, None, 1)
+        exc = out_of_bounds_error(site.op, tensor, None, pid, site.line, None, 1, site.block is not None)
         exc.trace = trace_of(grid, programs[:-1], "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
         return exc
     out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
     exc = out_of_bounds_error(site.op, tensor, out, pid, site.line, error.get("atomic"),
-                              2 if provenance.looks_2d(site) else 1)
+                              2 if provenance.looks_2d(site) else 1, site.block is not None)
     exc.trace = trace_of(grid, programs, "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
     return exc
 

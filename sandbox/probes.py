@@ -114,3 +114,15 @@ def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, c
         return tl.atomic_xor(ptr, val, mask=safe, sem=sem, scope=scope)
     else:
         return tl.atomic_xchg(ptr, val, mask=safe, sem=sem, scope=scope)
+
+
+@triton.jit
+def i32(x):
+    """A block pointer's offsets, as tl.make_block_ptr and tl.advance keep them."""
+    return tl.cast(x, tl.int32)
+
+
+@triton.jit
+def i64(x):
+    """A block pointer's shape and strides, as tl.make_block_ptr keeps them."""
+    return tl.cast(x, tl.int64)

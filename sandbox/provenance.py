@@ -1,7 +1,9 @@
 """Which tensor each memory access of a kernel belongs to, read from its source.
 
-An access *site* is a `tl.load`, `tl.store` or `tl.atomic_*` call in the @triton.jit function.
-Its pointer belongs to the kernel parameter at the root of its address expression (`x_ptr` in
+An access *site* is a `tl.load`, `tl.store` or `tl.atomic_*` call in the @triton.jit function, or
+in a helper function of the source it calls (one site per call that reaches it: the helper's
+parameters derive from that call's arguments), or a load or store of a block pointer
+(`tl.make_block_ptr`, moved by `tl.advance`, which belongs to its base). Its pointer belongs to the kernel parameter at the root of its address expression (`x_ptr` in
 `tl.load(x_ptr + offs + n)`), not to whichever tensor the address happens to fall in: a read past
 the end of `x` that lands in `y` is still `x`'s overrun. Both tracers judge bounds by this.
 
@@ -20,9 +22,10 @@ OPS = {"load": "load", "store": "store", **{name: "atomic" for name in ATOMICS}}
 NO_ROOTS = {"load", "program_id", "num_programs", "arange", "zeros", "full", "cdiv", "sum", "max", "min",
             "dot", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
             "atomic_xchg", "atomic_cas", "argmax", "argmin", "cumsum", "exp", "log", "sqrt", "rand", "randn"}
-UNSUPPORTED = {"make_block_ptr": "a block pointer (tl.make_block_ptr)", "advance": "a block pointer (tl.advance)",
-               "make_tensor_descriptor": "a tensor descriptor (TMA)", "inline_asm_elementwise": "inline assembly",
+UNSUPPORTED = {"make_tensor_descriptor": "a tensor descriptor (TMA)", "inline_asm_elementwise": "inline assembly",
                "load_tensor_descriptor": "a tensor descriptor (TMA)", "store_tensor_descriptor": "a tensor descriptor (TMA)"}
+BLOCK_POINTER = ("make_block_ptr", "advance")
+MAKE_BLOCK_PTR = ["base", "shape", "strides", "offsets", "block_shape", "order"]
 
 
 @dataclass
@@ -32,13 +35,30 @@ class Site:
     name: str             # the tl function: load, store, atomic_add, ...
     line: int
     position: tuple       # (line, end_line, col, end_col) of the call, as code.co_positions() gives it
-    roots: frozenset      # parameter names the pointer derives from
+    roots: frozenset      # parameter names of the kernel the pointer derives from
     node: ast.Call = field(repr=False, compare=False)
+    path: tuple = ()      # positions of the helper calls that lead to it from the kernel (none: in the kernel)
+    block: str = None     # the block pointer it accesses through (a name in its function), if any
+
+    @property
+    def key(self):
+        """Where the access is made: the call positions from the kernel down to it."""
+        return self.path + (self.position,)
 
     @property
     def atomic(self):
         """The atomic's operation as the trace names it (`add` for tl.atomic_add), else None."""
         return self.name.removeprefix("atomic_") if self.op == "atomic" else None
+
+
+@dataclass
+class Function:
+    """The kernel, or a helper function as one call reaches it (each call has its own tensors)."""
+    path: tuple           # positions of the calls that reach it (none: the kernel)
+    name: str             # as the source defines it
+    clone: str            # the name of its instrumented copy (sandbox.gpu_trace)
+    node: ast.FunctionDef = field(repr=False)
+    blocks: dict = field(default_factory=dict)  # block pointer variable -> its number of dimensions
 
 
 @dataclass
@@ -48,12 +68,8 @@ class Kernel:
     sites: list
     unsupported: list     # reasons an instrumented build would miss accesses
     node: ast.FunctionDef = field(repr=False)
-
-    def site_at(self, position):
-        return self.by_position.get(position)
-
-    def __post_init__(self):
-        self.by_position = {site.position: site for site in self.sites}
+    functions: list = field(default_factory=list)  # the kernel, then the helpers with accesses it calls
+    calls: list = field(default_factory=list)  # (name, line) of the calls of functions not in the source
 
 
 def analyze_kernel(source_path, kernel):
@@ -69,30 +85,156 @@ def analyze(source, function_name):
     fn = functions.get(function_name)
     if fn is None:
         return None
-    aliases = _language_aliases(module)
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    roots = _roots_of_names(fn, params, aliases)
-    sites, unsupported = [], []
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _tl_name(node.func, aliases)
-        if name in OPS:
-            pointer = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"), None)
-            sites.append(Site(len(sites), OPS[name], name, node.lineno,
-                              (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset),
-                              frozenset(_roots(pointer, roots, aliases)) if pointer is not None else frozenset(), node))
-        elif name in UNSUPPORTED:
-            unsupported.append(f"{UNSUPPORTED[name]} at line {node.lineno}")
-        elif isinstance(node.func, ast.Name) and node.func.id in functions and node.func.id != function_name:
-            callee = functions[node.func.id]
-            if any(_tl_name(n.func, aliases) in OPS for n in ast.walk(callee) if isinstance(n, ast.Call)):
-                unsupported.append(f"memory accesses inside the helper function {node.func.id}() "
-                                   f"called at line {node.lineno}")
-    sites.sort(key=lambda s: s.position)
-    for i, site in enumerate(sites):
+    kernel = Kernel(function_name, params, [], [], fn)
+    Analysis(kernel, functions, _language_aliases(module)).function(
+        Function((), function_name, function_name, fn), {p: {p} for p in params})
+    kernel.sites.sort(key=lambda s: s.key)
+    for i, site in enumerate(kernel.sites):
         site.index = i
-    return Kernel(function_name, params, sites, unsupported, fn)
+    return kernel
+
+
+class Analysis:
+    """Walks the kernel and, through each call, the helper functions of the source that access memory."""
+
+    def __init__(self, kernel, functions, aliases):
+        self.kernel, self.functions, self.aliases = kernel, functions, aliases
+
+    def function(self, reached, seeds):
+        """Collect the sites of `reached`, whose parameters derive from the kernel's as `seeds` say."""
+        self.kernel.functions.append(reached)
+        fn, aliases, unsupported = reached.node, self.aliases, self.kernel.unsupported
+        roots = _roots_of_names(fn, seeds, aliases)
+        reached.blocks = self.block_pointers(fn)
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _tl_name(node.func, aliases)
+            position = (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)
+            if name in OPS:
+                pointer = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"),
+                                                              None)
+                block = pointer.id if isinstance(pointer, ast.Name) and pointer.id in reached.blocks else None
+                self.kernel.sites.append(Site(0, OPS[name], name, node.lineno, position,
+                                              frozenset(_roots(pointer, roots, aliases)), node, reached.path, block))
+                if block is not None:
+                    self.check_block_access(node)
+                elif any(k.arg in ("boundary_check", "padding_option") for k in node.keywords):
+                    unsupported.append(f"a block pointer access at line {node.lineno} whose block pointer is not "
+                                       f"made in the same function")
+            elif name in UNSUPPORTED:
+                unsupported.append(f"{UNSUPPORTED[name]} at line {node.lineno}")
+            elif isinstance(node.func, ast.Name) and node.func.id in self.functions:
+                if self.accesses(node.func.id):
+                    self.helper(reached, node, position, roots)
+            elif name is None and _dotted(node.func):
+                self.kernel.calls.append((_dotted(node.func), node.lineno))
+
+    def helper(self, caller, call, position, roots):
+        callee = self.functions[call.func.id]
+        stack = [f.name for f in self.kernel.functions if f.path == caller.path[:len(f.path)]]
+        if call.func.id in stack:
+            self.kernel.unsupported.append(f"a recursive call of {call.func.id}() at line {call.lineno}")
+            return
+        args = callee.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            self.kernel.unsupported.append(f"the helper function {call.func.id}() called at line {call.lineno} "
+                                           f"(its parameters are not all plain)")
+            return
+        passed = call.args + [k.value for k in call.keywords]
+        if any(isinstance(a, ast.Name) and a.id in caller.blocks for a in passed) or any(
+                isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            self.kernel.unsupported.append(f"the call of {call.func.id}() at line {call.lineno} (a block pointer or "
+                                           f"an unpacked argument passed to a helper)")
+            return
+        names = [a.arg for a in args.args]
+        seeds = {p: set() for p in names}
+        for param, value in list(zip(names, call.args)) + [(k.arg, k.value) for k in call.keywords]:
+            seeds[param] = _roots(value, roots, self.aliases)
+        clone = f"_tp_{call.func.id}_{len(self.kernel.functions)}"
+        self.function(Function(caller.path + (position,), call.func.id, clone, callee), seeds)
+
+    def accesses(self, name, seen=()):
+        """Whether the function `name` of the source (or one it calls) accesses memory."""
+        for node in ast.walk(self.functions[name]):
+            if not isinstance(node, ast.Call):
+                continue
+            if _tl_name(node.func, self.aliases) in set(OPS) | set(BLOCK_POINTER) | set(UNSUPPORTED):
+                return True
+            callee = node.func.id if isinstance(node.func, ast.Name) else None
+            if callee in self.functions and callee not in seen and callee != name and self.accesses(callee, seen + (name,)):
+                return True
+        return False
+
+    def block_pointers(self, fn):
+        """{name: dimensions} of the block pointers `fn` makes, each by `p = tl.make_block_ptr(...)` or
+        `p = tl.advance(q, ...)` with its tuples written out; what else makes one is unsupported."""
+        blocks, calls = {}, []
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Call) and _tl_name(node.value.func, self.aliases) in BLOCK_POINTER):
+                calls.append((node.targets[0].id, node.value))
+        planned = {id(call) for _, call in calls}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and _tl_name(node.func, self.aliases) in BLOCK_POINTER:
+                if id(node) not in planned:
+                    self.kernel.unsupported.append(f"a block pointer made or advanced at line {node.lineno} other "
+                                                   f"than by assigning it to a name")
+                elif any(isinstance(n, ast.Call) and _tl_name(n.func, self.aliases) in OPS for n in ast.walk(node)):
+                    # the instrumented build evaluates these arguments twice
+                    self.kernel.unsupported.append(f"a memory access inside the arguments of the block pointer at "
+                                                   f"line {node.lineno}")
+        changed = True
+        while changed:  # an advanced pointer has the dimensions of the one it advances
+            changed = False
+            for name, call in calls:
+                ndim = self.block_dimensions(call, blocks)
+                if ndim is None or blocks.get(name) == ndim:
+                    continue
+                if name in blocks:
+                    self.kernel.unsupported.append(f"the block pointer {name} with two numbers of dimensions")
+                    return {}
+                blocks[name], changed = ndim, True
+        for name, call in calls:
+            if name not in blocks or self.block_dimensions(call, blocks) is None:
+                self.kernel.unsupported.append(f"a block pointer at line {call.lineno} whose shape, strides, offsets "
+                                               f"or block shape is not a tuple written out")
+                return {}
+        return blocks
+
+    def block_dimensions(self, call, blocks):
+        """The dimensions of the block pointer `call` makes (None: not known from the source)."""
+        if _tl_name(call.func, self.aliases) == "advance":
+            bound = bind(call, ["base", "offsets"])
+            source, offsets = bound.get("base"), bound.get("offsets")
+            ndim = blocks.get(source.id) if isinstance(source, ast.Name) else None
+            return ndim if written_out(offsets) and len(offsets.elts) == ndim else None
+        bound = bind(call, MAKE_BLOCK_PTR)
+        tuples = [bound.get(name) for name in MAKE_BLOCK_PTR[1:5]]
+        if not all(written_out(t) for t in tuples) or len({len(t.elts) for t in tuples}) != 1:
+            return None
+        return len(tuples[0].elts)
+
+    def check_block_access(self, call):
+        check, padding = (next((k.value for k in call.keywords if k.arg == arg), None)
+                          for arg in ("boundary_check", "padding_option"))
+        dims = check.elts if written_out(check) else [check] if check is not None else []
+        if not all(isinstance(d, ast.Constant) and isinstance(d.value, int) for d in dims) or not (
+                padding is None or isinstance(padding, ast.Constant)):
+            self.kernel.unsupported.append(f"a block pointer access at line {call.lineno} whose boundary_check or "
+                                           f"padding_option is not written out")
+
+
+def written_out(node):
+    return isinstance(node, (ast.Tuple, ast.List))
+
+
+def bind(call, names):
+    """{parameter: expression} of a call's arguments, by position, then by keyword."""
+    bound = dict(zip(names, call.args))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg in names})
+    return bound
 
 
 def _language_aliases(module):
@@ -110,6 +252,15 @@ def _language_aliases(module):
                 if a.name == "language":
                     aliases[a.asname or "language"] = "tl"
     return aliases
+
+
+def _dotted(func):
+    """'name' or 'module.name' of a called function, else None."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and _dotted(func.value):
+        return f"{_dotted(func.value)}.{func.attr}"
+    return None
 
 
 def _tl_name(func, aliases):
@@ -135,6 +286,8 @@ def _roots(node, names, aliases):
         tl_name = _tl_name(node.func, aliases)
         if tl_name in NO_ROOTS:
             return set()
+        if tl_name in BLOCK_POINTER:  # a block pointer belongs to its base
+            return _roots(bind(node, ["base"]).get("base"), names, aliases)
         if tl_name == "where":  # the condition picks; the two branches are the candidates
             return set().union(*(_roots(a, names, aliases) for a in node.args[1:]))
         found = set()
@@ -164,9 +317,10 @@ def _targets(target):
     return []
 
 
-def _roots_of_names(fn, params, aliases):
-    """name -> roots, to a fixed point over every assignment in the function."""
-    names = {p: {p} for p in params}
+def _roots_of_names(fn, seeds, aliases):
+    """name -> roots, to a fixed point over every assignment in the function, from the roots of its
+    parameters (`seeds`)."""
+    names = {p: set(roots) for p, roots in seeds.items()}
     assignments = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
@@ -186,6 +340,13 @@ def _roots_of_names(fn, params, aliases):
                 names[name] |= found
                 changed = True
     return names
+
+
+def accesses_memory(source):
+    """Whether the source of a function names a memory access of triton.language (as tl.load,
+    triton.language.store, ...), a block pointer or a tensor descriptor."""
+    names = set(OPS) | set(BLOCK_POINTER) | set(UNSUPPORTED)
+    return any(isinstance(node, ast.Attribute) and node.attr in names for node in ast.walk(ast.parse(source)))
 
 
 def site_tensors(kernel, args, tensors):

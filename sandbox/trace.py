@@ -258,7 +258,8 @@ class Tracer:
         self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
         self.searchable = [r for r in self.ranges if r.span]
         by_name = {r.name: r for r in self.ranges}
-        # call position in the source -> the tensor its pointer derives from (sandbox.provenance)
+        # call positions in the source, from the kernel down to the access -> the tensor its pointer
+        # derives from (sandbox.provenance)
         self.owners = {position: by_name[name] for position, name in (owners or {}).items() if name in by_name}
         self.only = only
         self.positions = {}
@@ -485,20 +486,19 @@ class Tracer:
         return min(self.searchable, key=lambda tensor: tensor.distance(address))
 
     def user_site(self):
-        """(line, tensor the pointer derives from or None) of the access being made, from the position
-        of the call in the user's kernel."""
+        """(line, tensor the pointer derives from or None) of the access being made, from the
+        positions of the calls in the user's source that lead to it (the kernel's, a helper's)."""
         frame = sys._getframe(1)
+        line, key = None, ()
         while frame is not None:
             if frame.f_code.co_filename in self.source_paths:
-                break
+                code = frame.f_code
+                if code not in self.positions:
+                    self.positions[code] = list(code.co_positions())
+                key = (self.positions[code][frame.f_lasti // 2],) + key
+                line = frame.f_lineno if line is None else line
             frame = frame.f_back
-        if frame is None:
-            return None, None
-        code = frame.f_code
-        if code not in self.positions:
-            self.positions[code] = list(code.co_positions())
-        position = self.positions[code][frame.f_lasti // 2]
-        return frame.f_lineno, self.owners.get(position)
+        return line, self.owners.get(key)
 
     # -- the sanitizer's message, for an access with no provenance
 
@@ -549,8 +549,9 @@ def index_of(pid, grid):
 
 
 def owners_by_position(analysis, args, tensors):
-    """Tracer's `owners`: the call position of each access site -> the tensor its pointer derives from."""
-    return {analysis.sites[i].position: name for i, name in provenance.site_tensors(analysis, args, tensors).items()}
+    """Tracer's `owners`: where each access site is (its call positions from the kernel down, as
+    provenance.Site.key) -> the tensor its pointer derives from."""
+    return {analysis.sites[i].key: name for i, name in provenance.site_tensors(analysis, args, tensors).items()}
 
 
 def device_assert_error(message, pid, line):

@@ -6,8 +6,9 @@ for sm90. On a GPU host (`pytest -m gpu`) the same corpus runs through the real 
 import math
 
 import pytest
+import triton.language as tl
 
-from sandbox import build, gpu_trace, pipeline
+from sandbox import build, gpu_trace, pipeline, provenance
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir
 from sandbox.kernel import write_source
@@ -90,8 +91,11 @@ def test_an_overrun_is_judged_by_the_tensor_the_pointer_comes_from(tmp_path):
     assert stray["tensor"] == "x" and stray["out_of_bounds"] == [[n, 99328 - n]]
 
 
-@pytest.mark.parametrize("name", ["vector_add_masked_tail", "atomics", "loop_over_k_with_dot", "autotuned"])
+@pytest.mark.parametrize("name", ["vector_add_masked_tail", "atomics", "loop_over_k_with_dot", "autotuned",
+                                  "helper_functions", "block_pointers"])
 def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
+    interpreter_trace(CORPUS[name], tmp_path / "interpreted")  # an interpreted launch first, as a GPU run's fallback
+    assert not callable(tl.int32)  # the interpreter's patches are undone (a callable dtype does not compile)
     spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS[name], tmp_path)
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     instrumented = tmp_path / "kernel_instrumented.py"
@@ -103,14 +107,65 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
 
 
+MOVING = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def row_of(P, row, stride):
+    return tl.load(P + row * stride + tl.arange(0, 8))
+
+@triton.jit
+def k(X, Y, Z, W, stride, n):
+    row = tl.program_id(0)
+    X += row * stride
+    Y = Y + row * stride
+    z = Z + tl.arange(0, 8)
+    for i in range(n):
+        tl.store(z, tl.load(X + tl.arange(0, 8)))
+        z += stride
+    w = tl.make_block_ptr(W, (n, 8), (stride, 1), (row, 0), (1, 8), (1, 0))
+    w = tl.advance(w, (1, 0))
+    tl.store(Y + tl.arange(0, 8), row_of(X, row, stride) + row_of(Z, 0, stride) + tl.sum(tl.load(w), axis=0))
+"""
+
+
+def test_provenance_follows_moved_pointers_helpers_and_block_pointers():
+    analysis = provenance.analyze(MOVING, "k")
+    assert analysis.unsupported == []
+    sites = {(site.name, site.line, tuple(sorted(site.roots - {"row", "stride"})), len(site.path), site.block)
+             for site in analysis.sites}
+    assert sites == {("load", 7, ("X",), 1, None), ("load", 7, ("Z",), 1, None),  # the helper, once per call
+                     ("store", 16, ("Z",), 0, None), ("load", 16, ("X",), 0, None),
+                     ("store", 20, ("Y",), 0, None), ("load", 20, ("W",), 0, "w")}
+    assert [f.name for f in analysis.functions] == ["k", "row_of", "row_of"]
+    assert analysis.functions[0].blocks == {"w": 2}
+
+
+HELPER = """
+@triton.jit
+def first(p):
+    return tl.load(p, boundary_check=(0,))
+
+@triton.jit
+def twice(p):
+    return tl.load(p) + twice(p)
+"""
+
+
 @pytest.mark.parametrize("source, reason", [
-    ("p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))\n    tl.store(out_ptr + tl.arange(0, 8), tl.load(p))",
-     "block pointer"),
+    ("tl.store(out_ptr + tl.arange(0, 8), tl.load(tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))))",
+     "a block pointer made or advanced at line 14 other than by assigning it to a name"),
+    ("p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))\n    tl.store(out_ptr + tl.arange(0, 8), first(p))",
+     "the call of first() at line 15 (a block pointer or an unpacked argument passed to a helper)"),
+    ("s = (n,)\n    p = tl.make_block_ptr(x_ptr, s, (1,), (0,), (8,), (0,))\n    tl.store(out_ptr, tl.load(p))",
+     "a block pointer at line 15 whose shape, strides, offsets or block shape is not a tuple written out"),
+    ("tl.store(out_ptr, twice(x_ptr))", "a recursive call of twice()"),
     ("p = tl.where(n > 3, x_ptr, out_ptr)\n    tl.store(out_ptr + tl.arange(0, 8), tl.load(p + tl.arange(0, 8)))",
      "not derived from exactly one tensor"),
 ])
 def test_what_instrumentation_cannot_see_is_named(source, reason, tmp_path):
-    raw = {"version": 1, "source": f"import triton\nimport triton.language as tl\n\n@triton.jit\n"
+    raw = {"version": 1, "source": f"import triton\nimport triton.language as tl\n{HELPER}\n@triton.jit\n"
                                    f"def k(x_ptr, out_ptr, n):\n    {source}\n",
            "kernel": "k", "inputs": {"x": "torch.randn(8)", "out": "torch.empty(8)"},
            "args": {"x_ptr": "x", "out_ptr": "out", "n": 8}, "grid": "(1,)"}
@@ -211,3 +266,17 @@ def test_an_overrun_whose_record_did_not_fit_its_slot_is_still_named(record_lane
     error = caught.value
     assert (error.type, error.pid, error.line) == ("OutOfBounds", [63, 0, 0], 11)
     assert error.message.startswith(f"program (63, 0, 0) stores `y` at {offsets}")
+
+
+def test_a_jit_function_imported_from_a_library_is_named(tmp_path):
+    """Its accesses are not in the source, so no instrumented build sees them; a libdevice call is no access."""
+    source = ("import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
+              "from liger_kernel.ops.utils import element_mul_kernel\n\n@triton.jit\n"
+              "def k(x_ptr, g_ptr, n):\n    element_mul_kernel(x_ptr, 0, g_ptr, n, 8)\n"
+              "    tl.store(x_ptr + tl.arange(0, 8), libdevice.exp(tl.load(x_ptr + tl.arange(0, 8))))\n")
+    raw = {"version": 1, "source": source, "kernel": "k", "inputs": {"x": "torch.randn(8)", "g": "torch.ones(1)"},
+           "args": {"x_ptr": "x", "g_ptr": "g", "n": 8}, "grid": "(1,)"}
+    spec, path, kernel, namespace, inputs, _, _ = launch(raw, tmp_path)
+    tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    assert tracer.unsupported == ("memory accesses inside element_mul_kernel() called at line 8, a @triton.jit "
+                                  "function of liger_kernel.ops.utils (not of the source)")

@@ -182,6 +182,38 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         "lambda meta: (triton.cdiv(meta['n'], meta['BLOCK']),)"),
 }
 
+HELPERS = """
+@triton.jit
+def load_block(p, offs, n):
+    return tl.load(p + offs, mask=offs < n, other=0.0)
+
+@triton.jit
+def store_block(p, offs, v, n):
+    tl.store(p + offs, v, mask=offs < n)
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    store_block(out_ptr, offs, load_block(x_ptr, offs, n) + load_block(y_ptr, offs, n), n)
+"""
+BLOCK_POINTERS = """
+@triton.jit
+def k(a_ptr, out_ptr, M, N, stride_m, stride_n, BM: tl.constexpr, BN: tl.constexpr):
+    a = tl.make_block_ptr(a_ptr, (M, N), (stride_m, stride_n), (tl.program_id(0) * BM, 0), (BM, BN), (1, 0))
+    out = tl.make_block_ptr(base=out_ptr, shape=(M,), strides=(1,), offsets=(tl.program_id(0) * BM,),
+                            block_shape=(BM,), order=(0,))
+    acc = tl.zeros((BM,), dtype=tl.float32)
+    for j in range(0, N, BN):
+        acc += tl.sum(tl.load(a, boundary_check=(0, 1), padding_option="zero"), axis=1)
+        a = tl.advance(a, (0, BN))
+    tl.store(out, acc, boundary_check=(0,))
+"""
+BLOCK_IO = {"a": "torch.randn(10, 12)", "out": "torch.empty(10)"}
+BLOCK_ARGS = {"a_ptr": "a", "out_ptr": "out", "M": 10, "N": 12, "stride_m": "a.stride(0)", "stride_n": "a.stride(1)",
+              "BM": 4, "BN": 8}
+CORPUS["helper_functions"] = spec("add", HELPERS, ADD_IO, ADD_ARGS, ADD_GRID)
+CORPUS["block_pointers"] = spec("k", BLOCK_POINTERS, BLOCK_IO, BLOCK_ARGS, "(3,)")
+
 # name -> (spec, the program id and the tensor its out-of-bounds error names)
 BUGS = {
     "unmasked_tail_load": (spec("add", ADD.replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs)"),
@@ -200,4 +232,9 @@ BUGS = {
         "import triton\nimport triton.language as tl\n\n", "").replace("mask=rows < M)", "mask=rows < M + 4)"),
         {"a": "torch.randn(10, 12)", "out": "torch.zeros(10)"},
         {"a_ptr": "a", "out_ptr": "out", "M": 10, "N": 12, "BM": 4, "BN": 8}, "(3, 2)"), [2, 0, 0], "out"),
+    "store_in_a_helper_unmasked": (spec("add", HELPERS.replace("tl.store(p + offs, v, mask=offs < n)",
+                                                               "tl.store(p + offs, v)"),
+                                        ADD_IO, ADD_ARGS, ADD_GRID), [3, 0, 0], "out"),
+    "block_pointer_unchecked_rows": (spec("k", BLOCK_POINTERS.replace("boundary_check=(0, 1)", "boundary_check=(1,)"),
+                                          BLOCK_IO, BLOCK_ARGS, "(3,)"), [2, 0, 0], "a"),
 }
