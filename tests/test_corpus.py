@@ -1,11 +1,16 @@
 """Kernels we did not write: those of installed Triton libraries (tests/corpus), each launched as its
 library's wrapper launches it. Each runs `ok`, checked against PyTorch and traced; and with the mask
 of one of its stores removed (at test time, in the source's text) it stops with the out-of-bounds
-error that names the program, the tensor and the line."""
+error that names the program, the tensor and the line. In the interpreter here, and on a GPU host
+(`pytest -m gpu`) on the GPU, traced by the GPU tracer (sandbox.gpu_trace) with no fallback."""
 import pytest
 
+from sandbox import build, gpu_trace
+from sandbox.kernel import write_source
 from sandbox.pipeline import run_spec
+from sandbox.spec import normalize
 from tests.corpus import fla, liger, without_store_mask
+from tests.test_gpu_trace import instrumented_trace, interpreter_trace, same
 
 ENTRIES = {**liger.ENTRIES, **fla.ENTRIES}
 
@@ -16,21 +21,60 @@ GAPS = {
 }
 NAMES = [pytest.param(name, marks=pytest.mark.xfail(reason=GAPS[name], strict=True)) if name in GAPS else name
          for name in ENTRIES]
+DEVICES = ["interpreter", pytest.param("gpu", marks=pytest.mark.gpu)]
+FALLBACK = "Traced by Triton's interpreter on CPU copies"
 
 
+def traced_by(result, device):
+    """The tracer a device's run must use: the GPU's own, with no fallback to the interpreter."""
+    assert result["trace"]["tracer"] == ("gpu" if device == "gpu" else "interpreter")
+    assert not any(note.startswith(FALLBACK) for note in result["notes"]), result["notes"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", NAMES)
-def test_a_library_kernel_runs_ok_checked_and_traced(name):
-    result = run_spec(ENTRIES[name].spec(trace=True, check=True))
+def test_a_library_kernel_runs_ok_checked_and_traced(name, device):
+    result = run_spec(ENTRIES[name].spec(trace=True, check=True, device=device))
     assert result["error"] is None, result["error"]
     assert result["status"] == "ok", result["check"]
     assert result["trace"]["programs"] and result["check"]["ok"]
+    traced_by(result, device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", NAMES)
-def test_a_library_kernel_without_a_store_mask_is_a_named_out_of_bounds_error(name):
+def test_a_library_kernel_without_a_store_mask_is_a_named_out_of_bounds_error(name, device):
     entry = ENTRIES[name]
     source, line = without_store_mask(entry.source(), entry.kernel, entry.store_pointer())
-    error = run_spec(entry.spec(source))["error"]
+    result = run_spec(entry.spec(source, device=device))
+    error = result["error"]
     assert error is not None and error["type"] == "OutOfBounds", error
     assert error["phase"] == "launch" and error["line"] == line
     assert f"`{entry.overrun}`" in error["message"] and isinstance(error["pid"], list)
+    traced_by(result, device)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_instrumented_build_of_a_library_kernel_records_what_the_interpreter_sees(name, tmp_path):
+    """The GPU tracer's rewrite of the kernel, run here by the interpreter: the same trace."""
+    raw = ENTRIES[name].spec(trace=True)
+    assert same(instrumented_trace(raw, tmp_path / "b")) == same(interpreter_trace(raw, tmp_path / "a"))
+
+
+def gpu_tracer_fallback(entry, scratch):
+    """Why the GPU tracer would hand this launch to the interpreter (None: it would not). Static: what
+    an instrumented build can see is read from the source and the launch's arguments."""
+    spec = normalize(entry.spec())
+    scratch.mkdir()
+    path = str(scratch / "kernel.py")
+    write_source(spec["source"], path)
+    kernel, namespace, inputs, *_ = build.prepare(spec, path, True, "cpu")
+    return gpu_trace.prepare(spec, path, kernel, inputs, namespace)[0].unsupported
+
+
+def test_the_gpu_tracer_takes_most_library_kernels_without_a_fallback(tmp_path):
+    reasons = {name: gpu_tracer_fallback(entry, tmp_path / name) for name, entry in ENTRIES.items()}
+    fallbacks = {name: reason for name, reason in reasons.items() if reason}
+    taken = len(reasons) - len(fallbacks)
+    print(f"GPU tracer: {taken} of {len(reasons)} library kernels without a fallback; the others: {fallbacks}")
+    assert taken >= 0.8 * len(reasons), fallbacks

@@ -1,13 +1,14 @@
 """Mutations of kernels we did not write (tests/corpus), as a person's mistakes make them: each run
 ends `ok` (or with a check's mismatch) or with an error a person can act on (a phase, a message in
-words, and the line or the form's field it concerns); never an exception of the playground itself."""
+words, and the line or the form's field it concerns); never an exception of the playground itself.
+In the interpreter, and with `pytest -m gpu` on a GPU, where the GPU tracer bounds-checks them."""
 import re
 
 import pytest
 
 from sandbox.pipeline import run_spec
 from tests.corpus import without_store_mask
-from tests.test_corpus import ENTRIES
+from tests.test_corpus import DEVICES, ENTRIES
 
 # A few kernels of each library, of each shape: a row kernel moving its pointers, a 2-D grid, a flat
 # autotuned activation with a grid of meta, a row reduction.
@@ -93,11 +94,12 @@ def is_clear(error):
             and (error.get("line") is not None or error.get("field") is not None))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mutation", MUTATIONS)
 @pytest.mark.parametrize("name", KERNELS)
-def test_a_mutated_library_kernel_runs_or_fails_clearly(name, mutation):
+def test_a_mutated_library_kernel_runs_or_fails_clearly(name, mutation, device):
     entry = ENTRIES[name]
-    spec = entry.spec(trace=True, check=True)
+    spec = entry.spec(trace=True, check=True, device=device)
     MUTATIONS[mutation](spec, entry)
     result = run_spec(spec)
     error = result["error"]
