@@ -13,9 +13,15 @@ programs with a record slot (all of them while they fit the trace's limits, else
 last and an even spread, or the one `options.trace_pid` asks for) keep their accesses, which are
 decoded into the same `trace.programs` as the interpreter tracer's (sandbox.trace).
 
-`InstrumentedTracer.unsupported` says why a kernel cannot be instrumented (block pointers, tensor
-descriptors, inline assembly, accesses in helper functions, pointers with no single root
-parameter, atomic_cas); the run then falls back to the interpreter tracer on CPU copies.
+Helper functions of the source that access memory are copied once per call reached from the
+kernel, each copy's sites owned as that call's arguments say (sandbox.provenance), and take the
+run's buffers as extra keyword arguments. A block pointer's accesses are made through the tensor of
+pointers (and the boundary mask) its base, shape, strides and indices give, kept beside it.
+
+`InstrumentedTracer.unsupported` says why a kernel cannot be instrumented (tensor descriptors,
+inline assembly, block pointers not made plainly, jit functions imported from other modules that
+access memory, pointers with no single root parameter, atomic_cas); the run then falls back to the
+interpreter tracer on CPU copies.
 """
 import ast
 import copy
