@@ -346,13 +346,15 @@ class Instrumenter(ast.NodeTransformer):
         ndim, name = self.reached.blocks[site.block], f"_tp_{site.block}"
 
         def along(d, expression):  # a vector of dimension d, broadcast against the others
-            return f"({expression})" if ndim == 1 else f"({expression})[{', '.join(':' if i == d else 'None' for i in range(ndim))}]"
+            axes = ", ".join(":" if i == d else "None" for i in range(ndim))
+            return f"({expression})" if ndim == 1 else f"({expression})[{axes}]"
 
         pointers = " + ".join([f"{name}_base"] + [along(d, f"{name}_ix{d}.to(_tp_tl.int64) * {name}_stride{d}")
                                                   for d in range(ndim)])
         check = given.get("boundary_check")
         dims = [] if check is None else [e.value for e in check.elts] if provenance.written_out(check) else [check.value]
-        mask = " & ".join(along(d, f"({name}_ix{d} >= 0) & ({name}_ix{d} < {name}_shape{d})") for d in sorted(set(dims)))
+        mask = " & ".join(along(d, f"({name}_ix{d} >= 0) & ({name}_ix{d} < {name}_shape{d})")
+                          for d in sorted(set(dims)))
         padding = given.get("padding_option")
         other = {"zero": "0", "nan": "float('nan')"}.get(padding.value if padding is not None else None, "None")
         return {"pointer": ast.parse(pointers, mode="eval").body,

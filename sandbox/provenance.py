@@ -2,8 +2,9 @@
 
 An access *site* is a `tl.load`, `tl.store` or `tl.atomic_*` call in the @triton.jit function, or
 in a helper function of the source it calls (one site per call that reaches it: the helper's
-parameters derive from that call's arguments), or a load or store of a block pointer
-(`tl.make_block_ptr`, moved by `tl.advance`, which belongs to its base). Its pointer belongs to the kernel parameter at the root of its address expression (`x_ptr` in
+parameters derive from that call's arguments); its pointer may be a block pointer
+(`tl.make_block_ptr`, moved by `tl.advance`), which derives from its base. Its pointer belongs to
+the kernel parameter at the root of its address expression (`x_ptr` in
 `tl.load(x_ptr + offs + n)`), not to whichever tensor the address happens to fall in: a read past
 the end of `x` that lands in `y` is still `x`'s overrun. Both tracers judge bounds by this.
 
@@ -163,7 +164,7 @@ class Analysis:
             if _tl_name(node.func, self.aliases) in set(OPS) | set(BLOCK_POINTER) | set(UNSUPPORTED):
                 return True
             callee = node.func.id if isinstance(node.func, ast.Name) else None
-            if callee in self.functions and callee not in seen and callee != name and self.accesses(callee, seen + (name,)):
+            if callee in self.functions and callee not in seen + (name,) and self.accesses(callee, seen + (name,)):
                 return True
         return False
 
