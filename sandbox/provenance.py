@@ -202,6 +202,17 @@ class Analysis:
                 self.kernel.unsupported.append(f"a block pointer at line {call.lineno} whose shape, strides, offsets "
                                                f"or block shape is not a tuple written out")
                 return {}
+        for node in ast.walk(fn):  # its scalars follow it only through those assignments
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)) and not (
+                    isinstance(node, ast.Assign) and id(node.value) in planned):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.iter if isinstance(node, ast.For) else node.value
+                moved = {name for t in targets + [value] for name in _targets(t)}  # `p = ...`, `q = p`
+                if moved & set(blocks):
+                    self.kernel.unsupported.append(f"the block pointer {sorted(moved & set(blocks))[0]} assigned "
+                                                   f"or copied at line {node.lineno} other than by "
+                                                   f"tl.make_block_ptr or tl.advance")
+                    return {}
         return blocks
 
     def block_dimensions(self, call, blocks):

@@ -160,6 +160,8 @@ def twice(p):
      "the call of first() at line 15 (a block pointer or an unpacked argument passed to a helper)"),
     ("s = (n,)\n    p = tl.make_block_ptr(x_ptr, s, (1,), (0,), (8,), (0,))\n    tl.store(out_ptr, tl.load(p))",
      "a block pointer at line 15 whose shape, strides, offsets or block shape is not a tuple written out"),
+    ("p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (8,), (0,))\n    q = p\n    tl.store(out_ptr, tl.load(q))",
+     "the block pointer p assigned or copied at line 15 other than by tl.make_block_ptr or tl.advance"),
     ("tl.store(out_ptr, twice(x_ptr))", "a recursive call of twice()"),
     ("p = tl.where(n > 3, x_ptr, out_ptr)\n    tl.store(out_ptr + tl.arange(0, 8), tl.load(p + tl.arange(0, 8)))",
      "not derived from exactly one tensor"),
