@@ -8,7 +8,7 @@ from app.clients import TooManyWrites, charge_write
 from app.course import graded
 from app.db import StorageFull
 from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
-from app.errors import error_response
+from app.errors import error_response, refused
 from app.export import export_script
 from app.owners import current_address, current_owner
 from sandbox.spec import SpecError, check_depth, check_finite, normalize, schema, too_deep
@@ -22,19 +22,19 @@ def dispatcher():
 
 @bp.errorhandler(SpecError)
 def bad_spec(e):
-    return error_response(400, str(e), phase="parse", field=e.field)
+    return refused(400, e)
 
 
 @bp.errorhandler(TooManyWrites)
 def too_many_writes(e):
-    response, status = error_response(429, str(e))
+    response, status = refused(429, e)
     response.headers["Retry-After"] = str(e.retry_after)
     return response, status
 
 
 @bp.errorhandler(StorageFull)
 def storage_full(e):
-    return error_response(507, str(e))
+    return refused(507, e)
 
 
 def json_body():
@@ -84,11 +84,13 @@ def run():
         return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
                                         address=current_address()))
     except SpecError as e:
-        return error_response(400, str(e), phase="parse")
+        return refused(400, e)
     except OwnerQueueFull as e:
-        return error_response(429, str(e))
-    except (QueueFull, RunLost) as e:
-        return error_response(503, str(e))
+        return refused(429, e)
+    except QueueFull as e:
+        return refused(503, e)
+    except RunLost as e:
+        return refused(503, e, phase="timeout")
 
 
 @bp.get("/api/spec")
@@ -116,14 +118,10 @@ def save_snippet():
     try:
         spec = spec_from(body, beside=("ui",))
         snippet_id = share.save(spec, body.get("ui"), current_app.config["MAX_SNIPPET_BYTES"], charge=charge_write)
-    except share.UiError as e:
-        return error_response(400, str(e), field=e.field)
     except share.SnippetTooLarge as e:
-        return error_response(413, str(e))
-    except SpecError as e:
-        return error_response(400, str(e), phase="parse", field=e.field)
-    except share.SnippetError as e:
-        return error_response(400, str(e))
+        return refused(413, e)
+    except (share.SnippetError, SpecError) as e:  # UiError among them, with its field
+        return refused(400, e)
     return jsonify({"id": snippet_id, "url": url_for("editor.snippet", snippet_id=snippet_id, _external=True)})
 
 
@@ -140,7 +138,7 @@ def export():
     try:
         spec = spec_from(json_body())
     except SpecError as e:
-        return error_response(400, str(e))
+        return refused(400, e)
     return Response(export_script(spec), mimetype="text/x-python",
                     headers={"Content-Disposition": f'attachment; filename="{spec["kernel"]}.py"'})
 

@@ -7,7 +7,7 @@ from app.clients import TooManyWrites, charge_write
 from app.db import StorageFull
 from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.editor import render_editor
-from app.errors import error_response
+from app.errors import error_response, refused
 from app.owners import current_address, current_owner
 from sandbox.spec import SpecError
 
@@ -64,19 +64,19 @@ def make_puzzle():
         puzzle = puzzles.from_spec(json_body())
         solved = puzzles.check_draft(puzzle, run)
         name = puzzles.save(puzzle, charge=charge_write)
-    except puzzles.PuzzleError as e:
-        return error_response(400, str(e), field=e.field)
-    except SpecError as e:
-        return error_response(400, str(e), field=e.field)
+    except (puzzles.PuzzleError, SpecError) as e:
+        return refused(400, e)
     except OwnerQueueFull as e:
-        return error_response(429, str(e))
-    except (QueueFull, RunLost) as e:
-        return error_response(503, str(e))
+        return refused(429, e)
+    except QueueFull as e:
+        return refused(503, e)
+    except RunLost as e:
+        return refused(503, e, phase="timeout")
     except TooManyWrites as e:
-        response, status = error_response(429, str(e))
+        response, status = refused(429, e)
         response.headers["Retry-After"] = str(e.retry_after)
         return response, status
     except StorageFull as e:
-        return error_response(507, str(e))
+        return refused(507, e)
     solutions().keep(puzzles.find(name), solved)
     return {"name": name, "url": url_for("course.puzzle_page", name=name, _external=True)}

@@ -7,6 +7,7 @@ from flask import current_app, request
 
 from app.course import graded
 from app.dispatcher import QueueFull
+from app.errors import error_body
 from app.owners import current_address, current_owner
 from sandbox.spec import SpecError, check_depth, normalize
 
@@ -41,7 +42,7 @@ def register(socketio):
         try:
             spec = graded(spec_of(data, "run"))
         except SpecError as e:
-            return {"error": {"phase": "parse", "message": str(e), "field": e.field}}
+            return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
         # from_link: the page says the source came unedited from someone else's shared link.
         from_link = bool(data.get("from_link"))
         try:
@@ -49,7 +50,7 @@ def register(socketio):
                                                                           from_link=from_link,
                                                                           address=current_address())}
         except QueueFull as e:  # the whole queue, or this owner's or this address's share of it
-            return {"error": {"phase": "limit", "message": str(e)}}
+            return {"error": error_body(str(e), phase="limit", type=type(e).__name__)}
 
     @socketio.on("compile")
     def compile_ahead(data):
@@ -59,14 +60,15 @@ def register(socketio):
         try:
             spec = spec_of(data, "compile")
         except SpecError as e:
-            return {"error": {"phase": "parse", "message": str(e), "field": e.field}}
+            return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
         try:
             compile_id = current_app.extensions["dispatcher"].compile_ahead(spec, current_owner(), request.sid,
                                                                             current_address())
         except QueueFull as e:
-            return {"error": {"phase": "limit", "message": str(e)}}
+            return {"error": error_body(str(e), phase="limit", type=type(e).__name__)}
         if compile_id is None:
-            return {"error": {"phase": "limit", "message": "this server compiles when you run, not ahead"}}
+            return {"error": error_body("this server compiles when you run, not ahead", phase="limit",
+                                        type="NotCompiledAhead")}
         return {"compile_id": compile_id}
 
     @socketio.on("stop")
@@ -75,7 +77,8 @@ def register(socketio):
         Ack {"stopped": true}, or {"stopped": false} when this client has no such run (it ended)."""
         run_id = data.get("run_id") if isinstance(data, dict) else None
         if not isinstance(run_id, str):
-            return {"stopped": False, "error": {"phase": "parse", "message": "stop needs the run_id of a run"}}
+            return {"stopped": False, "error": error_body("stop needs the run_id of a run", phase="parse", type="SpecError",
+                                                          field="run_id")}
         return {"stopped": current_app.extensions["dispatcher"].stop_run(run_id, request.sid)}
 
     @socketio.on("disconnect")

@@ -81,7 +81,8 @@ def test_argument_that_is_not_a_parameter_is_named(client):
 def test_malformed_spec_is_a_400_with_the_field(client):
     response = client.post("/api/run", json={"source": "x", "kernel": "k"})
     assert response.status_code == 400
-    assert "grid" in response.get_json()["error"]["message"]
+    error = response.get_json()["error"]
+    assert "grid" in error["message"] and error["field"] == "grid" and error["phase"] == "parse"
 
 
 @pytest.mark.parametrize("source, words", [

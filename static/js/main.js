@@ -207,11 +207,11 @@ function connect() {
 
   // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a
   // result of its own, shaped as the server's.
-  const fail = ({ message, phase = "sandbox", field = null, problems = undefined }) => {
+  const fail = (given) => {
     currentRun = null;
     inFlight = false;
     setRunning(false);
-    const error = { phase, type: "RunError", message, hint: null, line: null, pid: null, field, problems };
+    const error = { phase: "sandbox", type: "RunError", hint: null, line: null, pid: null, field: null, ...given };
     emit("run-result", { run_id: null, result: { ...emptyResult(), status: "error", error } });
   };
 
@@ -251,7 +251,7 @@ function connect() {
     // What the launch form can tell is wrong is said at once, every problem on its field, without a run.
     const problems = checkLaunch();
     if (problems.length) {
-      return fail({ phase: "form", field: problems[0].field, problems,
+      return fail({ phase: "parse", type: "SpecError", field: problems[0].field, problems,
                     message: problems.map((problem) => problem.message).join("\n") });
     }
     const spec = getSpec();
