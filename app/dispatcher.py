@@ -27,21 +27,21 @@ import time
 
 from app import owners
 from app.gallery import list_examples, load_example
-from sandbox import gpus, protocol
+from sandbox import gpus, protocol, settings
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import compile_key, launch_key
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-START_TIMEOUT_S = 180
-GRACE_S = 10  # a worker enforces the run timeout itself; after this much more, we kill the worker
+START_TIMEOUT_S = settings.value("WORKER_START_TIMEOUT_S")
+GRACE_S = settings.value("RUN_GRACE_S")  # a worker enforces the run timeout itself; after this much more, we kill the worker
 # A slot busy for longer than a run's timeout and grace plus this (the kill, the error result) is
 # stuck: no path of Slot._run takes that long, so /healthz says the server is not ok.
-STUCK_MARGIN_S = 15
+STUCK_MARGIN_S = settings.value("STUCK_MARGIN_S")
 # POST /api/run waits at most QUEUE_WAIT_S + RUN_TIMEOUT_S + GRACE_S + this: past it the run was
 # lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
-WAIT_MARGIN_S = 5
+WAIT_MARGIN_S = settings.value("WAIT_MARGIN_S")
 STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
 COMPILE_STALE_S = 10  # a compile ahead no worker took by then is dropped: its person has typed on or run it
 COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
@@ -57,15 +57,10 @@ WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_
 CPU_WORKERS = 2
 
 
-WORKER_SETTINGS = ("SANDBOX", "RUN_MEMORY_MB", "RUN_ROOT", "RUN_TIMEOUT_S", "OUTPUT_LIMIT_BYTES",
-                   "TRACE_MAX_PROGRAMS", "TRACE_MAX_BYTES", "TRACE_BUDGET_S", "GPU_TRACER", "SHARED_KERNELS",
-                   "MESSAGE_MAX_BYTES", "MESSAGE_MAX_DEPTH", "MESSAGE_MAX_ELEMENTS")
-
-
 def worker_env(config, gpu=None):
     """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's)."""
     env = {k: v for k, v in os.environ.items() if k in WORKER_ENV}
-    env.update({name: str(config[name]) for name in WORKER_SETTINGS if config.get(name) is not None})
+    env.update({name: str(config[name]) for name in settings.WORKER_SETTINGS if config.get(name) is not None})
     # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
     # host without an installed environment brings them; it names code, nothing secret).
     python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))

@@ -28,6 +28,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from sandbox import settings
+
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x20000000, 0x40000000, 0x00000080
 NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
@@ -73,14 +75,24 @@ class Limits:
     program 200 MiB, 14 pids and a 20 MiB /tmp; a Triton run imports torch (~1 GB mapped before
     any input), the interpreter keeps CPU copies of every tensor, torch starts a thread per core,
     and Triton's compiler runs gcc and ptxas: hence these."""
-    memory_mb: int = 8192       # resident memory of the whole run, tmpfs writes included
-    tasks: int = 512            # processes and threads
-    tasks_without_cpu_share: int = 64  # where no cgroup shares the CPU out (RLIMIT_NPROC of the run's uid)
-    scratch_mb: int = 512       # /tmp: the source, Triton's cache of the run, compiler temp files
-    scratch_files: int = 8192
+    memory_mb: int = settings.default("RUN_MEMORY_MB")  # resident memory of the whole run, tmpfs writes included
+    tasks: int = settings.default("RUN_TASKS")  # processes and threads
+    tasks_without_cpu_share: int = settings.default("RUN_TASKS_WITHOUT_CPU_SHARE")  # RLIMIT_NPROC of the run's uid
+    scratch_mb: int = settings.default("RUN_SCRATCH_MB")  # /tmp: the source, Triton's cache of the run, compiler temp files
+    scratch_files: int = settings.default("RUN_SCRATCH_FILES")
     shm_mb: int = 64
-    file_mb: int = 64           # any one file
-    open_files: int = 256
+    file_mb: int = settings.default("RUN_FILE_MB")  # any one file
+    open_files: int = settings.default("RUN_OPEN_FILES")
+
+    @classmethod
+    def from_settings(cls):
+        """The limits this worker's server set (its environment: sandbox.settings)."""
+        return cls(**{field: settings.value(name) for field, name in LIMIT_SETTINGS.items()})
+
+
+LIMIT_SETTINGS = {"memory_mb": "RUN_MEMORY_MB", "tasks": "RUN_TASKS", "tasks_without_cpu_share": "RUN_TASKS_WITHOUT_CPU_SHARE",
+                  "scratch_mb": "RUN_SCRATCH_MB", "scratch_files": "RUN_SCRATCH_FILES", "file_mb": "RUN_FILE_MB",
+                  "open_files": "RUN_OPEN_FILES"}
 
 
 class JailError(OSError):

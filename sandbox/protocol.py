@@ -23,6 +23,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from sandbox import settings
+
 SERVER_TYPES = ("job", "warm", "compile")
 WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming", "compiled")
 RUN_TYPES = ("status", "checked", "partial", "timed", "result")  # a run process's messages to its worker, once it has its job
@@ -33,21 +35,15 @@ class Limits:
     """The bounds of one message line (MESSAGE_MAX_BYTES, MESSAGE_MAX_DEPTH, MESSAGE_MAX_ELEMENTS).
     A real result is far inside them: a trace of TRACE_MAX_BYTES is about 0.6 million values, a graded
     result carries two, and none nests deeper than 10."""
-    max_bytes: int = 16 * 1024 * 1024
-    max_depth: int = 64
-    max_elements: int = 2_000_000
+    max_bytes: int = settings.default("MESSAGE_MAX_BYTES")
+    max_depth: int = settings.default("MESSAGE_MAX_DEPTH")
+    max_elements: int = settings.default("MESSAGE_MAX_ELEMENTS")
 
     @classmethod
     def from_environment(cls, environ=os.environ):
-        """The bounds the server set for its workers (their environment), else the defaults."""
-        values = {}
-        for field, name in (("max_bytes", "MESSAGE_MAX_BYTES"), ("max_depth", "MESSAGE_MAX_DEPTH"),
-                            ("max_elements", "MESSAGE_MAX_ELEMENTS")):
-            try:
-                values[field] = max(1, int(environ.get(name, "")))
-            except ValueError:
-                pass
-        return cls(**values)
+        """The bounds the server set for its workers (their environment: sandbox.settings)."""
+        return cls(*(max(1, settings.value(name, environ))
+                     for name in ("MESSAGE_MAX_BYTES", "MESSAGE_MAX_DEPTH", "MESSAGE_MAX_ELEMENTS")))
 
 
 LIMITS = Limits.from_environment()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sandbox import check, isolation, pipeline, protocol, shared_kernels
+from sandbox import check, isolation, pipeline, protocol, settings, shared_kernels
 
 JOB_FD, MESSAGE_FD = 3, 4
 # The environment a run gets, by name, nothing by prefix: what the C library, CUDA and Triton's tools
@@ -40,7 +40,7 @@ READY_POLL_S = 1.0  # a ready message under way arrives whole well within this
 @dataclass(frozen=True)
 class Settings:
     """A worker's settings, read once from its environment, where the server's dispatcher puts them
-    (app.dispatcher.worker_env; their defaults and meanings are app.config's)."""
+    (app.dispatcher.worker_env; their defaults and meanings: sandbox.settings)."""
     mode: str
     run_root: str
     hidden: tuple  # directories no run may see: the runs, the workers' cache, the database
@@ -55,16 +55,15 @@ class Settings:
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
-        env = os.environ
-        run_root = env.get("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
+        env, value = os.environ, settings.value
+        run_root = value("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
         hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
-        trace_limits = {"max_programs": int(env["TRACE_MAX_PROGRAMS"]), "max_bytes": int(env["TRACE_MAX_BYTES"]),
-                        "trace_budget_s": float(env["TRACE_BUDGET_S"]), "gpu_tracer": env.get("GPU_TRACER", "1") != "0"}
-        shared = os.path.join(run_root, "shared-kernels") if env.get("SHARED_KERNELS", "1") != "0" else None
-        return cls(env["SANDBOX"], run_root, hidden, has_gpu, can_mount,
-                   isolation.Limits(memory_mb=int(env["RUN_MEMORY_MB"])), float(env["RUN_TIMEOUT_S"]),
-                   int(env["OUTPUT_LIMIT_BYTES"]), trace_limits, tuple(isolation.gpu_devices()) if has_gpu else (),
-                   shared)
+        trace_limits = {"max_programs": value("TRACE_MAX_PROGRAMS"), "max_bytes": value("TRACE_MAX_BYTES"),
+                        "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0}
+        shared = os.path.join(run_root, "shared-kernels") if value("SHARED_KERNELS") != 0 else None
+        return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
+                   value("RUN_TIMEOUT_S"), value("OUTPUT_LIMIT_BYTES"), trace_limits,
+                   tuple(isolation.gpu_devices()) if has_gpu else (), shared)
 
     @property
     def jailed(self):

@@ -24,11 +24,11 @@ import triton.language as tl
 from triton.runtime import interpreter
 from triton.runtime.jit import mangle_type
 
-from sandbox import libdevice, provenance
+from sandbox import libdevice, provenance, settings
 from sandbox.errors import RunError
 
 MAX_COVERAGE_RUNS = 10_000
-LIMITS = {"max_programs": 4096, "max_bytes": 2_000_000}  # TRACE_MAX_PROGRAMS, TRACE_MAX_BYTES
+LIMITS = {"max_programs": settings.default("TRACE_MAX_PROGRAMS"), "max_bytes": settings.default("TRACE_MAX_BYTES")}
 
 # Atomic operations as the user wrote them (tl.atomic_<name>); unsigned and float variants fold in.
 ATOMIC_NAMES = {"ADD": "add", "FADD": "add", "MIN": "min", "UMIN": "min", "MAX": "max", "UMAX": "max",

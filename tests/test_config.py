@@ -17,3 +17,37 @@ def test_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("WORKERS", "3")
     app = create_app({"START_WORKERS": False, "DATABASE": ":memory:"})
     assert app.config["RUN_TIMEOUT_S"] == 7.5 and app.config["WORKERS"] == 3
+
+
+def test_the_readme_says_which_settings_the_workers_need():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        rows = [line.split(" | ") for line in f if line.startswith("| `")]
+    marked = {cells[0][3:-1]: cells[2].strip() == "yes" for cells in rows if len(cells) >= 4}
+    assert {s.name: marked.get(s.name) for s in SETTINGS} == {s.name: s.worker for s in SETTINGS}
+
+
+def test_a_worker_reads_back_every_worker_setting_its_server_sets(monkeypatch, tmp_path):
+    """The server's values reach the workers (app.dispatcher.worker_env), which read them with the
+    same definitions: each worker setting set to something other than its default comes back whole."""
+    from app.dispatcher import worker_env
+    from sandbox import isolation, protocol, settings
+    changed = {s.name: (str(tmp_path) if s.default is None else "none" if isinstance(s.default, str)
+                        else type(s.default)(s.default * 2 + 1)) for s in SETTINGS if s.worker}
+    env = worker_env({**settings.from_environment({}), **changed, "DATABASE": str(tmp_path / "db")})
+    assert {name: settings.value(name, env) for name in changed} == changed
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    limits = isolation.Limits.from_settings()
+    assert {name: getattr(limits, field) for field, name in isolation.LIMIT_SETTINGS.items()} == \
+        {name: changed[name] for name in isolation.LIMIT_SETTINGS.values()}
+    assert protocol.Limits.from_environment().max_depth == changed["MESSAGE_MAX_DEPTH"]
+
+
+def test_the_sandbox_defaults_are_the_settings_defaults(monkeypatch):
+    from sandbox import isolation, protocol, settings, trace
+    for name in settings.WORKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    assert isolation.Limits.from_settings() == isolation.Limits()
+    assert protocol.Limits.from_environment() == protocol.Limits()
+    assert trace.LIMITS == {"max_programs": settings.default("TRACE_MAX_PROGRAMS"),
+                            "max_bytes": settings.default("TRACE_MAX_BYTES")}

@@ -1,0 +1,88 @@
+"""Every setting of the server and its workers, as data: name, default, meaning, and whether the
+workers need it. Read from the environment. The one definition: the web process (app.config), the
+dispatcher, a Celery worker and the sandbox's workers and run processes all read it here.
+
+A setting marked `worker` reaches a worker through its environment (app.dispatcher.worker_env puts
+the server's values there; a `make worker` host reads its own environment): the sandbox reads it
+with `value(name)`, whose default is the one below. The README's configuration table is checked
+against SETTINGS by a test, its Workers column included.
+"""
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: object
+    help: str
+    worker: bool = False  # the workers need it: the dispatcher passes it in their environment
+
+    def read(self, environ=os.environ):
+        raw = environ.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return type(self.default)(raw) if self.default is not None else raw
+
+
+SETTINGS = [
+    Setting("HOST", "127.0.0.1", "Address the server listens on (`make run`)."),
+    Setting("PORT", 8000, "Port the server listens on (`make run`)."),
+    Setting("CONNECTIONS", 4096, "Connections the one web process holds at once (gunicorn's gevent worker: each is a greenlet, not a thread); a long-polling Socket.IO client may hold two."),
+    Setting("WORKERS", 0, "Worker processes; each runs one job at a time in a fresh forked run process. 0: one per GPU of the host (2 on a host without one); on a GPU host each worker is pinned to one GPU, round-robin, and its runs see only that GPU."),
+    Setting("RUN_TIMEOUT_S", 30.0, "Wall-clock limit of one run, in seconds; the run's process is then killed.", worker=True),
+    Setting("QUEUE_LIMIT", 64, "Runs waiting for a worker beyond which new runs are refused."),
+    Setting("QUEUE_PER_OWNER", 4, "Runs one owner (a browser session, an API client's cookie) may have waiting; one more is refused (HTTP 429), so one tab cannot fill the queue for everyone. The server's own work (puzzle solutions) is one owner too."),
+    Setting("QUEUE_PER_ADDRESS", 16, "Runs one client address (an IPv6 address by its /64) may have waiting, whatever its cookies and connections; one more is refused (HTTP 429). A classroom behind one NAT address shares it: raise it there. Behind a proxy set `TRUSTED_PROXY_HOPS`, or every client is the proxy's address."),
+    Setting("CONNECTIONS_PER_ADDRESS", 256, "Socket.IO connections one client address may hold at once (each tab holds one); one more is refused at its handshake."),
+    Setting("TRUSTED_PROXY_HOPS", 0, "Proxies in front of the server whose `X-Forwarded-For` (and `X-Forwarded-Proto`, `-Host`) it trusts: 0 for none (the TCP peer is the client); 1 behind one proxy (nginx, a load balancer), which must set those headers. Decides the client address of the per-address limits and whether a request came over https (the session cookie's `Secure`)."),
+    Setting("QUEUE_WAIT_S", 120.0, "Longest a run may wait in the queue; a run that waited longer is dropped when its turn comes, with an error saying so. 120 s is four runs of the default timeout: a person has given up or pressed Run again by then, and running the old run would only delay the runs behind it."),
+    Setting("OUTPUT_LIMIT_BYTES", 1 << 20, "What a run may print before it is stopped.", worker=True),
+    Setting("RUN_MEMORY_MB", 8192, "Memory of one run, all its processes together (a cgroup; where none applies, address space per process on a CPU).", worker=True),
+    Setting("TRACE_MAX_PROGRAMS", 4096, "Programs traced in full; beyond, a stated sample.", worker=True),
+    Setting("TRACE_MAX_BYTES", 2_000_000, "Bound on the trace part of a result.", worker=True),
+    Setting("TRACE_BUDGET_S", 10.0, "GPU runs the GPU tracer cannot instrument: time for the trace and bounds check in the interpreter on CPU copies; a bigger launch runs untraced, with a note.", worker=True),
+    Setting("GPU_TRACER", 1, "1: on a GPU the trace and bounds check come from an instrumented launch of the kernel on the GPU itself; 0: from Triton's interpreter on CPU copies (slower by far; for comparison).", worker=True),
+    Setting("SANDBOX", "auto", "Isolation of runs: `auto` (the jail of the security model: PID, network, IPC and mount namespaces, a minimal read-only root, its own uid, seccomp, a cgroup: each step where the host allows it) or `none` (rlimits only).", worker=True),
+    Setting("DATABASE", None, "SQLite file for shared snippets, teachers' puzzles and the outcomes of puzzle solutions (default: `instance/playground.sqlite`)."),
+    Setting("MAX_SNIPPET_BYTES", 256 * 1024, "Largest snippet (run spec and UI state) that can be shared; a kernel's source is at most 128 KB in any spec."),
+    Setting("DATABASE_MAX_MB", 1024, "Size the database may grow to (its file and write-ahead log); a write past it is refused (HTTP 507) with a message saying the server's storage is full. Saving what is stored already (the same content, the same id) costs nothing."),
+    Setting("WRITES_PER_MINUTE", 30, "New snippets and puzzles one client address may store per minute (a burst of as many, then one every 60/N s); one more is refused (HTTP 429, with `Retry-After`). Saving content that is stored already does not count."),
+    Setting("PUZZLE_WARMUP", 1, "1: when the server starts, each built-in puzzle's solution whose outcome the database does not hold yet runs once, one at a time while the queue is empty; 0: on the first graded run of the puzzle instead. A teacher's puzzle's solution runs when it is saved. Each outcome, failure included, is kept in the database."),
+    Setting("MESSAGE_MAX_BYTES", 16 * 1024 * 1024, "Largest message line a web process reads from a worker, and a worker from a run (a result with its trace and IR); a longer one is not parsed and the run fails.", worker=True),
+    Setting("MESSAGE_MAX_DEPTH", 64, "Deepest nesting of a message line from a worker or a run (a result nests 10 deep); a deeper one is not parsed.", worker=True),
+    Setting("MESSAGE_MAX_ELEMENTS", 2_000_000, "Most values (numbers, strings, lists, objects) in one message line from a worker or a run (a trace of TRACE_MAX_BYTES holds about 600,000); a line with more is not parsed, so no line makes the web process build more objects than a real result needs.", worker=True),
+    Setting("SHARED_KERNELS", 1, "1: each worker host compiles the gallery's examples (as shipped, with their own options) when it starts, off the runs' path, into a cache every run reads and none can write, so a new browser's first run of an example compiles nothing; 0: off (each owner compiles its own). On a host without a GPU only the IR tab's compile is shared: the interpreter compiles no kernel.", worker=True),
+    Setting("RUN_ROOT", None, "Directory of the runs' scratch dirs and the owners' kernel caches, never inside a run's root (default: `playground-runs` under the temp dir).", worker=True),
+    Setting("SECRET_KEY", None, "Key that signs the session cookie, which names a run's owner. Unset: a random key made on the first start and kept in the instance folder (`instance/secret_key`, mode 0600), shared by the web processes of one host; set it (the same everywhere) when web processes run on several hosts. `dev` is refused outside tests."),
+    Setting("FRAME_ANCESTORS", "*", "Who may put the embed (`?embed=1`) in a frame: the CSP `frame-ancestors` sources, e.g. `'self' https://course.example.edu`; `*` is any site. Every other page may be framed only by the playground itself."),
+    Setting("REDIS_URL", None, "Scale out: a Redis URL (`redis://host:6379/0`) shared by every web process and Celery worker. Set, runs go to Celery workers (`make worker`, on any host) through it, and Socket.IO events through its message queue; unset, the web process runs its own workers."),
+    # The jail's limits of one run (sandbox.isolation.Limits), all its processes together.
+    Setting("RUN_TASKS", 512, "Processes and threads of one run (a cgroup's `pids.max`; where none applies, RLIMIT_NPROC of the run's own uid).", worker=True),
+    Setting("RUN_TASKS_WITHOUT_CPU_SHARE", 64, "Processes and threads of one run where no cgroup shares the CPU out (RLIMIT_NPROC of the run's uid): torch starts a thread per core.", worker=True),
+    Setting("RUN_SCRATCH_MB", 512, "Size of a run's `/tmp` (a tmpfs: the source, the run's Triton cache, compiler temp files).", worker=True),
+    Setting("RUN_SCRATCH_FILES", 8192, "Files a run's `/tmp` may hold (the tmpfs's inodes).", worker=True),
+    Setting("RUN_FILE_MB", 64, "Largest file a run may write (RLIMIT_FSIZE).", worker=True),
+    Setting("RUN_OPEN_FILES", 256, "Descriptors a run process may hold open (RLIMIT_NOFILE).", worker=True),
+    # The dispatcher's clocks (read when the server starts).
+    Setting("WORKER_START_TIMEOUT_S", 180.0, "Longest a worker may take from its start to warm (torch and triton imported, its first run process ready); past it the worker is replaced."),
+    Setting("RUN_GRACE_S", 10.0, "A worker enforces `RUN_TIMEOUT_S` itself; a worker still silent this much later is killed and replaced."),
+    Setting("STUCK_MARGIN_S", 15.0, "A worker busy for longer than `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this (the kill and the error result take less) is stuck: `/healthz` answers 503."),
+    Setting("WAIT_MARGIN_S", 5.0, "`POST /api/run` waits at most `QUEUE_WAIT_S` + `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this for its result, then answers 503: the run was lost."),
+]
+
+BY_NAME = {s.name: s for s in SETTINGS}
+WORKER_SETTINGS = tuple(s.name for s in SETTINGS if s.worker)
+
+
+def from_environment(environ=os.environ):
+    return {s.name: s.read(environ) for s in SETTINGS}
+
+
+def value(name, environ=os.environ):
+    """One setting's value in this process's environment (a worker's: what its server set), else its default."""
+    return BY_NAME[name].read(environ)
+
+
+def default(name):
+    return BY_NAME[name].default
