@@ -30,8 +30,12 @@ from dataclasses import dataclass
 
 from sandbox import settings
 
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x20000000, 0x40000000, 0x00000080
+# The namespace flags are the same on every Linux architecture; Python 3.12+ names them in os.
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = (
+    getattr(os, name, value) for name, value in (
+        ("CLONE_NEWNS", 0x00020000), ("CLONE_NEWCGROUP", 0x02000000), ("CLONE_NEWUTS", 0x04000000),
+        ("CLONE_NEWIPC", 0x08000000), ("CLONE_NEWUSER", 0x10000000), ("CLONE_NEWPID", 0x20000000),
+        ("CLONE_NEWNET", 0x40000000), ("CLONE_NEWTIME", 0x00000080)))
 NAMESPACE_FLAGS = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
                    CLONE_NEWNET, CLONE_NEWTIME)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x8, 0x20, 0x1000
@@ -40,7 +44,6 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 4, 15, 24, 28
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 SECUREBITS = 0b1111  # root gets no capabilities back on exec nor on a uid change; locked
-SYS_CAPSET, SYS_PIVOT_ROOT = 126, 155  # x86_64
 # Each run's own uid, far from any real user's and from the usual container ranges (systemd's end
 # at 1,879,048,191): two runs never share a uid, so they cannot signal or read each other even
 # where namespaces are not allowed.
@@ -114,7 +117,36 @@ def _mount(source, target, fstype=None, flags=0, data=None):
 
 
 def _unshare(flags):
+    if hasattr(os, "unshare"):  # Python 3.12+
+        try:
+            os.unshare(flags)
+        except OSError:
+            return False
+        return True
     return libc.unshare(flags) == 0
+
+
+def _setns(fd, nstype):
+    if hasattr(os, "setns"):  # Python 3.12+
+        try:
+            os.setns(fd, nstype)
+        except OSError:
+            return False
+        return True
+    return libc.setns(fd, nstype) == 0
+
+
+def syscall_number(name):
+    """`name`'s number on this machine's architecture (capset: 126 on x86-64, 91 on aarch64), as
+    libseccomp, which builds the syscall filter too, resolves it: for the calls glibc does not wrap."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError) as e:
+        raise JailError(errno.ENOSYS, f"{name}: no libseccomp to find its number ({e})") from None
+    number = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)
+    if number < 0:
+        raise JailError(errno.ENOSYS, f"{name}: no such system call on this architecture")
+    return number
 
 
 def prctl(option, value):
@@ -152,7 +184,7 @@ def new_pid_namespace():
     global _own_pid_namespace
     if _own_pid_namespace is None:
         _own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    libc.setns(_own_pid_namespace, CLONE_NEWPID)
+    _setns(_own_pid_namespace, CLONE_NEWPID)
     return _unshare(CLONE_NEWPID)
 
 
@@ -484,7 +516,7 @@ def build_root(mountpoint, scratch, uid, devices, hidden, shared=None):
         if os.path.exists(new(path)):
             _bind(new(path), new(path), readonly=True)
     os.chdir(mountpoint)
-    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(libc.syscall(syscall_number("pivot_root"), b".", b"."), "pivot_root")
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
     os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -603,7 +635,10 @@ def drop_capabilities():
         return False
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()
-    return libc.syscall(SYS_CAPSET, header, data) == 0
+    try:
+        return libc.syscall(syscall_number("capset"), header, data) == 0
+    except JailError:
+        return False
 
 
 def drop_bounding_set():
