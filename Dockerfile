@@ -14,10 +14,11 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 python3
 # still imports from it.
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-COPY requirements.txt /srv/requirements.txt
-# torch's CUDA build first, so the pinned requirements find it already satisfied.
+COPY requirements.txt requirements-scale.txt /srv/
+# torch's CUDA build first, so the pinned requirements find it already satisfied. The image is also
+# a scale-out worker: celery and redis too.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128 \
-    && pip install -r /srv/requirements.txt
+    && pip install -r /srv/requirements.txt -r /srv/requirements-scale.txt
 
 WORKDIR /srv
 COPY app app

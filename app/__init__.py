@@ -63,7 +63,11 @@ def make_dispatcher(config, deliver):
     """The one seam to the runs: Celery workers through Redis where REDIS_URL is set, else this
     process's own pool of workers."""
     if config["REDIS_URL"]:
-        from app.celery_dispatch import CeleryDispatcher
+        try:
+            from app.celery_dispatch import CeleryDispatcher
+        except ImportError as e:
+            raise RuntimeError(f"REDIS_URL is set, and scale-out needs celery and redis ({e}): "
+                               "pip install -r requirements-scale.txt (make run does when REDIS_URL is set)") from e
         return CeleryDispatcher(config, deliver)
     from app.dispatcher import Dispatcher
     return Dispatcher(config, deliver)
