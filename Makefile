@@ -3,12 +3,18 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
+# A host without NVIDIA's driver gets torch's CPU build: plain PyPI's torch for Linux is the CUDA
+# build, gigabytes that no kernel here would use. The CPU index's 2.13.0+cpu satisfies torch==2.13.0.
+CPU_TORCH := https://download.pytorch.org/whl/cpu
+TORCH_INDEX := $(if $(shell command -v nvidia-smi 2>/dev/null),,--extra-index-url $(CPU_TORCH))
+
 .PHONY: run worker test test-fast bench install
 
-# what the server needs (requirements.txt)
+# what the server needs (requirements.txt); not quiet: the first install takes minutes (torch)
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
+	@echo "installing requirements.txt$(if $(TORCH_INDEX), (no nvidia-smi here: torch's CPU build from $(CPU_TORCH)))"
+	$(PY) -m pip install $(TORCH_INDEX) -r requirements.txt
 	touch $@
 
 # scale out only (REDIS_URL): celery and redis
@@ -19,7 +25,7 @@ $(VENV)/.scale-installed: requirements-scale.txt $(VENV)/.installed
 # the tests and benchmarks: requirements-dev.txt brings requirements-scale.txt (the scale-out tests
 # run real Celery workers); the corpus's libraries without their dependencies
 $(VENV)/.dev-installed: requirements-dev.txt requirements-scale.txt requirements-corpus.txt $(VENV)/.installed
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install $(TORCH_INDEX) -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-corpus.txt
 	touch $@
 

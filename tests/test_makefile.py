@@ -33,3 +33,19 @@ def test_celery_and_redis_are_installed_for_scale_out_only(tmp_path):
     assert "-r requirements-scale.txt" in planned("worker", tmp_path)
     test = planned("test", tmp_path)
     assert "-r requirements-dev.txt" in test and "pytest" in test.splitlines()[-1]
+
+
+def test_a_host_without_nvidias_driver_installs_torchs_cpu_build(tmp_path):
+    gpu_host = tmp_path / "bin"  # where a GPU host has nvidia-smi
+    system = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin")  # a host without nvidia-smi
+                             if not os.path.exists(os.path.join(p, "nvidia-smi")))
+    pip = [line for line in planned("install", tmp_path, path=system).splitlines() if "pip install" in line]
+    assert pip and all("--extra-index-url https://download.pytorch.org/whl/cpu" in line for line in pip)
+    assert not any(" -q" in line for line in pip)  # the first install shows its progress
+    gpu_host.mkdir()
+    smi = gpu_host / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nexit 0\n")
+    smi.chmod(0o755)
+    pip = [line for line in planned("install", tmp_path, path=f"{gpu_host}{os.pathsep}{system}").splitlines()
+           if "pip install" in line]
+    assert pip and not any("whl/cpu" in line for line in pip)  # a GPU host: torch as requirements.txt pins it
