@@ -11,7 +11,7 @@ from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response, refused
 from app.export import export_script
 from app.owners import current_address, current_owner
-from sandbox.spec import SpecError, check_depth, check_finite, normalize, schema, too_deep
+from sandbox.spec import SpecError, check_depth, check_finite, normalize, too_deep
 
 bp = Blueprint("api", __name__)
 
@@ -95,8 +95,9 @@ def run():
 
 @bp.get("/api/spec")
 def spec_schema():
-    """Each option's default and allowed values: what a client needs to build a valid run spec."""
-    return jsonify(schema())
+    """Each option's default and allowed values: what a client needs to build a valid run spec
+    (and, as `ui`, a shared link's UI state)."""
+    return jsonify(share.schema())
 
 
 @bp.get("/api/examples")

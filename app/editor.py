@@ -6,7 +6,6 @@ from flask import Blueprint, abort, current_app, render_template, request, send_
 
 from app import gallery, share
 from app.owners import current_owner
-from sandbox.spec import schema as spec_schema
 
 bp = Blueprint("editor", __name__)
 DEFAULT_EXAMPLE = "vector_add"
@@ -69,7 +68,7 @@ def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, ti
                "embed": embed_options(), "snippet_id": snippet_id, "example": example,
                "fork_of": fork_of, "title": title, "run_timeout_s": current_app.config["RUN_TIMEOUT_S"],
                "device_kind": server_device_kind(),
-               "spec_schema": spec_schema()}
+               "spec_schema": share.schema()}
     return render_template("editor.html", initial=initial,
                            plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
 

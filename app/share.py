@@ -9,6 +9,9 @@ import sqlite3
 
 from app import db as database
 from app.db import get_db
+from sandbox.result import IR_STAGES
+from sandbox.spec import PROGRAM_ID, is_program_id
+from sandbox.spec import schema as spec_schema
 
 MIN_ID_LENGTH = 8
 
@@ -30,7 +33,6 @@ class UiError(SnippetError):
 
 # The page's panes (templates/editor.html's data-tab names); null: the page's default, Results.
 PANES = ("lesson", "puzzle", "results", "diagram", "timings", "ir", "compare", "step")
-MAX_PID = 2 ** 31 - 1  # a CUDA grid's largest x extent; the y and z extents are smaller
 
 
 def _pane_error(value):
@@ -40,16 +42,12 @@ def _pane_error(value):
 
 
 def _pid_error(value):
-    if value is None:
-        return None
-    if (isinstance(value, list) and 1 <= len(value) <= 3
-            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_PID for v in value)):
+    if value is None or is_program_id(value):
         return None
     return "ui.pid must be null or a list of 1 to 3 non-negative integers (a program id)"
 
 
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")  # static/js/ir.js STAGES
-MAX_ROW_WIDTH = 65536  # the diagram's row width field (static/js/diagram.js)
+MAX_ROW_WIDTH = 65536  # the diagram's row width field: elements per row of a 1-D tensor
 
 
 def _row_width_error(value):
@@ -79,6 +77,15 @@ def _text_error(name, limit):
 # the diagram's row width, the IR tab's stage, and the title and description the sharer gave.
 UI_FIELDS = {"pane": _pane_error, "pid": _pid_error, "row_width": _row_width_error, "ir_stage": _ir_stage_error,
              "title": _text_error("title", MAX_TITLE), "description": _text_error("description", MAX_DESCRIPTION)}
+
+
+def schema():
+    """GET /api/spec and the editor page's `spec_schema`: the spec's (sandbox.spec.schema) and, as
+    `ui`, the UI state's rules above, which the page applies to a link's state instead of copies."""
+    ui = {"pane": {"choices": list(PANES)}, "pid": PROGRAM_ID, "row_width": {"min": 1, "max": MAX_ROW_WIDTH},
+          "ir_stage": {"choices": list(IR_STAGES)}, "title": {"max_length": MAX_TITLE},
+          "description": {"max_length": MAX_DESCRIPTION}}
+    return {**spec_schema(), "ui": ui}
 
 
 def field_name(key):

@@ -32,10 +32,11 @@ from triton.runtime.jit import JITFunction
 from triton.runtime.cache import get_cache_manager
 
 from sandbox.errors import RunError
+from sandbox.result import IR_STAGES as result_stages
 from sandbox.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
 
 DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
-IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+IR_STAGES = tuple(stage for stage in result_stages if stage != "sass")  # the compiler's own; SASS is cuobjdump's
 DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
 DERIVED_FILE = "derived.json"
 DERIVED_VERSION = 1  # of what `derive` makes and how: a new one never reads an older entry

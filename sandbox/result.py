@@ -42,6 +42,9 @@ RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": E
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
           "sweep": SWEEP, "steps": STEPS}
 
+# result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+
 # The sections of a result a run sends ahead, each once and as it is ready: a part's content is
 # exactly what the result's section of that name holds at the end.
 PARTS = ("check", "trace", "timings", "ir")

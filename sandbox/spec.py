@@ -36,14 +36,23 @@ FIELDS = ("version", "source", "kernel", "inputs", "args", "grid", "reference", 
 MAX_DEPTH = 32
 
 
+# A program id: [x], [x, y] or [x, y, z], each at most a CUDA grid's largest x extent (y and z are smaller).
+PROGRAM_ID = {"min_items": 1, "max_items": 3, "min": 0, "max": 2 ** 31 - 1}
+
+
+def is_program_id(value):
+    return (isinstance(value, list) and PROGRAM_ID["min_items"] <= len(value) <= PROGRAM_ID["max_items"]
+            and all(type(v) is int and PROGRAM_ID["min"] <= v <= PROGRAM_ID["max"] for v in value))
+
+
 def schema():
     """What the page and API clients need to build a valid spec: each option's default and its
     allowed values (served as `GET /api/spec` and in the editor page), from the definitions above."""
     rules = {"num_warps": {"choices": list(NUM_WARPS)},
              "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
              "device": {"choices": list(DEVICES)},
-             "sweep": {"max_configs": MAX_SWEEP_CONFIGS}}
-    return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES,
+             "sweep": {"max_configs": MAX_SWEEP_CONFIGS}, "trace_pid": PROGRAM_ID, "step_pid": PROGRAM_ID}
+    return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES, "program_id": PROGRAM_ID,
             "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
 
 
@@ -177,14 +186,12 @@ def normalize(raw):
             "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
     _check_sweep(options["sweep"])
     step = options["step_pid"]
-    _expect(step is None or isinstance(step, list) and 1 <= len(step) <= 3
-            and all(type(v) is int and v >= 0 for v in step),
+    _expect(step is None or is_program_id(step),
             "options.step_pid must be a program id: a list of 1 to 3 non-negative integers", "options.step_pid")
     _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
                                    "options.puzzle instead", "grading")
     pid = options["trace_pid"]
-    _expect(pid is None or isinstance(pid, list) and 1 <= len(pid) <= 3
-            and all(type(i) is int and i >= 0 for i in pid),
+    _expect(pid is None or is_program_id(pid),
             "options.trace_pid must be a program id such as [2, 0, 0], or null", "options.trace_pid")
     if pid is not None:
         options["trace_pid"] = pid + [0] * (3 - len(pid))

@@ -9,7 +9,6 @@ import { formatCount, formatMs, formatNumber } from "./format.js";
 import { MARKS, comparisonFigure } from "./puzzle-figures.js";
 import { coverageDiff, resourceRows, timeChange, unifiedDiff } from "./compare-model.js";
 
-const STAGES = ["ttir", "ttgir", "llir", "ptx", "sass"];
 const SOURCE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 const COVERAGE_WORDS = {
   missed: "written by the pinned run, not by this one",
@@ -19,6 +18,7 @@ const COVERAGE_WORDS = {
 
 let pinned = null; // {result, spec, at}
 let latest = null; // {result, spec}
+let stages = [];   // result.ir's stages (the server's schema)
 let stage = "ttgir";
 let elements = null;
 let getSpec = null;
@@ -100,10 +100,10 @@ function irSection(before, after) {
   const a = before.ir && !before.ir.error ? before.ir : null;
   const b = after.ir && !after.ir.error ? after.ir : null;
   if (!a || !b) return h("p", { class: "hint" }, "No IR to compare: both runs need the IR option on.");
-  const stages = STAGES.filter((s) => a[s] || b[s]);
-  if (!stages.includes(stage)) stage = stages[0];
+  const present = stages.filter((s) => a[s] || b[s]);
+  if (!present.includes(stage)) stage = present[0];
   const diff = unifiedDiff(a[stage], b[stage]);
-  const picker = h("div", { class: "compare-stages", role: "tablist" }, stages.map((s) => h("button", {
+  const picker = h("div", { class: "compare-stages", role: "tablist" }, present.map((s) => h("button", {
     type: "button", class: `button small ${s === stage ? "primary" : ""}`, dataset: { stage: s },
     onclick: () => { stage = s; render(); } }, s.toUpperCase())));
   let body;
@@ -256,8 +256,10 @@ function render() {
 }
 
 // panel: the Compare tab's content; spec: () => the page's spec (what a pinned run ran with);
-// options: the spec schema's options (their rules, the sweep's limit).
-export function initCompare({ panel, spec, options }) {
+// options: the spec schema's options (their rules, the sweep's limit); stages: result.ir's stages in
+// order (initial.spec_schema.ui.ir_stage.choices).
+export function initCompare({ panel, spec, options, stages: irStages }) {
+  stages = irStages;
   elements = { panel };
   getSpec = spec;
   rules = options;

@@ -23,7 +23,9 @@ let current = null; // the diagram rendered last: selectProgram() acts on it
 // fetchProgram(pid): resolves with a program the trace left out (its accesses, as in
 // trace.programs), or rejects with the reason; without it, untraced programs stay grey. A fetched
 // program joins the trace (a "trace-extended" event gives the new one) and is drawn selected.
-export function renderDiagram(container, trace, { selectedPid = null, rowWidth = null, fetchProgram = null } = {}) {
+// maxRowWidth: the largest row width a link may keep (the server's schema, initial.spec_schema.ui).
+export function renderDiagram(container, trace, { selectedPid = null, rowWidth = null, maxRowWidth = Infinity,
+                                                  fetchProgram = null } = {}) {
   current?.dispose();
   container.replaceChildren();
   container.classList.add("diagram");
@@ -33,7 +35,7 @@ export function renderDiagram(container, trace, { selectedPid = null, rowWidth =
     current = null;
     return Promise.resolve();
   }
-  current = new Diagram(container, trace, rowWidth, fetchProgram);
+  current = new Diagram(container, trace, rowWidth, fetchProgram, maxRowWidth);
   const restored = indexOfPid(current.model, selectedPid);
   return restored === null ? current.drawAll() : current.select(restored);
 }
@@ -57,7 +59,7 @@ function cellOf(point, layout) {
 }
 
 class Diagram {
-  constructor(container, trace, rowWidth = null, fetchProgram = null) {
+  constructor(container, trace, rowWidth = null, fetchProgram = null, maxRowWidth = Infinity) {
     this.container = container;
     this.trace = trace;
     this.model = traceModel(trace);
@@ -65,6 +67,7 @@ class Diagram {
     this.fetching = null; // the program id being fetched
     this.selected = null; // index into model.programs
     this.rowWidth = rowWidth; // the user's row width for 1-D tensors; null: each tensor's block size
+    this.maxRowWidth = maxRowWidth;
     this.slice = 0; // the z of the program grid shown
     this.theme = readTheme(container);
     this.playTimer = null;
@@ -130,11 +133,12 @@ class Diagram {
   }
 
   buildWidthControl() {
-    const input = h("input", { class: "diagram-width", type: "number", min: 1, max: 65536, placeholder: "block",
+    const input = h("input", { class: "diagram-width", type: "number", min: 1,
+      max: Number.isFinite(this.maxRowWidth) ? this.maxRowWidth : null, placeholder: "block",
       value: this.rowWidth ?? "",
       onchange: () => {
         const width = Math.round(Number(input.value));
-        this.rowWidth = input.value !== "" && width >= 1 ? Math.min(width, 65536) : null;
+        this.rowWidth = input.value !== "" && width >= 1 ? Math.min(width, this.maxRowWidth) : null;
         this.views.clear();
         this.focus(this.selected);
         this.drawTensors();
@@ -266,7 +270,8 @@ class Diagram {
     if (current !== this) return;
     const trace = withProgram(this.trace, program);
     emit("trace-extended", { from: this.trace, trace });
-    await renderDiagram(this.container, trace, { selectedPid: pid, rowWidth: this.rowWidth, fetchProgram: this.fetchProgram });
+    await renderDiagram(this.container, trace, { selectedPid: pid, rowWidth: this.rowWidth, maxRowWidth: this.maxRowWidth,
+                                                 fetchProgram: this.fetchProgram });
   }
 
   showCaption(text, failed = false) {

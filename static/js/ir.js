@@ -11,7 +11,6 @@ import { formatCount } from "./format.js";
 import { playgroundTheme } from "./cm-theme.js";
 import { errorCard } from "./error-card.js";
 
-const STAGES = [["ttir", "TTIR"], ["ttgir", "TTGIR"], ["llir", "LLIR"], ["ptx", "PTX"], ["sass", "SASS"]];
 // options.arch values Triton 3.7 compiles for on a host without a GPU (each checked there, down to
 // SASS); "" is auto: the server's GPU, or sm90 without one.
 const TARGETS = [["", "auto"], ["sm80", "sm80 A100"], ["sm86", "sm86 RTX 30"], ["sm89", "sm89 L4, RTX 40"],
@@ -84,10 +83,12 @@ function irNotes(ir, device) {
 }
 
 class IrPane {
-  constructor(container) {
+  // stages: result.ir's stages in the compiler's order (the server's schema: initial.spec_schema.ui)
+  constructor(container, stages) {
     this.container = container;
+    this.stages = stages;
     this.ir = null;
-    this.stage = "ttir";
+    this.stage = stages[0];
     this.sourceLine = null;
     this.arch = null;      // the spec's options.arch
   }
@@ -137,7 +138,7 @@ class IrPane {
       return;
     }
     this.ir = ir;
-    if (!ir[this.stage]) this.stage = (STAGES.find(([key]) => ir[key]) || STAGES[0])[0];
+    if (!ir[this.stage]) this.stage = this.stages.find((key) => ir[key]) || this.stages[0];
     this.build(irNotes(ir, result.device));
   }
 
@@ -145,11 +146,11 @@ class IrPane {
     const ir = this.ir;
     const pill = (label, value, bad = false) => (value === null || value === undefined ? null
       : h("span", { class: `pill ${bad ? "bad" : ""}` }, label, " ", h("b", {}, String(value))));
-    this.buttons = STAGES.map(([key, label]) => h("button", {
+    this.buttons = this.stages.map((key) => h("button", {
       type: "button", class: `ir-stage ${key === this.stage ? "active" : ""}`, disabled: !ir[key], dataset: { stage: key },
       title: ir[key] ? `${ir[key].split("\n").length} lines` : "not produced for this target",
       onclick: () => this.select(key),
-    }, label));
+    }, key.toUpperCase()));
     const host = h("div", { class: "ir-view" });
     replaceChildren(this.container,
       h("div", { class: "ir-bar" }, this.buttons, this.targetPicker(), h("span", { class: "ir-stats" },
@@ -209,13 +210,13 @@ class IrPane {
   }
 }
 
-export function initIr(container) {
+export function initIr(container, stages) {
   if (!container) return;
-  const pane = new IrPane(container);
+  const pane = new IrPane(container, stages);
   const waiting = () => pane.waiting("Run the kernel to see what Triton compiles it to: TTIR → TTGIR → LLIR → PTX → SASS.");
   on("spec-loaded", ({ spec, ui }) => {
     pane.arch = (spec.options && spec.options.arch) || null;
-    pane.stage = ui?.ir_stage || "ttir";   // a link shared on PTX opens on PTX
+    pane.stage = ui?.ir_stage || stages[0];   // a link shared on PTX opens on PTX
     waiting();
   });
   waiting();

@@ -14,6 +14,7 @@ import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
 import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
+import { uiRules } from "./ui-rules.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -34,15 +35,7 @@ function validPane(pane) {
   return PANES.includes(pane) ? pane : null;
 }
 
-const IR_STAGES = ["ttir", "ttgir", "llir", "ptx", "sass"];
-
-function validRowWidth(width) {
-  return Number.isInteger(width) && width >= 1 && width <= 65536 ? width : null;
-}
-
-function validPid(pid) {
-  return Array.isArray(pid) && pid.length >= 1 && pid.length <= 3 && pid.every((v) => Number.isInteger(v) && v >= 0) ? pid : null;
-}
+const { irStages, maxRowWidth, validPid, validRowWidth, validIrStage } = uiRules(initial.spec_schema.ui);
 
 // ---- the spec ----
 
@@ -65,7 +58,7 @@ function setSpec(spec, uiState = {}) {
   loadedSpec = structuredClone(spec);
   ui.pid = validPid(saved.pid);
   ui.row_width = validRowWidth(saved.row_width);
-  ui.ir_stage = IR_STAGES.includes(saved.ir_stage) ? saved.ir_stage : null;
+  ui.ir_stage = validIrStage(saved.ir_stage);
   lastResult = null;
   emit("spec-loaded", { spec: loadedSpec, ui: { ...ui, pane: validPane(saved.pane) } });
   showTab(validPane(saved.pane) || defaultPane(spec));
@@ -125,7 +118,7 @@ async function drawDiagram() {
   try {
     const { renderDiagram } = await import("./diagram.js");
     $("#diagram").replaceChildren();
-    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width,
+    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width, maxRowWidth,
                                                           fetchProgram: resultSpec && fetchProgram });
   } catch (error) {
     console.error(error);
@@ -418,10 +411,10 @@ initLaunch($("#launch"), initial.spec_schema, { deviceKind: initial.device_kind,
 initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
-initIr($("#ir"));
+initIr($("#ir"), irStages);
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec, setSpec,
              confirmReplace: (what) => drafts.confirmReplace(what) });
-if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options });
+if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options, stages: irStages });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 // The UI state a link saves: pane and pid always, the other fields only when set, so that a page
 // saved again without them keeps the link it came from (links are content-addressed).
