@@ -8,7 +8,10 @@ PY := $(VENV)/bin/python
 CPU_TORCH := https://download.pytorch.org/whl/cpu
 TORCH_INDEX := $(if $(shell command -v nvidia-smi 2>/dev/null),,--extra-index-url $(CPU_TORCH))
 
-.PHONY: run worker test test-fast bench install
+# the pure page modules' tests (tests/js), where node is installed; they read the server's schema with $(PY)
+NODE_TEST = $(if $(shell command -v node 2>/dev/null),PYTHON=$(PY) node --test tests/js/,@echo "no node: the page modules' tests (tests/js) skipped")
+
+.PHONY: run worker test test-unit bench install
 
 # what the server needs (requirements.txt); not quiet: the first install takes minutes (torch)
 $(VENV)/.installed: requirements.txt
@@ -39,12 +42,15 @@ run: install $(if $(REDIS_URL),$(VENV)/.scale-installed)
 worker: $(VENV)/.scale-installed
 	$(PY) -m app.celery_worker
 
+# everything: unit, integration (real workers, servers, the corpora), browser, and gpu on a GPU host
 test: $(VENV)/.dev-installed
+	$(NODE_TEST)
 	$(PY) -m pytest -q
 
-# the inner loop: everything but the browser tests (CI runs the whole `make test`)
-test-fast: $(VENV)/.dev-installed
-	$(PY) -m pytest -q -m "not browser"
+# the inner loop, under a minute: no worker process, no browser, no network (tests/conftest.py)
+test-unit: $(VENV)/.dev-installed
+	$(NODE_TEST)
+	$(PY) -m pytest -q -m unit
 
 bench: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.latency

@@ -1,7 +1,13 @@
 """Fixtures: a real app with real workers (one for the session, or made to measure with make_app),
 its test client, a live server, a shared headless chromium, and the checks every test gets. The one
-skip mechanism is the markers: `gpu` tests skip without a GPU, `browser` tests without chromium."""
+skip mechanism is the markers: `gpu` tests skip without a GPU, `browser` tests without chromium.
+
+The tiers (pytest.ini): a test is `unit` (make test-unit, the inner loop) unless it is `browser`,
+`gpu` or `integration`; it is `integration` when it uses a fixture that starts workers or a server,
+or its module says so (it starts them itself, or runs a corpus). A unit test that starts a worker
+or opens a network connection fails, saying so."""
 import os
+import socket
 
 import pytest
 
@@ -13,14 +19,50 @@ os.environ.setdefault("PUZZLE_WARMUP", "0")
 from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
 
 
+WORKER_FIXTURES = {"app", "client", "make_app", "live_server"}  # each starts real workers
+
+
 def pytest_collection_modifyitems(config, items):
     gpu, chromium = has_gpu(), os.path.exists(CHROMIUM)
     skips = {"gpu": (not gpu, "needs a CUDA GPU"), "cpu_only": (gpu, "checks the answer of a host without a GPU"),
              "browser": (not chromium, f"needs {CHROMIUM}")}
+    unmarked = [item.nodeid for item in items if "browser" in getattr(item, "fixturenames", ()) and "browser" not in item.keywords]
+    if unmarked:
+        raise pytest.UsageError(f"tests that drive chromium need @pytest.mark.browser: {unmarked}")
     for item in items:
         for marker, (skip, reason) in skips.items():
             if skip and marker in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
+        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+        if not {"browser", "gpu", "integration"} & set(item.keywords):
+            item.add_marker(pytest.mark.unit)
+
+
+class StartsAWorker(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def unit_tier(request, monkeypatch):
+    """A unit test starts no worker and reaches no network: the tier's promise, kept by failing."""
+    if request.node.get_closest_marker("unit") is None:
+        yield
+        return
+    from app import dispatcher
+
+    def no_worker(*args, **kwargs):
+        raise StartsAWorker(f"{request.node.nodeid} is a unit test and starts a worker: mark it integration")
+
+    def no_network(sock, address, *rest):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            raise StartsAWorker(f"{request.node.nodeid} is a unit test and connects to {address}: mark it integration")
+        return real_connect(sock, address, *rest)
+
+    real_connect = socket.socket.connect
+    monkeypatch.setattr(dispatcher.WorkerProcess, "__init__", no_worker)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from sandbox.spec import normalize
 from tests.corpus import fla, liger, without_store_mask
 from tests.test_gpu_trace import instrumented_trace, interpreter_trace, same
 
+pytestmark = pytest.mark.integration  # runs the libraries' kernels: the corpus
+
 ENTRIES = {**liger.ENTRIES, **fla.ENTRIES}
 
 # Kernels that cannot run as written, and why: each test of theirs is expected to fail.

@@ -10,6 +10,8 @@ from sandbox.pipeline import run_spec
 from tests.corpus import without_store_mask
 from tests.test_corpus import DEVICES, ENTRIES
 
+pytestmark = pytest.mark.integration  # runs the mutated corpus
+
 # A few kernels of each library, of each shape: a row kernel moving its pointers, a 2-D grid, a flat
 # autotuned activation with a grid of meta, a row reduction.
 KERNELS = ["liger.rms_norm_forward", "liger.swiglu_forward_tiled", "liger.softmax_multi_block_backward",

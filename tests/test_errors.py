@@ -7,15 +7,14 @@ import pytest
 from sandbox.errors import PHASES
 from sandbox.result import ERROR
 
-pytestmark = pytest.mark.unit
-
 JSON = {"Accept": "application/json"}
 BAD_BODY = {"spec": {"source": "x", "kernel": "k"}, "referenec": 1}  # a field beside the spec no endpoint takes
 ANY_ARGUMENT = {"editor.plotly_js"}  # serves its one file whatever the version in its name (a cache key)
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def web(tmp_path_factory):
+    """The web app alone: no worker is started (a bad request never reaches one)."""
     from app import create_app
     directory = tmp_path_factory.mktemp("errors")
     return create_app({"TESTING": True, "START_WORKERS": False, "DATABASE": str(directory / "db.sqlite"),
@@ -44,9 +43,9 @@ def bad_requests(rule):
         yield "GET", url, None, 404
 
 
-def test_every_endpoint_answers_a_bad_request_with_the_one_error_body(app):
-    client = app.test_client()
-    rules = [rule for rule in app.url_map.iter_rules()]
+def test_every_endpoint_answers_a_bad_request_with_the_one_error_body(web):
+    client = web.test_client()
+    rules = list(web.url_map.iter_rules())
     assert len(rules) >= 15  # the url_map is read, not an empty list
     for rule in rules:
         for method, url, body, status in bad_requests(rule):
@@ -58,8 +57,8 @@ def test_every_endpoint_answers_a_bad_request_with_the_one_error_body(app):
                 assert error["phase"] == "parse" and error["field"] == "referenec", f"{where}: {error}"
 
 
-def test_a_malformed_spec_names_its_field_in_every_api_that_takes_one(app):
-    client = app.test_client()
+def test_a_malformed_spec_names_its_field_in_every_api_that_takes_one(web):
+    client = web.test_client()
     for url in ("/api/run", "/api/snippets", "/api/export", "/api/puzzles"):
         response = client.post(url, json={"spec": {"source": "x", "kernel": "k", "grid": "(1,)",
                                                    "options": {"num_warps": 3}}})
@@ -68,22 +67,22 @@ def test_a_malformed_spec_names_its_field_in_every_api_that_takes_one(app):
         assert error["type"] == "SpecError" and error["phase"] == "parse"
 
 
-def test_a_refusal_by_a_limit_is_phase_limit(app):
-    response = app.test_client().post("/api/snippets", data=b"x" * (5 * app.config["MAX_SNIPPET_BYTES"]),
+def test_a_refusal_by_a_limit_is_phase_limit(web):
+    response = web.test_client().post("/api/snippets", data=b"x" * (5 * web.config["MAX_SNIPPET_BYTES"]),
                                       content_type="application/json")
     error = assert_error_body(response.get_json(), "a body past MAX_CONTENT_LENGTH")
     assert response.status_code == 413 and error["phase"] == "limit" and error["type"] == "RequestEntityTooLarge"
 
 
-def test_a_browser_still_gets_the_error_page(app):
-    response = app.test_client().get("/s/no-such-thing", headers={"Accept": "text/html"})
+def test_a_browser_still_gets_the_error_page(web):
+    response = web.test_client().get("/s/no-such-thing", headers={"Accept": "text/html"})
     assert response.status_code == 404 and b"there is no shared snippet" in response.data
     assert response.mimetype == "text/html"
 
 
-def test_the_socketio_acks_carry_the_one_error_body(app):
+def test_the_socketio_acks_carry_the_one_error_body(web):
     from app import socketio
-    browser = socketio.test_client(app)
+    browser = socketio.test_client(web)
     ack = browser.emit("run", {"spec": {"source": "x", "kernel": "k", "grid": "(1,)", "options": {"num_warps": 3}}},
                        callback=True)
     error = assert_error_body(ack, "the run ack")

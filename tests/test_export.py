@@ -8,6 +8,8 @@ import pytest
 from app.export import export_script
 from app.gallery import load_example
 
+pytestmark = pytest.mark.integration  # runs each exported script in its own Python
+
 
 def run_script(script, tmp_path):
     path = tmp_path / "exported.py"

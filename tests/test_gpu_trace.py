@@ -17,6 +17,8 @@ from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
 from tests.helpers import VECTOR_ADD, vector_add_spec
 from tests.trace_corpus import BUGS, CORPUS
 
+pytestmark = pytest.mark.integration  # the two tracers over the whole trace corpus
+
 LIMITS = {"max_programs": 4096, "max_bytes": 2_000_000}
 
 

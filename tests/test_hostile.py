@@ -33,6 +33,8 @@ from tests import hostile_cases as H
 from app.gallery import load_example
 from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
+pytestmark = pytest.mark.integration  # every attack runs in a real jailed run process
+
 SECRET = "hostile-secret-" + secrets.token_hex(8)
 CREDENTIAL = "nvapi-" + secrets.token_hex(8)  # a credential-shaped variable of the server's, NVIDIA_API_KEY
 RUN_ENVIRONMENT = set(RUN_ENVIRONMENT)

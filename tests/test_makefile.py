@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-pytestmark = [pytest.mark.unit, pytest.mark.skipif(shutil.which("make") is None, reason="needs make")]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
 def planned(target, tmp_path, path=None, **variables):

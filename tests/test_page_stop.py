@@ -9,6 +9,8 @@ from tests.helpers import (ENDLESS, VECTOR_ADD, page_without_errors, running_app
                            wait_until_ready)
 from tests.test_browser import open_playground, run_and_wait
 
+pytestmark = pytest.mark.browser
+
 TIMEOUT_S = 4.0
 SHOTS = "/tmp/shots"
 

@@ -9,6 +9,8 @@ import pytest
 from app import socketio
 from tests.helpers import ENDLESS, ROOT, VECTOR_ADD, vector_add_spec
 
+pytestmark = pytest.mark.integration  # starts run processes and workers
+
 
 def run(client, spec):
     response = client.post("/api/run", json=spec)

@@ -21,7 +21,8 @@ from app.gallery import load_example
 from benchmarks.server import ROOT, Server, free_port
 
 socketio = pytest.importorskip("socketio")
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")
+pytestmark = [pytest.mark.integration,  # Redis, web processes and Celery workers
+              pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")]
 
 RUN_TIMEOUT_S = 15.0
 SLEEPY = "\nimport time\ntime.sleep(60)\n"  # module level: the run sleeps past its timeout

@@ -14,6 +14,8 @@ import pytest
 from app.gallery import load_example
 from benchmarks.server import Server
 
+pytestmark = pytest.mark.integration  # starts the server as make run does
+
 socketio = pytest.importorskip("socketio")
 pytest.importorskip("aiohttp")  # python-socketio's asyncio client: a thousand clients in one thread
 

@@ -22,6 +22,8 @@ from sandbox.shared_kernels import SharedKernels
 from tests.helpers import VECTOR_ADD, wait_until_warmed
 from tests.test_ir import vector_add_args, write
 
+pytestmark = pytest.mark.integration  # starts workers and their warm-up
+
 CHECK_ONLY = {"check": True, "bench": False, "trace": False, "ir": False}
 
 

@@ -10,8 +10,6 @@ import pytest
 
 from sandbox import isolation
 
-pytestmark = pytest.mark.unit
-
 # What the kernel's own tables say, for the two architectures GPU hosts have.
 KNOWN = {"x86_64": {"capset": 126, "capget": 125, "pivot_root": 155},
          "aarch64": {"capset": 91, "capget": 90, "pivot_root": 41}}

@@ -1,0 +1,38 @@
+// static/js/launch-check.js: what the launch form says is wrong before a run, each on its field.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { initDtypeProblem, launchProblems, namesIn, sourceNames } from "../../static/js/launch-check.js";
+
+const PARAMS = [{ name: "x_ptr" }, { name: "out_ptr" }, { name: "n" }, { name: "BLOCK", constexpr: true }];
+const input = (name, fields = {}) => ({ name, init: "randn", dtype: "float32", mode: "init", reference: "", ...fields });
+
+test("the names an expression reads", () => {
+  assert.deepEqual(namesIn("triton.cdiv(n, meta['BLOCK'])"), ["triton", "n", "meta"]);
+  assert.deepEqual(namesIn("x.numel()"), ["x"]);
+  assert.deepEqual(namesIn("torch.full((4,), 1e-5, dtype=torch.float32)"), ["torch", "torch"]);
+});
+
+test("the names a source defines", () => {
+  const names = sourceNames("import math\nfrom torch import nn as network\nSCALE = 2\ndef f():\n    pass\n");
+  assert.deepEqual([...names].sort(), ["SCALE", "f", "math", "network"]);
+});
+
+test("a good launch has no problem", () => {
+  const launch = { args: { x_ptr: "x", out_ptr: "out", n: "x.numel()", BLOCK: "1024" },
+                   grid: "(triton.cdiv(n, meta['BLOCK']),)", inputs: [input("x"), input("out", { reference: "x * 2" })] };
+  assert.deepEqual(launchProblems(launch, PARAMS, ""), []);
+});
+
+test("every problem at once, each on its field", () => {
+  const launch = { args: { x_ptr: "y", out_ptr: "out", n: "", BLOCK: "1024" }, grid: "(cdiv(m, 4),)",
+                   inputs: [input("out", { dtype: "int32" }), input("out", { reference: "z + 1" })] };
+  const fields = launchProblems(launch, PARAMS, "").map((p) => p.field);
+  assert.deepEqual(fields, ["args.x_ptr", "args.n", "grid", "inputs.out", "inputs.out", "reference.out"]);
+});
+
+test("a dtype its init cannot make", () => {
+  assert.match(initDtypeProblem("randn", "int32"), /randn draws floating-point numbers, not int32/);
+  assert.match(initDtypeProblem("rand", "float8_e4m3fn"), /float8_e4m3fn/);
+  assert.equal(initDtypeProblem("zeros", "float8_e4m3fn"), null);
+  assert.equal(initDtypeProblem("randint", "int8"), null);
+});
