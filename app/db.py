@@ -58,6 +58,35 @@ def insert(db, sql, params):
         raise
 
 
+# Tables whose rows are content-addressed: {table: the shortest id a row may get}.
+CONTENT_TABLES = {"snippet": 8, "puzzle": 10}
+
+
+def store_by_content(db, table, digest, body, charge=None):
+    """Store `body` under the shortest free prefix of its content hash `digest` (at least
+    CONTENT_TABLES[table] characters, as Compiler Explorer's share ids), and return that id: the
+    same content always gets the id it was first given. `charge(nbytes)` is called once before a
+    new row is written (it may refuse). Another saver may take the prefix between the look and the
+    insert: the insert then fails (the id is the key) and the loop looks again. None if five tries
+    lost such races."""
+    shortest, charged = CONTENT_TABLES[table], False
+    for _ in range(5):
+        row = db.execute(f"SELECT id FROM {table} WHERE digest = ?", (digest,)).fetchone()
+        if row:
+            return row["id"]
+        if charge is not None and not charged:
+            charge(len(body.encode()))
+            charged = True
+        free = next((digest[:n] for n in range(shortest, len(digest) + 1)
+                     if db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (digest[:n],)).fetchone() is None), digest)
+        try:
+            insert(db, f"INSERT INTO {table} (id, digest, body) VALUES (?, ?, ?)", (free, digest, body))
+            return free
+        except sqlite3.IntegrityError:
+            continue
+    return None
+
+
 def get_db():
     if "db" not in g:
         g.db = connect(current_app.config["DATABASE"], max_bytes(current_app.config))

@@ -23,7 +23,6 @@ import hashlib
 import io
 import json
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -31,14 +30,14 @@ import tokenize
 from pathlib import Path
 
 from app import db as database
+from app import literate
 from app.db import get_db
 from app.owners import PUZZLE_SOLUTIONS
 from sandbox.spec import SpecError, normalize
 
 log = logging.getLogger(__name__)
 PUZZLES_DIR = Path(__file__).resolve().parent.parent / "kernels" / "puzzles"
-_FILE_NAME = re.compile(r"^\d+_([a-z][a-z0-9_]*)\.py$")
-STARTER, SOLUTION, PUZZLE = "# %% Starter", "# %% Solution", "# %% The puzzle"
+STARTER, SOLUTION = "Starter", "Solution"  # the sections of a puzzle's file; `# %% The puzzle` holds PUZZLE
 TEACHER_PREFIX = "t-"
 MAX_TESTS = 6
 MAX_TEXT = 8000  # characters of a teacher's statement, of each hint
@@ -110,39 +109,14 @@ def label(names):
 
 # ---- reading built-in puzzles ----
 
-def _files():
-    files = {}
-    for path in sorted(PUZZLES_DIR.glob("*.py")):
-        match = _FILE_NAME.match(path.name)
-        if match:
-            files[match.group(1)] = path
-    return files
-
-
-def _title_and_statement(docstring):
-    lines = (docstring or "").strip().splitlines()
-    title = lines[0].strip() if lines else ""
-    body = lines[2:] if len(lines) > 1 and set(lines[1].strip()) <= set("=-~") else lines[1:]
-    return title, "\n".join(body).strip()
-
-
-def _section(text, start, end, path):
-    head, marker, rest = text.partition("\n" + start + "\n")
-    if not marker:
-        raise PuzzleError(f"{path.name} has no '{start}' line")
-    return rest.partition("\n" + end + "\n")[0].strip() + "\n" if end else rest
-
-
 def read(name, path):
-    text = path.read_text()
-    tree = ast.parse(text, filename=str(path))
-    literal = next((node.value for node in tree.body if isinstance(node, ast.Assign)
-                    and [getattr(t, "id", None) for t in node.targets] == ["PUZZLE"]), None)
-    if literal is None:
-        raise PuzzleError(f"{path.name} has no `PUZZLE = {{...}}`")
-    title, statement = _title_and_statement(ast.get_docstring(tree))
-    return define(name, title=title, statement=statement, starter=_section(text, STARTER, SOLUTION, path),
-                  solution=_section(text, SOLUTION, PUZZLE, path), **ast.literal_eval(literal))
+    """A built-in puzzle from its literate file (app.literate)."""
+    doc = literate.read(path)
+    try:
+        return define(name, title=doc.title, statement=doc.body, starter=doc.section(STARTER),
+                      solution=doc.section(SOLUTION), **doc.literal("PUZZLE"))
+    except literate.LiterateError as e:
+        raise PuzzleError(str(e)) from None
 
 
 def define(name, *, title, statement, starter, solution, kernel, inputs, args, grid, reference, hints=(),
@@ -185,7 +159,7 @@ def _check_test_names(puzzle):
 
 
 def builtin_names():
-    return list(_files())
+    return list(literate.files(PUZZLES_DIR))
 
 
 _builtins_lock = threading.Lock()
@@ -193,8 +167,8 @@ _builtins = {}
 
 
 def builtin(name):
-    """A built-in puzzle by name, or None (read once per file version)."""
-    path = _files().get(name)
+    """A built-in puzzle by name, or None (checked once per file version)."""
+    path = literate.files(PUZZLES_DIR).get(name)
     if path is None:
         return None
     key = (name, path.stat().st_mtime_ns)
@@ -290,21 +264,10 @@ def save(puzzle, charge=None):
     stored = {k: v for k, v in puzzle.items() if k != "name"}
     body = json.dumps(stored, sort_keys=True)
     digest = hashlib.sha256(body.encode()).hexdigest()
-    db = get_db()
-    found = db.execute("SELECT id FROM puzzle WHERE digest = ?", (digest,)).fetchone()
-    if found is not None:
-        return TEACHER_PREFIX + found["id"]
-    if charge is not None:
-        charge(len(body.encode()))
-    for length in range(10, len(digest) + 1):
-        row = db.execute("SELECT digest FROM puzzle WHERE id = ?", (digest[:length],)).fetchone()
-        if row is None:
-            database.insert(db, "INSERT OR IGNORE INTO puzzle (id, digest, body) VALUES (?, ?, ?)",
-                            (digest[:length], digest, body))
-            return TEACHER_PREFIX + digest[:length]
-        if row["digest"] == digest:
-            return TEACHER_PREFIX + digest[:length]
-    raise PuzzleError("could not store the puzzle; try again")
+    puzzle_id = database.store_by_content(get_db(), "puzzle", digest, body, charge)
+    if puzzle_id is None:
+        raise PuzzleError("could not store the puzzle; try again")
+    return TEACHER_PREFIX + puzzle_id
 
 
 def find(name):

@@ -5,16 +5,12 @@ a stored snippet is loaded with only its valid fields (rows saved before the sch
 """
 import hashlib
 import json
-import sqlite3
 
 from app import db as database
 from app.db import get_db
 from sandbox.result import IR_STAGES
 from sandbox.spec import PROGRAM_ID, is_program_id
 from sandbox.spec import schema as spec_schema
-
-MIN_ID_LENGTH = 8
-
 
 class SnippetError(ValueError):
     pass
@@ -144,30 +140,10 @@ def save(spec, ui, max_bytes, charge=None):
     if len(body.encode()) > max_bytes:
         raise SnippetTooLarge(f"the snippet is {len(body.encode()) // 1024} KB; the limit is {max_bytes // 1024} KB")
     digest = hashlib.sha256(canonical(spec, ui).encode()).hexdigest()
-    db = get_db()
-    charged = False
-    for _ in range(5):  # concurrent savers of different content can race for one prefix
-        row = db.execute("SELECT id FROM snippet WHERE digest = ?", (digest,)).fetchone()
-        if row:
-            return row["id"]
-        if charge is not None and not charged:
-            charge(len(body.encode()))
-            charged = True
-        snippet_id = shortest_free_prefix(db, digest)
-        try:
-            database.insert(db, "INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", (snippet_id, digest, body))
-            return snippet_id
-        except sqlite3.IntegrityError:
-            continue
-    raise SnippetError("could not store the snippet; try again")
-
-
-def shortest_free_prefix(db, digest):
-    for length in range(MIN_ID_LENGTH, len(digest) + 1):
-        prefix = digest[:length]
-        if db.execute("SELECT 1 FROM snippet WHERE id = ?", (prefix,)).fetchone() is None:
-            return prefix
-    return digest
+    snippet_id = database.store_by_content(get_db(), "snippet", digest, body, charge)
+    if snippet_id is None:
+        raise SnippetError("could not store the snippet; try again")
+    return snippet_id
 
 
 def load(snippet_id):
