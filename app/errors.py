@@ -32,10 +32,9 @@ def error_response(status, message, *, phase=None, type=None, field=None):
     return render_template("error.html", code=status, title=HTTP_TITLES.get(status, "Error"), message=message), status
 
 
-def refused(status, e, **given):
+def refused(status, e, phase=None):
     """The response to exception `e`: its message, its class as the type, its `field` if it has one."""
-    return error_response(status, str(e), type=given.pop("type", e.__class__.__name__),
-                          field=getattr(e, "field", None), **given)
+    return error_response(status, str(e), phase=phase, type=e.__class__.__name__, field=getattr(e, "field", None))
 
 
 HTTP_TITLES = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Too large",
