@@ -174,7 +174,7 @@ async function start() {
   try {
     const response = await fetch("/api/run", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ spec }) });
     body = await response.json();
-    if (!response.ok) body = { status: "error", error: { phase: "parse", type: "RunError", message: body.error.message, line: null, pid: null, hint: null, field: body.error.field || null }, steps: null };
+    if (!response.ok) body = { status: "error", error: body.error, steps: null };   // the server's one error body
   } catch (error) {
     body = { status: "error", error: { phase: "sandbox", type: "RunError", message: `The server did not answer: ${error.message}`, line: null, pid: null, hint: null, field: null }, steps: null };
   }
