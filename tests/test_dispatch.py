@@ -220,7 +220,9 @@ def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(mon
     start = time.monotonic()
     response = app.test_client().post("/api/run", json=spec)
     assert response.status_code == 503 and time.monotonic() - start < 5
-    assert "could not finish this run within 1 s" in response.get_json()["error"]["message"]
+    error = response.get_json()["error"]
+    assert "could not finish this run within 1 s" in error["message"]
+    assert (error["phase"], error["type"]) == ("timeout", "RunLost")
     assert app.extensions["dispatcher"].health()["queued"] == 0
 
 
