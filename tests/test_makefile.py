@@ -14,7 +14,9 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make
 def planned(target, tmp_path, path=None, **variables):
     """The commands `make TARGET` would run for a fresh virtual environment under tmp_path."""
     env = {**os.environ, "PATH": path or os.environ["PATH"]}
-    env.pop("REDIS_URL", None)
+    # Not what an outer make (`make test`) passes down: its variables would be this make's too.
+    for name in ("REDIS_URL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        env.pop(name, None)
     argv = ["make", "-n", target, f"VENV={tmp_path / 'venv'}", *(f"{k}={v}" for k, v in variables.items())]
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
 
