@@ -141,7 +141,7 @@ def export():
     except SpecError as e:
         return refused(400, e)
     return Response(export_script(spec), mimetype="text/x-python",
-                    headers={"Content-Disposition": f'attachment; filename="{spec["kernel"]}.py"'})
+                    headers={"Content-Disposition": f'attachment; filename="{spec.get("kernel", "program")}.py"'})
 
 
 @bp.get("/healthz")

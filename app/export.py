@@ -7,7 +7,7 @@ the way the playground does (inputs in order, then arguments, then the grid with
 import ast
 import re
 
-from sandbox.spec import normalize
+from sandbox.spec import is_script, normalize
 
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
@@ -199,8 +199,11 @@ def _source_without_header_imports(source):
 
 
 def export_script(spec, title=None):
-    """A standalone script (str) that builds the inputs, launches, checks and times `spec`."""
+    """A standalone script (str) that builds the inputs, launches, checks and times `spec`. A script
+    spec's program is one already, and is its own export."""
     spec = normalize(spec)
+    if is_script(spec):
+        return spec["source"]
     options = {key: spec["options"][key] for key in
                ("num_warps", "num_stages", "seed", "check", "bench", "atol", "rtol", "flops")}
     if spec["options"]["device"] == "interpreter":

@@ -2,27 +2,29 @@
 import re
 
 PHASES = ("parse", "build", "compile", "launch", "check", "bench", "trace", "ir",
-          "timeout", "limit", "sandbox", "stopped")
+          "timeout", "limit", "sandbox", "stopped", "program")
 
 
 class RunError(Exception):
     """A run failed in `phase`. Fields, never text to parse back: `message` in plain words, `hint`
     (what a beginner should try; found from the message when not given), `line` of the user's
     source, `pid` the program id, `field` the spec field at fault ("args.n", "inputs.x", "grid",
-    "reference.out", "options.flops", "source", "kernel")."""
+    "reference.out", "options.flops", "source", "kernel"), `launch` the index of the program's
+    launch at fault (script mode)."""
 
     trace = None  # an out-of-bounds error's trace, up to and including the offending access
 
-    def __init__(self, phase, message, *, type=None, hint=None, line=None, pid=None, field=None):
+    def __init__(self, phase, message, *, type=None, hint=None, line=None, pid=None, field=None, launch=None):
         assert phase in PHASES, phase
         super().__init__(message)
         self.phase, self.message, self.type = phase, message, type
         self.hint = hint if hint is not None else hint_for(message)
-        self.line, self.pid, self.field = line, pid, field
+        self.line, self.pid, self.field, self.launch = line, pid, field, launch
 
     def to_dict(self):
         return {"phase": self.phase, "type": self.type or "RunError", "message": self.message,
-                "hint": self.hint, "line": self.line, "pid": self.pid, "field": self.field}
+                "hint": self.hint, "line": self.line, "pid": self.pid, "field": self.field,
+                "launch": self.launch}
 
 
 def explain(exc):

@@ -7,6 +7,8 @@ raise "0 active drivers". Here they answer as the interpreter would need: the to
 the target is the GPU the IR tab compiles for by default, and the device properties are that GPU's.
 A run whose module asked says so in its notes (`note()`): the numbers are a named GPU's, not this host's.
 """
+import contextlib
+
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
@@ -91,10 +93,31 @@ def install():
 def note():
     """The run's note when its code consulted the stand-in since the last note, else None."""
     driver = triton.runtime.driver._active
-    if not (isinstance(driver, HostDriver) and driver.consulted):
+    if not isinstance(driver, HostDriver):
         return None
+    text = note_of(driver, "This host has no GPU")
     driver.consulted = False  # the next run in this process says so only if it asks too
-    return (f"This host has no GPU: triton.runtime.driver.active answered for Triton's interpreter, with the torch "
+    return text
+
+@contextlib.contextmanager
+def standing_in():
+    """A HostDriver as Triton's active driver while a program runs in the interpreter, whatever the
+    host has (script mode): the program's device is then `cpu`, where the interpreter's tracer works.
+    Yields the driver; its note is the caller's to take before the driver before comes back."""
+    before = triton.runtime.driver._active
+    driver = HostDriver()
+    triton.runtime.driver.set_active(driver)
+    try:
+        yield driver
+    finally:
+        triton.runtime.driver._active = before
+
+
+def note_of(driver, why):
+    """The run's note for a HostDriver its code consulted (`why` it stood in), else None."""
+    if not driver.consulted:
+        return None
+    return (f"{why}: triton.runtime.driver.active answered for it, with the torch "
             f"device 'cpu', the target {TARGET.backend} sm{TARGET.arch} and the device properties of an {GPU_NAME} "
             f"({PROPERTIES['multiprocessor_count']} SMs, {PROPERTIES['max_shared_mem'] // 1024} KB shared memory "
             f"per block, {PROPERTIES['max_num_regs']} registers per SM).")

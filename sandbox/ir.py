@@ -52,10 +52,15 @@ def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arc
     meta-parameters in `args`, its num_warps and num_stages); a meta-parameter missing from `args`
     comes from the heuristic.
     """
-    capability = parse_arch(arch)
     with silenced():  # the run itself already showed what the module prints
         module = load_module(module_path, interpret=False, phase="compile")
     kernel = find_kernel(module, kernel_name, phase="compile")
+    return compile_kernel(kernel, module, module_path, args, num_warps=num_warps, num_stages=num_stages, arch=arch)
+
+
+def compile_kernel(kernel, module, module_path, args, *, num_warps=4, num_stages=3, arch=None):
+    """compile_ir for a sandbox.kernel.Kernel of `module` (whose file is `module_path`), already loaded."""
+    capability = parse_arch(arch)
     fn, args = kernel.jit, with_heuristics(kernel, dict(args))
     # A parameter named like an option is that option too, as at launch (sandbox.kernel.launch_keywords).
     options = {name: value for name, value in launch_keywords(args, num_warps=num_warps, num_stages=num_stages).items()
@@ -170,8 +175,8 @@ def specialize(fn, args):
             value = param.default
         else:
             raise RunError("compile", f"argument '{param.name}' of {fn.__name__} has no value")
-        kind, divisible = param_type(value)
-        if param.is_constexpr or kind == "constexpr":
+        kind, divisible = ("constexpr", False) if param.is_constexpr else param_type(value)  # a str may be one
+        if kind == "constexpr":
             signature[param.name] = "constexpr"
             constexprs[(index, )] = value.value if isinstance(value, tl.constexpr) else value
             continue

@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import triton
 
-from sandbox import bench, build, gpu_trace, host_driver, provenance, puzzles, stepper, sweep
+from sandbox import bench, build, gpu_trace, host_driver, provenance, puzzles, script, stepper, sweep
 from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir
 from sandbox.kernel import as_run_error, find_kernel, launch_keywords, load_module, silenced, write_source
-from sandbox.spec import SpecError, normalize
+from sandbox.spec import SpecError, is_script, normalize
 from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer, index_of, owners_by_position
 
 
@@ -470,6 +470,8 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
+        if is_script(spec):
+            return script.run_script(spec, emit, scratch, limits or {})
         run = Run(spec, emit, scratch, limits or {}, checked_before,
                   reference_times if isinstance(reference_times, dict) else None)
         if compiled_ahead:

@@ -19,7 +19,8 @@ OPTIONAL_STR = (str, type(None))
 
 # key: allowed types (a tuple), or a nested definition (a dict, for an object that may be null)
 ERROR = {"phase": (str,), "type": (str,), "message": (str,), "hint": OPTIONAL_STR,
-         "line": (int, type(None)), "pid": (list, type(None)), "field": OPTIONAL_STR}
+         "line": (int, type(None)), "pid": (list, type(None)), "field": OPTIONAL_STR,
+         "launch": (int, type(None))}
 SUMMARY = {"median": NUMBER, "p20": NUMBER, "p80": NUMBER, "n": (int,)}
 TIMINGS = {"compile_ms": OPTIONAL_NUMBER, "kernel_ms": SUMMARY, "reference_ms": SUMMARY,
            "interpreter": (bool,), "speedup": OPTIONAL_NUMBER, "bytes": OPTIONAL_NUMBER,
@@ -36,11 +37,16 @@ PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, ty
 SWEEP = {"params": (list,), "rows": (list,), "best": (int, type(None)), "clear": (bool,), "interpreter": (bool,)}
 STEPS = {"pid": (list,), "grid": (list,), "function": (str,), "initial": (dict,), "steps": (list,), "values": (list,), "accesses": (list,),
          "tensors": (dict,), "truncated": (bool,)}
+LAUNCHES = {"total": (int,), "selected": (int, type(None)), "list": (list,)}
+LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": (list,), "args": (list,),
+          "num_warps": (int,), "num_stages": (int,), "config": (dict, type(None)), "ms": OPTIONAL_NUMBER,
+          "bounds": (str,)}
+BOUNDS = ("ok", "out_of_bounds", "failed", "unchecked")
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
-          "sweep": SWEEP, "steps": STEPS}
+          "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES}
 
 # result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -54,7 +60,7 @@ def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
-            "puzzle": None, "sweep": None, "steps": None}
+            "puzzle": None, "sweep": None, "steps": None, "launches": None}
 
 
 def failed(error, device=None):
@@ -127,6 +133,10 @@ def problems(result):
             found.append(f"result.error.phase is {error.get('phase')!r}, not one of {PHASES}")
         for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
             found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
+        for i, launch in enumerate((result.get("launches") or {}).get("list") or []):
+            found += _problems(launch, LAUNCH, f"result.launches.list[{i}]")
+            if isinstance(launch, dict) and launch.get("bounds") not in BOUNDS:
+                found.append(f"result.launches.list[{i}].bounds is {launch.get('bounds')!r}, not one of {BOUNDS}")
     return found
 
 

@@ -21,7 +21,14 @@ DEFAULT_OPTIONS = {
     "trace_pid": None,            # [x, y, z]: record this one program's accesses (one the trace left out)
     "sweep": None,                # {meta-parameter | num_warps | num_stages: [values]}: run each combination
     "step_pid": None,             # [x, y, z]: replay only this program, line by line, with its locals
+    "launch": None,               # script mode: the index of the launch to trace, time and compile
+    "benchmarks": "first",        # script mode: run each perf_report benchmark at its "first" point, or "all"
 }
+MODES = ("form", "script")  # a kernel and its launch form, or a whole program that launches kernels itself
+BENCHMARKS = ("first", "all")
+# What a script takes from its program instead of the spec: refused there, naming the field.
+FORM_ONLY_FIELDS = ("kernel", "inputs", "args", "grid", "reference")
+FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol")
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
 PUZZLE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -29,7 +36,7 @@ MAX_SWEEP_CONFIGS = 16  # a sweep is a small grid: each configuration is a launc
 NUM_STAGES = (1, 8)  # software-pipelining depth of loads in loops, inclusive (Triton's own configs use 1 to 7)
 # The fields a spec may have; anything else at its top level is refused, naming it (a client that
 # misspells "reference" learns it instead of running unchecked). "grading" is the server's own.
-FIELDS = ("version", "source", "kernel", "inputs", "args", "grid", "reference", "options")
+FIELDS = ("version", "mode", "source", "kernel", "inputs", "args", "grid", "reference", "options")
 # How deep a request's JSON may nest. A spec is 4 deep at most (options.sweep.NAME[i]), a body
 # around it 5; Python's own parsers and copies recurse, and a body nested hundreds deep would take
 # them past the interpreter's stack (a RecursionError) before any field is looked at.
@@ -51,7 +58,8 @@ def schema():
     rules = {"num_warps": {"choices": list(NUM_WARPS)},
              "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
              "device": {"choices": list(DEVICES)},
-             "sweep": {"max_configs": MAX_SWEEP_CONFIGS}, "trace_pid": PROGRAM_ID, "step_pid": PROGRAM_ID}
+             "sweep": {"max_configs": MAX_SWEEP_CONFIGS}, "trace_pid": PROGRAM_ID, "step_pid": PROGRAM_ID,
+             "benchmarks": {"choices": list(BENCHMARKS)}}
     return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES, "program_id": PROGRAM_ID,
             "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
 
@@ -145,6 +153,10 @@ def normalize(raw):
     spec["version"] = VERSION
     _expect(isinstance(spec.get("source"), str) and spec["source"].strip(), "'source' must be the kernel's Python source", "source")
     _expect(len(spec["source"].encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB", "source")
+    _expect(spec.get("mode", "form") in MODES, f"'mode' must be one of {', '.join(MODES)}", "mode")
+    if spec.get("mode") == "script":
+        return _normalize_script(spec)
+    spec.pop("mode", None)  # a form run's spec is as it always was: its mode is the default
     _expect(isinstance(spec.get("kernel"), str) and spec["kernel"].isidentifier(),
             "'kernel' must name the @triton.jit function to launch", "kernel")
     for field in ("inputs", "args", "reference"):
@@ -159,13 +171,11 @@ def normalize(raw):
         _expect(name in spec["inputs"], f"reference '{name}' is not an input: references describe the expected value of an output tensor", f"reference.{name}")
         _expect(isinstance(expr, str) and expr.strip(), f"reference for '{name}' needs an expression", f"reference.{name}")
     _expect(isinstance(spec.get("grid"), str) and spec["grid"].strip(), "'grid' must be an expression such as (triton.cdiv(n, meta['BLOCK_SIZE']),)", "grid")
-    options = dict(DEFAULT_OPTIONS)
-    user_options = spec.get("options") or {}
-    _expect(isinstance(user_options, dict), "'options' must be an object", "options")
-    unknown = set(user_options) - set(DEFAULT_OPTIONS)
-    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}", "options")
-    options.update(user_options)
-    _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}", "options.device")
+    options = _options(spec)
+    for key in ("launch", "benchmarks"):
+        _expect(options[key] == DEFAULT_OPTIONS[key], f"options.{key} is for a script (\"mode\": \"script\"): "
+                                                      f"a form run has one launch", f"options.{key}")
+    _check_common_options(options)
     low, high = NUM_STAGES
     _expect(isinstance(options["num_stages"], int) and not isinstance(options["num_stages"], bool)
             and low <= options["num_stages"] <= high, f"options.num_stages must be an integer from {low} to {high}",
@@ -173,15 +183,11 @@ def normalize(raw):
     _expect(type(options["num_warps"]) is int and options["num_warps"] in NUM_WARPS,
             f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}",
             "options.num_warps")
-    _expect(isinstance(options["seed"], int), "options.seed must be an integer", "options.seed")
-    for key in ("check", "bench", "trace", "ir", "sanitize"):
-        _expect(isinstance(options[key], bool), f"options.{key} must be true or false", f"options.{key}")
     for key in ("atol", "rtol"):
         _expect(options[key] is None or _is_number(options[key]) and options[key] >= 0,
                 f"options.{key} must be a non-negative number, or null for the dtype's default", f"options.{key}")
     _expect(options["flops"] is None or _is_number(options["flops"]) or isinstance(options["flops"], str),
             "options.flops must be a number or an expression such as \"2 * M * N * K\"", "options.flops")
-    _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
     _expect(options["puzzle"] is None or isinstance(options["puzzle"], str) and PUZZLE_NAME.match(options["puzzle"]),
             "options.puzzle must name a puzzle (letters, digits, '_' and '-'), or be null", "options.puzzle")
     _check_sweep(options["sweep"])
@@ -190,13 +196,58 @@ def normalize(raw):
             "options.step_pid must be a program id: a list of 1 to 3 non-negative integers", "options.step_pid")
     _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check): name the puzzle in "
                                    "options.puzzle instead", "grading")
+    spec["options"] = options
+    return spec
+
+
+def _options(spec):
+    """The spec's options over the defaults; an unknown one is refused."""
+    options = dict(DEFAULT_OPTIONS)
+    user_options = spec.get("options") or {}
+    _expect(isinstance(user_options, dict), "'options' must be an object", "options")
+    unknown = set(user_options) - set(DEFAULT_OPTIONS)
+    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}", "options")
+    options.update(user_options)
+    return options
+
+
+def _check_common_options(options):
+    """The options a form run and a script share."""
+    _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}", "options.device")
+    _expect(isinstance(options["seed"], int), "options.seed must be an integer", "options.seed")
+    for key in ("check", "bench", "trace", "ir", "sanitize"):
+        _expect(isinstance(options[key], bool), f"options.{key} must be true or false", f"options.{key}")
+    _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
     pid = options["trace_pid"]
     _expect(pid is None or is_program_id(pid),
             "options.trace_pid must be a program id such as [2, 0, 0], or null", "options.trace_pid")
     if pid is not None:
         options["trace_pid"] = pid + [0] * (3 - len(pid))
+
+
+def _normalize_script(spec):
+    """A script's spec: the source is a whole program; its launches say what a form's fields would."""
+    _expect("grading" not in spec, "'grading' is the server's own (a puzzle's hidden check)", "grading")
+    for field in FORM_ONLY_FIELDS:
+        _expect(not spec.get(field), f"'{field}' is not used by a script (\"mode\": \"script\"): the program's own "
+                                     f"launches say it; remove it", field)
+        spec.pop(field, None)
+    options = _options(spec)
+    for key in FORM_ONLY_OPTIONS:
+        _expect(options[key] == DEFAULT_OPTIONS[key], f"options.{key} is not available for a script "
+                                                      f"(\"mode\": \"script\")", f"options.{key}")
+    _check_common_options(options)
+    launch = options["launch"]
+    _expect(launch is None or type(launch) is int and launch >= 0,
+            "options.launch must be the index of one of the program's launches (0 for the first), or null", "options.launch")
+    _expect(options["benchmarks"] in BENCHMARKS, f"options.benchmarks must be one of {', '.join(BENCHMARKS)}",
+            "options.benchmarks")
     spec["options"] = options
     return spec
+
+
+def is_script(spec):
+    return spec.get("mode") == "script"
 
 
 def _check_sweep(sweep):

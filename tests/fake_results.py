@@ -14,15 +14,16 @@ def result(**fields):
     """A result with every field, as a run that ran and checked nothing; `fields` replace those."""
     base = {"run_id": None, "status": "ok", "device": INTERPRETER, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 12.5,
-            "puzzle": None, "sweep": None, "steps": None}
+            "puzzle": None, "sweep": None, "steps": None, "launches": None}
     unknown = set(fields) - set(base)
     assert not unknown, unknown
     return {**base, **fields}
 
 
-def error(phase, message, *, type="RunError", hint=None, line=None, pid=None, field=None):
+def error(phase, message, *, type="RunError", hint=None, line=None, pid=None, field=None, launch=None):
     """A result's `error`: fields, never text to parse (message without its line, hint apart)."""
-    return {"phase": phase, "type": type, "message": message, "hint": hint, "line": line, "pid": pid, "field": field}
+    return {"phase": phase, "type": type, "message": message, "hint": hint, "line": line, "pid": pid, "field": field,
+            "launch": launch}
 
 
 def error_result(phase, message, **fields):

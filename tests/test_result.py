@@ -22,7 +22,7 @@ def test_an_error_result_carries_its_fields_not_text():
     result = results.failed(RunError("build", "argument 'n' of add_kernel is not mapped", field="args.n"))
     assert results.problems(result) == []
     assert result["error"] == {"phase": "build", "type": "RunError", "message": "argument 'n' of add_kernel is not mapped",
-                               "hint": None, "line": None, "pid": None, "field": "args.n"}
+                               "hint": None, "line": None, "pid": None, "field": "args.n", "launch": None}
     result["status"] = "ok"
     assert results.problems(result) == ["result.error must be set exactly when result.status is 'error'"]
 

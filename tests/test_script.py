@@ -1,0 +1,188 @@
+"""Script mode through the real server (Socket.IO, one real worker, Triton's interpreter on this CPU):
+whole programs in the style of Triton's tutorials 01-05 (tests/scripts/), every launch captured and
+bounds-checked, one launch traced, timed and compiled."""
+import pathlib
+import time
+
+import pytest
+
+from app import socketio
+from tests.helpers import running_app
+from tests.test_runs import collect_until_result
+
+SCRIPTS = pathlib.Path(__file__).parent / "scripts"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The server's default time limit (RUN_TIMEOUT_S): each tutorial must run whole within it."""
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=1) as app:
+        assert app.config["RUN_TIMEOUT_S"] == 30.0
+        yield app
+
+
+def script_spec(source, **options):
+    return {"mode": "script", "source": source, "options": options}
+
+
+def run_script(app, source, **options):
+    """(result, the events the client got) of one script run over Socket.IO."""
+    client = socketio.test_client(app)
+    ack = client.emit("run", {"spec": script_spec(source, **options)}, callback=True)
+    assert "run_id" in ack, ack
+    events = collect_until_result(client, ack["run_id"], timeout_s=90)
+    return events[-1]["args"][0]["result"], events
+
+
+def program(name):
+    return (SCRIPTS / name).read_text()
+
+
+# (file, its kernels in launch order, the launch shown by default, the line of each kernel's call)
+TUTORIALS = [
+    ("01_vector_add.py", ["add_kernel"] * 2, 0, {"add_kernel": 24}),
+    ("02_fused_softmax.py", ["softmax_kernel"] * 2, 0, {"softmax_kernel": 47}),
+    ("03_matmul.py", ["matmul_kernel"] * 3, 0, {"matmul_kernel": 73}),
+    ("04_dropout.py", ["_dropout"] + ["_seeded_dropout"] * 4, 1, {"_dropout": 27, "_seeded_dropout": 50}),
+    ("05_layer_norm.py", ["_layer_norm_fwd_fused"] * 2, 0, {"_layer_norm_fwd_fused": 55}),
+]
+
+
+@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
+def test_a_tutorial_runs_whole_and_lists_its_launches(app, name, kernels, shown, lines):
+    start = time.monotonic()
+    result, events = run_script(app, program(name))
+    print(f"\n{name}: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
+    assert result["status"] == "ok", result["error"]
+    launches = result["launches"]
+    assert [launch["kernel"] for launch in launches["list"]] == kernels and launches["total"] == len(kernels)
+    assert all(launch["bounds"] == "ok" and launch["ms"] > 0 for launch in launches["list"])
+    assert all(launch["line"] == lines[launch["kernel"]] for launch in launches["list"])
+    assert launches["selected"] == shown  # the first launch of the kernel launched last
+    chosen = launches["list"][shown]
+    assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["programs_total"] > 0
+    assert result["timings"]["interpreter"] and result["timings"]["kernel_ms"]["median"] == chosen["ms"]
+    assert "ttir" in result["ir"] and result["ir"]["target"] == "sm90"
+    # The benchmark ran at its first point, said so, and printed its table.
+    assert any("ran at its first point only" in note for note in result["notes"])
+    assert "(GB/s)" in result["stdout"] or "(TFLOPS)" in result["stdout"]
+    assert any(e["name"] == "run_stdout" for e in events)
+    assert {e["args"][0]["part"] for e in events if e["name"] == "run_partial"} == {"trace", "timings", "ir"}
+
+
+def test_a_launch_records_its_arguments_config_and_options(app):
+    result, _ = run_script(app, program("03_matmul.py"))
+    first = result["launches"]["list"][0]
+    args = {arg["name"]: arg for arg in first["args"]}
+    assert args["a_ptr"] == {"name": "a_ptr", "kind": "tensor", "shape": [200, 160], "dtype": "float16",
+                             "strides": [160, 1], "device": "cpu"}
+    assert args["M"] == {"name": "M", "kind": "scalar", "value": 200}
+    assert args["ACTIVATION"] == {"name": "ACTIVATION", "kind": "constexpr", "value": ""}
+    assert args["BLOCK_SIZE_M"]["value"] == 64  # the autotuner's config, as the launch received it
+    assert first["config"] == {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
+                               "num_warps": 4, "num_stages": 3}
+    assert first["grid"] == [8, 1, 1]  # cdiv(200, 64) * cdiv(96, 64)
+    assert result["launches"]["list"][1]["args"][-1] == {"name": "ACTIVATION", "kind": "constexpr",
+                                                         "value": "leaky_relu"}
+    assert result["timings"]["autotune"][0]["chosen"]
+    # @triton.heuristics: the meta-parameter it computed is the launch's
+    result, _ = run_script(app, program("04_dropout.py"))
+    seeded = result["launches"]["list"][1]
+    assert {a["name"]: a.get("value") for a in seeded["args"]}["BLOCK_SIZE"] == 1024
+    assert seeded["num_warps"] == 4 and seeded["config"] is None
+
+
+ASSERTING = program("01_vector_add.py").split("\n@triton.testing.perf_report")[0].replace(
+    "assert torch.allclose(output_triton, output_torch)", "assert torch.allclose(output_triton, output_torch + 1)")
+
+
+def test_a_failed_assert_is_the_runs_error_at_its_line(app):
+    result, _ = run_script(app, ASSERTING)
+    error = result["error"]
+    assert result["status"] == "error" and error["phase"] == "program" and error["type"] == "AssertionError"
+    assert error["line"] == ASSERTING.splitlines().index("assert torch.allclose(output_triton, output_torch + 1)") + 1
+    assert "maximum difference" in result["stdout"]  # what it printed before failing
+    assert result["launches"]["total"] == 1 and result["launches"]["list"][0]["bounds"] == "ok"
+    assert result["trace"] is not None  # the launch it made is still there to see
+
+
+def test_an_exception_in_the_program_names_its_line(app):
+    source = "import torch\n\nx = torch.zeros(4)\ny = x + undefined_name\n"
+    result, _ = run_script(app, source)
+    assert result["error"]["type"] == "NameError" and result["error"]["line"] == 4
+    assert result["launches"] == {"total": 0, "selected": None, "list": []}
+
+
+def test_a_spec_field_of_the_form_is_refused_in_a_script(app):
+    client = app.test_client()
+    response = client.post("/api/run", json={**script_spec("x = 1\n"), "grid": "(1,)"})
+    assert response.status_code == 400
+    assert response.get_json()["error"]["field"] == "grid"
+    response = client.post("/api/run", json={"mode": "script", "source": "x = 1\n", "options": {"sweep": {"B": [1]}}})
+    assert response.get_json()["error"]["field"] == "options.sweep"
+    response = client.post("/api/run", json={"mode": "notebook", "source": "x = 1\n"})
+    assert response.get_json()["error"]["field"] == "mode"
+
+
+OVERRUN = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x * 2, mask=offs < n)
+
+
+def scale(x, out):
+    scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+
+
+torch.manual_seed(0)
+for i, size in enumerate([100, 200, 300, 400, 500]):
+    x = torch.randn(size)
+    out = torch.empty(size - 8 if i == 3 else size)  # launch 3 stores 8 elements past out's end
+    CALL
+    print("launch", i, "done")
+'''
+
+
+@pytest.mark.parametrize("call", ["scale(x, out)", "try:\n        scale(x, out)\n    except Exception:\n        pass"],
+                         ids=["raised", "caught by the program"])
+def test_an_out_of_bounds_store_in_launch_3_is_named_and_stopped(app, call):
+    source = OVERRUN.replace("CALL", call)
+    result, _ = run_script(app, source)
+    error = result["error"]
+    assert result["status"] == "error" and error["type"] == "OutOfBounds" and error["phase"] == "launch"
+    assert error["launch"] == 3 and error["pid"] == [6, 0, 0]
+    assert error["line"] == source.splitlines().index("    tl.store(out_ptr + offs, x * 2, mask=offs < n)") + 1
+    assert error["message"].startswith("launch 3 (scale_kernel[7,], called at line 15): ")
+    assert "out_ptr" in error["message"]
+    launches = result["launches"]
+    # The program stops there, even one that catches exceptions: launch 4 never happens.
+    assert [launch["bounds"] for launch in launches["list"]] == ["ok", "ok", "ok", "out_of_bounds"]
+    assert launches["selected"] == 3
+    # The diagram of the failing launch: its trace up to the offending access, the stray lanes named.
+    last = result["trace"]["programs"][-1]
+    assert result["trace"]["grid"] == [7, 1, 1] and last["pid"] == [6, 0, 0]
+    assert last["accesses"][-1]["tensor"] == "out_ptr" and last["accesses"][-1]["out_of_bounds"] == [[392, 8]]
+    assert "launch 2 done" in result["stdout"] and "launch 3 done" not in result["stdout"]
+
+
+def test_options_launch_picks_the_launch_that_is_traced_timed_and_compiled(app):
+    result, _ = run_script(app, program("01_vector_add.py"), launch=1, trace_pid=[2])
+    assert result["status"] == "ok" and result["launches"]["selected"] == 1
+    chosen = result["launches"]["list"][1]
+    assert chosen["grid"] == [4, 1, 1] and chosen["args"][0]["shape"] == [4096]
+    assert result["trace"]["grid"] == [4, 1, 1]
+    assert [p["pid"] for p in result["trace"]["programs"]] == [[2, 0, 0]]  # options.trace_pid: that program whole
+    assert result["trace"]["tensors"]["output_ptr"] == {"shape": [4096], "dtype": "float32", "role": "output"}
+    assert result["timings"]["kernel_ms"]["median"] == chosen["ms"]
+    assert "ttir" in result["ir"]
+    # a launch the program never made: said in the notes, nothing shown
+    result, _ = run_script(app, program("01_vector_add.py"), launch=7, ir=False)
+    assert result["status"] == "ok" and result["launches"]["selected"] is None and result["trace"] is None
+    assert any("options.launch is 7" in note for note in result["notes"])
