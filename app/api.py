@@ -11,6 +11,7 @@ from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
 from app.errors import error_response, refused
 from app.export import export_script
 from app.owners import current_address, current_owner
+from sandbox.launch_form import form_of
 from sandbox.spec import SpecError, check_depth, check_finite, normalize, too_deep
 
 bp = Blueprint("api", __name__)
@@ -132,6 +133,25 @@ def get_snippet(snippet_id):
     if found is None:
         return error_response(404, f"there is no snippet '{snippet_id}'")
     return jsonify({"id": snippet_id, **found})
+
+
+@bp.post("/api/launch-form")
+def launch_form():
+    """A launch of a script's result (body: {"source", "launch": a record of result.launches.list,
+    "seed"?}) as a form run's spec, to edit, share and export as any other."""
+    body = json_body() or {}
+    try:
+        unknown = sorted(set(body) - {"source", "launch", "seed"})
+        if unknown:
+            raise SpecError(f"unknown field {unknown[0]!r}: the body has only source, launch and seed", unknown[0][:40])
+        if not isinstance(body.get("source"), str):
+            raise SpecError("'source' must be the program's source", "source")
+        seed = body.get("seed", 0)
+        if type(seed) is not int:
+            raise SpecError("'seed' must be an integer", "seed")
+        return jsonify({"spec": form_of(body["source"], body.get("launch"), seed)})
+    except SpecError as e:
+        return refused(400, e, phase="parse")
 
 
 @bp.post("/api/export")

@@ -42,6 +42,9 @@ def run_script(spec, emit, scratch, limits):
     capture = None
     try:
         write_source(spec["source"], path)
+        if spec["options"]["device"] == "gpu":
+            raise RunError("build", "a script runs in Triton's interpreter (script mode on a GPU is not built yet): "
+                                    "use options.device 'auto' or 'interpreter'", field="options.device")
         capture = Capture(spec["options"], path, limits)
         emit("status", {"phase": "running", "message": "running the program in Triton's interpreter"})
         failure = capture.run_program(spec["options"]["seed"])
@@ -215,6 +218,15 @@ class Capture:
         self.first_of.setdefault(kernel.name, index)
         self.last_kernel = kernel.name
         tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+        elsewhere = next((name for name, t in tensors.items() if t.device.type != "cpu"), None)
+        if elsewhere is not None:
+            record["bounds"] = "failed"
+            self.error = self.error or RunError(
+                "launch", f"launch {index} ({kernel.name}, called at line {record['line']}): argument '{elsewhere}' is "
+                          f"a tensor on {tensors[elsewhere].device}, but a script runs in Triton's interpreter on the "
+                          f"CPU: make tensors on triton.runtime.driver.active.get_active_torch_device() (here 'cpu')",
+                type="DeviceMismatch", line=record["line"], launch=index)
+            raise LaunchFailed()
         trace, start = None, time.perf_counter()
         try:
             with self.tracer(kernel, arguments, tensors, grid, keep and self.options["trace"]) as tracer:

@@ -186,3 +186,88 @@ def test_options_launch_picks_the_launch_that_is_traced_timed_and_compiled(app):
     result, _ = run_script(app, program("01_vector_add.py"), launch=7, ir=False)
     assert result["status"] == "ok" and result["launches"]["selected"] is None and result["trace"] is None
     assert any("options.launch is 7" in note for note in result["notes"])
+
+
+@pytest.mark.parametrize("name", [t[0] for t in TUTORIALS])
+def test_a_launch_becomes_a_form_run_of_the_same_launch(app, name):
+    """Make a form from a launch: the form run launches the same kernel on inputs of the captured
+    shapes, dtypes and strides, with the same arguments and grid, and its bounds check passes."""
+    source = program(name)
+    result, _ = run_script(app, source, ir=False, bench=False)
+    client = app.test_client()
+    for launch in result["launches"]["list"][:2]:
+        response = client.post("/api/launch-form", json={"source": source, "launch": launch, "seed": 3})
+        assert response.status_code == 200, response.get_json()
+        spec = response.get_json()["spec"]
+        assert spec["kernel"] == launch["kernel"] and spec["options"]["seed"] == 3 and "mode" not in spec
+        form = client.post("/api/run", json={**spec, "options": {**spec["options"], "ir": False}}).get_json()
+        assert form["status"] == "ok", form["error"]
+        assert form["trace"]["grid"] == launch["grid"]
+        shapes = {name: info["shape"] for name, info in form["trace"]["tensors"].items()}
+        assert sorted(shapes.values()) == sorted(a["shape"] for a in launch["args"] if a["kind"] == "tensor")
+
+
+def test_a_strided_launch_becomes_inputs_of_the_same_strides(app):
+    source = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_rows(src_ptr, dst_ptr, stride_src, stride_dst, N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.store(dst_ptr + row * stride_dst + cols, tl.load(src_ptr + row * stride_src + cols))
+
+
+SCALE = torch.ones(1)  # computed at import: not a definition a form run may execute
+src = torch.randn(16, 12)[:, :8]           # a slice: strides (12, 1)
+dst = torch.empty(16, 8)
+copy_rows[(16,)](src, dst, src.stride(0), dst.stride(0), N=8)
+assert torch.equal(src, dst)
+'''
+    result, _ = run_script(app, source)
+    launch = result["launches"]["list"][0]
+    assert launch["args"][0]["strides"] == [12, 1]
+    spec = app.test_client().post("/api/launch-form", json={"source": source, "launch": launch}).get_json()["spec"]
+    assert spec["inputs"]["src"] == "torch.randn((188,), dtype=torch.float32).as_strided((16, 8), (12, 1))"
+    assert "SCALE" not in spec["source"] and "copy_rows[" not in spec["source"]  # definitions only
+    assert app.test_client().post("/api/run", json=spec).get_json()["status"] == "ok"
+
+
+def test_a_launch_form_request_names_what_is_wrong(app):
+    client = app.test_client()
+    launch = {"kernel": "k", "args": [{"name": "x", "kind": "tensor", "shape": [4], "strides": [1], "dtype": "nope"}],
+              "grid": [1]}
+    for body, field in [({"source": "x = 1\n", "launch": launch}, "launch.args.x.dtype"),
+                        ({"source": "x = 1\n", "launch": {**launch, "args": [{**launch["args"][0], "dtype": "float32"}],
+                                                           "grid": [0]}}, "launch.grid"),
+                        ({"source": "x = 1\n", "launch": {**launch, "args": [], "grid": []}}, "launch.grid"),
+                        ({"source": "x = 1\n", "launch": "k"}, "launch"),
+                        ({"launch": launch}, "source"),
+                        ({"source": "x = 1\n", "launch": launch, "extra": 1}, "extra")]:
+        response = client.post("/api/launch-form", json=body)
+        assert response.status_code == 400 and response.get_json()["error"]["field"] == field, body
+
+
+def test_an_exported_form_run_runs_in_script_mode_unchanged(app):
+    from tests.helpers import vector_add_spec
+    spec = vector_add_spec(n=5000, block=256)
+    exported = app.test_client().post("/api/export", json=spec).get_data(as_text=True)
+    result, _ = run_script(app, exported)
+    assert result["status"] == "ok", result["error"]
+    assert "OK: out matches the reference" in result["stdout"]
+    [launch] = result["launches"]["list"]
+    assert launch["kernel"] == "add_kernel" and launch["grid"] == [20, 1, 1] and launch["bounds"] == "ok"
+    assert {a["name"]: a.get("value") for a in launch["args"]}["n"] == 5000
+    # and a script's own export is its program
+    assert app.test_client().post("/api/export", json=script_spec(exported)).get_data(as_text=True) == exported
+
+
+def test_a_tensor_off_the_cpu_is_refused_at_its_launch(app):
+    source = OVERRUN.replace("CALL", "scale(x.to('meta'), out)")
+    result, _ = run_script(app, source)
+    error = result["error"]
+    assert (error["type"], error["launch"], error["line"]) == ("DeviceMismatch", 0, 15)
+    assert "argument 'x_ptr' is a tensor on meta" in error["message"]
+    assert result["launches"]["list"][0]["bounds"] == "failed"

@@ -29,7 +29,7 @@ function percent(x) {
 }
 
 function launchWords(spec) {
-  const values = Object.entries(spec.args).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k}=${v}`);
+  const values = Object.entries(spec.args || {}).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k}=${v}`);
   return [...values, `num_warps=${spec.options.num_warps}`, `num_stages=${spec.options.num_stages}`].join(", ");
 }
 
@@ -165,7 +165,7 @@ function sweepForm() {
   const spec = getSpec();
   const maxConfigs = rules.sweep.max_configs;
   // Integer literals of upper-case parameters: the meta-parameters (BLOCK_SIZE, GROUP_M, ...).
-  const constexprs = Object.entries(spec.args).filter(([name, v]) => Number.isInteger(v) && /^[A-Z][A-Z0-9_]*$/.test(name));
+  const constexprs = Object.entries(spec.args || {}).filter(([name, v]) => Number.isInteger(v) && /^[A-Z][A-Z0-9_]*$/.test(name));
   const suggested = { ...suggestedSweep(constexprs, maxConfigs), num_warps: "4, 8", num_stages: "" };
   const note = h("span", { class: "hint", id: "sweep-note", role: "status" });
   const button = h("button", { type: "button", class: "button small primary", id: "sweep-button" }, "Run sweep");

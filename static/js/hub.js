@@ -40,6 +40,10 @@
 //   jump-to-line           {line}                      put the editor's cursor there (error card's "line N")
 //   show-program           {pid}                       open the diagram on this program (error card's "program (x, y, z)")
 //   tab-shown              {tab}                       results | diagram | timings | ir became visible (main.js)
+//   run-mode-changed       {mode}                      the launch pane switched to "form" or "script" (script.js)
+//   launch-selected        {index}                     a script's launch was picked: run it again showing that
+//                                                      launch (script.js)
+//   launch-to-form         {launch}                    make a form run of this launch of a script (script.js)
 const target = new EventTarget();
 
 export function on(name, handler) {

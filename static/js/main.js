@@ -15,6 +15,7 @@ import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
+import { initScript, scriptMode, scriptSpec } from "./script.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -40,6 +41,7 @@ const { irStages, maxRowWidth, validPid, validRowWidth, validIrStage } = uiRules
 // ---- the spec ----
 
 function getSpec() {
+  if (scriptMode()) return scriptSpec(getSource(editorView), { ...(loadedSpec && loadedSpec.options) });
   const launch = readLaunch();
   return {
     version: 1,
@@ -130,7 +132,8 @@ async function drawDiagram() {
 // only that program recorded and nothing else asked for. Resolves with the program; throws the reason.
 async function fetchProgram(pid) {
   const spec = structuredClone(resultSpec);
-  spec.options = { ...spec.options, trace_pid: pid, check: false, bench: false, ir: false, trace: true, sweep: null, step_pid: null };
+  spec.options = { ...spec.options, trace_pid: pid, bench: false, ir: false, trace: true };
+  if (spec.mode !== "script") spec.options = { ...spec.options, check: false, sweep: null, step_pid: null };
   let response, body;
   try {
     response = await fetch("/api/run", { method: "POST", headers: { "Content-Type": "application/json" },
@@ -156,7 +159,7 @@ function redrawDiagram() {
 // A result with nothing to show yet, shaped as the server's (sandbox/result.py).
 function emptyResult() {
   return { run_id: null, status: "ok", device: null, error: null, stdout: "", check: null, timings: null, trace: null,
-           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null };
+           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null, launches: null };
 }
 
 // The result so far: the parts of the run that have arrived (docs/events.md, run_partial), each the
@@ -222,7 +225,7 @@ function connect() {
   // the Run that follows finds it built; its compile error marks the editor's line at once.
   let compiling = { id: null, sent: null };
   const compileAhead = debounce(() => {
-    if (fromLink() || checkLaunch().length) return;
+    if (fromLink() || scriptMode() || checkLaunch().length) return;
     const spec = getSpec();
     const text = JSON.stringify(spec);
     if (text === compiling.sent) return;
@@ -242,7 +245,7 @@ function connect() {
 
   on("run-requested", () => {
     // What the launch form can tell is wrong is said at once, every problem on its field, without a run.
-    const problems = checkLaunch();
+    const problems = scriptMode() ? [] : checkLaunch();
     if (problems.length) {
       return fail({ phase: "parse", type: "SpecError", field: problems[0].field, problems,
                     message: problems.map((problem) => problem.message).join("\n") });
@@ -441,6 +444,7 @@ $("#new-kernel")?.addEventListener("click", (event) => {
   if (!drafts.confirmReplace("a new, blank kernel")) event.preventDefault();
 });
 initSplitters();
+initScript($("#launch"));
 
 $("#run-button").addEventListener("click", () => emit("run-requested"));
 $("#stop-button").addEventListener("click", () => emit("stop-requested"));
@@ -493,6 +497,23 @@ on("run-result", ({ result }) => {
 // A program fetched into the shown trace stays in it for every later drawing.
 on("trace-extended", ({ from, trace }) => {
   if (lastResult?.trace === from) lastResult = { ...lastResult, trace };
+});
+// Script mode: another launch of the program to see (the run again, asking for it), or one made a form run.
+on("launch-selected", () => emit("run-requested"));
+on("launch-to-form", async ({ launch }) => {
+  if (!drafts.confirmReplace(`a form run of launch ${launch.index} (${launch.kernel})`)) return;
+  let response, body;
+  try {
+    response = await fetch("/api/launch-form", { method: "POST", headers: { "Content-Type": "application/json" },
+                                                 body: JSON.stringify({ source: getSource(editorView), launch,
+                                                                        seed: getSpec().options.seed ?? 0 }) });
+    body = await response.json();
+  } catch (error) {
+    return toast(`The server did not answer (${error.message}).`);
+  }
+  if (!response.ok) return toast(`No form for this launch: ${body?.error?.message || response.status}`);
+  setSpec(body.spec);
+  drafts.save();
 });
 // A sweep is one run with options.sweep; the runs after it are plain runs again. What the launch
 // form can tell is wrong is said on its fields, and the last result stays on screen.

@@ -1,0 +1,142 @@
+"""A launch a script made, as a form run's spec: "Make a form from this launch".
+
+From a record of `result.launches.list` (docs/result.md) and the program's source: the program's
+definitions (its launches and checks left out: a form run imports the source), the kernel, inputs
+as torch expressions that rebuild the captured shapes, dtypes and strides, the arguments, and the
+grid as the captured tuple. Pure Python and free of user-code evaluation (it builds text), so the
+web process may answer it; the spec is checked by sandbox.spec.normalize like any other.
+"""
+import ast
+import math
+import re
+
+from sandbox.spec import NUM_STAGES, NUM_WARPS, SpecError, normalize
+
+DTYPE = re.compile(r"^(bool|u?int(8|16|32|64)|float(8\w*|16|32|64)|bfloat16|complex(64|128))$")
+
+
+def form_of(source, launch, seed=0):
+    """The form run's spec of `launch` (a launch record) of the program `source`; raises SpecError."""
+    _expect(isinstance(launch, dict), "'launch' must be a launch of result.launches.list", "launch")
+    kernel = launch.get("kernel")
+    _expect(isinstance(kernel, str) and kernel.isidentifier(), "launch.kernel must name the kernel", "launch.kernel")
+    args = launch.get("args")
+    _expect(isinstance(args, list) and all(isinstance(a, dict) and str(a.get("name", "")).isidentifier()
+                                           for a in args), "launch.args must list the launch's arguments", "launch.args")
+    tuned = set(launch.get("config") or {}) - {"num_warps", "num_stages"}
+    inputs, values = {}, {}
+    for arg in args:
+        name = arg["name"]
+        if name in tuned:
+            continue  # the autotuner's configs set it
+        if arg.get("kind") == "tensor":
+            input_name = _input_name(name, args, inputs)
+            inputs[input_name] = _tensor_expression(arg)
+            values[name] = input_name
+        else:
+            values[name] = _literal(arg.get("value"), f"launch.args.{name}")
+    options = {"seed": seed}
+    if launch.get("config") is None:
+        if launch.get("num_warps") in NUM_WARPS:
+            options["num_warps"] = launch["num_warps"]
+        if isinstance(launch.get("num_stages"), int) and NUM_STAGES[0] <= launch["num_stages"] <= NUM_STAGES[1]:
+            options["num_stages"] = launch["num_stages"]
+    return normalize({"source": definitions(source), "kernel": kernel, "inputs": inputs, "args": values,
+                      "grid": _grid(launch.get("grid")), "reference": {}, "options": options})
+
+
+def _expect(cond, message, field):
+    if not cond:
+        raise SpecError(message, field)
+
+
+def definitions(source):
+    """The program's imports, functions, classes and constant assignments, in order: what a form run's
+    import of the source may execute (not the launches, checks and benchmarks of the program)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise SpecError(f"the program does not parse: {e.msg} (line {e.lineno})", "source") from None
+    lines = source.splitlines()
+    kept = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) or _is_constant(node):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            kept.append("\n".join(lines[first - 1:node.end_lineno]))
+    return "\n\n".join(kept) + "\n"
+
+
+def _is_constant(node):
+    """`BLOCK = 128`, `SCALE: tl.constexpr = tl.constexpr(2.0)`: an assignment of literals only."""
+    return isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _literal_only(node.value)
+
+
+def _literal_only(node):
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(map(_literal_only, node.elts))
+    if isinstance(node, ast.UnaryOp):
+        return _literal_only(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _literal_only(node.left) and _literal_only(node.right)
+    if isinstance(node, ast.Call):  # tl.constexpr(...)
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        return name == "constexpr" and not node.keywords and all(map(_literal_only, node.args))
+    return False
+
+
+def _input_name(param, args, taken):
+    """`x_ptr` → `x`, unless another parameter or input has that name."""
+    name = param.removesuffix("_ptr") or param
+    if name != param and (name in taken or any(a["name"] == name for a in args)):
+        name = param
+    return name
+
+
+def _tensor_expression(arg):
+    """A torch expression for a tensor of the captured shape, dtype and strides (random values)."""
+    field = f"launch.args.{arg['name']}"
+    shape, strides, dtype = arg.get("shape"), arg.get("strides"), arg.get("dtype")
+    _expect(isinstance(dtype, str) and DTYPE.match(dtype), f"{field}.dtype is not a torch dtype", f"{field}.dtype")
+    _expect(_ints(shape) and _ints(strides) and len(shape) == len(strides), f"{field} needs its shape and strides as "
+                                                                             f"lists of integers", field)
+    contiguous = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    if all(size <= 1 or stride == expected for size, stride, expected in zip(shape, strides, contiguous)):
+        return _random(tuple(shape), dtype)
+    span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides)) if math.prod(shape) else 0
+    return f"{_random((span,), dtype)}.as_strided({tuple(shape)}, {tuple(strides)})"
+
+
+def _random(shape, dtype):
+    if dtype == "bool":
+        return f"torch.rand({shape}) < 0.5"
+    if "int" in dtype:
+        return f"torch.randint(0, 100, {shape}, dtype=torch.{dtype})"
+    if dtype.startswith("float8"):
+        return f"torch.randn({shape}).to(torch.{dtype})"
+    return f"torch.randn({shape}, dtype=torch.{dtype})"
+
+
+def _ints(values):
+    return isinstance(values, list) and all(type(v) is int and v >= 0 for v in values)
+
+
+def _literal(value, field):
+    """A scalar or constexpr argument as the spec takes it: a number or bool as itself, anything
+    else as the Python expression of its value (a string constexpr: its quoted text)."""
+    if value is None or isinstance(value, (bool, int)) or isinstance(value, float) and math.isfinite(value):
+        return value
+    if value in ("nan", "inf", "-inf"):
+        return f"float({value!r})"
+    _expect(isinstance(value, str), f"{field} is not a value a launch takes", field)
+    return repr(value)
+
+
+def _grid(grid):
+    _expect(isinstance(grid, list) and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 1 for g in grid),
+            "launch.grid must be 1 to 3 positive integers", "launch.grid")
+    shown = list(grid)
+    while len(shown) > 1 and shown[-1] == 1:
+        shown.pop()
+    return "(" + ", ".join(map(str, shown)) + ("," if len(shown) == 1 else "") + ")"

@@ -1,0 +1,116 @@
+// Script mode (docs/run-spec.md): the editor holds a whole program, and the launch pane lists the
+// launches its run made (result.launches) in place of the form: kernel, line, grid, time and the
+// bounds check's verdict. A click on one asks for it (options.launch): the run that lists them again,
+// with that launch's trace, timings and IR. "Form" makes a form run of one launch (/api/launch-form).
+import { on, emit } from "./hub.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatMs, formatTuple } from "./format.js";
+
+// What a script's spec may carry of the page's options (the rest are a form run's).
+const SCRIPT_OPTIONS = ["device", "seed", "trace", "bench", "ir", "arch", "launch", "benchmarks"];
+const BOUNDS = {
+  ok: ["✓ in bounds", "bounds-ok"],
+  out_of_bounds: ["✗ out of bounds", "bounds-bad"],
+  failed: ["✗ failed", "bounds-bad"],
+  unchecked: ["not run", "bounds-none"],
+};
+
+let els = null;
+let selected = null;   // options.launch: the launch asked for, or null (the program's default)
+let shown = null;      // the result whose launches are listed
+
+export function scriptMode() {
+  return els !== null && els.pane.classList.contains("script");
+}
+
+// The spec of a script run: the source and the options a script takes.
+export function scriptSpec(source, options) {
+  const kept = Object.fromEntries(SCRIPT_OPTIONS.filter((key) => key in options).map((key) => [key, options[key]]));
+  return {
+    version: 1, mode: "script", source,
+    options: { ...kept, trace: els.trace.checked, bench: els.bench.checked, ir: els.ir.checked,
+               benchmarks: els.allPoints.checked ? "all" : "first", launch: selected },
+  };
+}
+
+function setMode(mode) {
+  const script = mode === "script";
+  els.pane.classList.toggle("script", script);
+  els.body.hidden = !script;
+  for (const radio of els.radios) radio.checked = radio.value === mode;
+  for (const node of els.pane.querySelectorAll(".form-only")) node.hidden = script;
+  for (const node of els.pane.querySelectorAll(".script-only")) node.hidden = !script;
+}
+
+function loadScript(spec) {
+  const options = spec.options || {};
+  setMode(spec.mode === "script" ? "script" : "form");
+  els.trace.checked = options.trace ?? true;
+  els.bench.checked = options.bench ?? true;
+  els.ir.checked = options.ir ?? true;
+  els.allPoints.checked = options.benchmarks === "all";
+  selected = Number.isInteger(options.launch) ? options.launch : null;
+  shown = null;
+  renderLaunches();
+}
+
+function launchRow(launch, chosen) {
+  const [word, tone] = BOUNDS[launch.bounds] || [launch.bounds, "bounds-none"];
+  const pick = () => {
+    if (launch.index === chosen) return;
+    selected = launch.index;
+    emit("launch-selected", { index: launch.index });
+  };
+  const toForm = h("button", { type: "button", class: "button small ghost to-form",
+                               title: "Make a form run of this launch: its kernel, inputs of the same shapes, dtypes and strides, its arguments and grid",
+                               onclick: (event) => { event.stopPropagation(); emit("launch-to-form", { launch }); } },
+                   "Form");
+  return h("tr", { class: launch.index === chosen ? "selected" : null, tabindex: 0, "aria-selected": String(launch.index === chosen),
+                   dataset: { index: String(launch.index) }, onclick: pick,
+                   onkeydown: (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); pick(); } } },
+           h("td", {}, String(launch.index)), h("td", {}, launch.kernel), h("td", {}, launch.line ?? "–"),
+           h("td", {}, formatTuple(trimmed(launch.grid))), h("td", {}, launch.ms === null ? "–" : formatMs(launch.ms)),
+           h("td", { class: tone }, word), h("td", {}, toForm));
+}
+
+function trimmed(grid) {
+  const axes = [...grid];
+  while (axes.length > 1 && axes[axes.length - 1] === 1) axes.pop();
+  return axes;
+}
+
+function renderLaunches() {
+  const launches = shown?.launches;
+  const rows = launches ? launches.list.map((launch) => launchRow(launch, launches.selected)) : [];
+  replaceChildren(els.tbody, rows);
+  els.table.hidden = !rows.length;
+  els.empty.hidden = Boolean(rows.length);
+  if (!launches) els.empty.textContent = "Press Run: the launches appear here.";
+  else if (!launches.total) els.empty.textContent = "The program launched no Triton kernel.";
+  else if (launches.total > launches.list.length) {
+    els.empty.hidden = false;
+    els.empty.textContent = `…and ${launches.total - launches.list.length} more launches, each bounds-checked, not listed.`;
+  }
+}
+
+export function initScript(pane) {
+  els = {
+    pane, body: pane.querySelector("#script-body"), table: pane.querySelector("#launches-table"),
+    tbody: pane.querySelector("#launches-table tbody"), empty: pane.querySelector("#launches-empty"),
+    radios: [...pane.querySelectorAll('input[name="run-mode"]')],
+    trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
+    ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
+  };
+  for (const radio of els.radios) {
+    radio.addEventListener("change", () => { if (radio.checked) { setMode(radio.value); emit("run-mode-changed", { mode: radio.value }); } });
+  }
+  on("spec-loaded", ({ spec }) => loadScript(spec));
+  on("run-result", ({ result }) => {
+    if (!result.launches) return;
+    shown = result;
+    selected = result.launches.selected ?? selected;
+    renderLaunches();
+  });
+  // A new program: the launch asked for by index may be another one now.
+  on("source-changed", () => { selected = null; });
+}

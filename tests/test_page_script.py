@@ -1,0 +1,105 @@
+"""Script mode in a real browser: the launch pane collapses to the program's launches; a click on
+one shows its diagram, timings and IR; a launch becomes a form run; an out-of-bounds launch is named
+and drawn; share links and embeds of a script run it again."""
+import pytest
+
+from tests.helpers import page_without_errors, set_source
+from tests.test_browser import open_playground, run_and_wait, share
+from tests.test_script import OVERRUN, program
+
+pytestmark = pytest.mark.browser
+SHOTS = "/tmp/shots"
+VECTOR_ADD = program("01_vector_add.py")
+
+
+@pytest.fixture
+def page(browser):
+    with page_without_errors(browser, width=1440, height=900) as page:
+        yield page
+
+
+def script_page(page, url, source):
+    open_playground(page, url)
+    page.check('input[name="run-mode"][value="script"]')
+    set_source(page, source)
+
+
+def launch_rows(page):
+    return page.eval_on_selector_all("#launches-table tbody tr", """rows => rows.map(row => ({
+        cells: [...row.cells].slice(0, 6).map(cell => cell.textContent), selected: row.classList.contains('selected')}))""")
+
+
+def diagram_counter(page):
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+    return page.inner_text("#diagram")
+
+
+def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
+    script_page(page, live_server, VECTOR_ADD)
+    assert page.is_visible("#script-body") and not page.is_visible("#grid-input")
+    assert page.evaluate("window.playground.getSpec()")["mode"] == "script"
+    assert run_and_wait(page) == "ok"
+    rows = launch_rows(page)
+    assert [row["cells"][:4] for row in rows] == [["0", "add_kernel", "24", "(97)"], ["1", "add_kernel", "24", "(4)"]]
+    assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 2 and rows[0]["selected"]
+    assert "Launch grid (97, 1, 1): 97 programs" in diagram_counter(page)
+    assert "vector-add-performance" in page.inner_text("#results")  # the table the program printed
+    page.screenshot(path=f"{SHOTS}/script-launches.png")
+
+    page.click("#launches-table tbody tr[data-index='1']")
+    page.wait_for_function("document.querySelector('#launches-table tbody tr.selected')?.dataset.index === '1'",
+                           timeout=60000)
+    page.wait_for_function("document.querySelector('#status-line').dataset.state === 'ok'", timeout=60000)
+    assert page.evaluate("window.playground.getSpec()")["options"]["launch"] == 1
+    assert "Launch grid (4, 1, 1): 4 programs" in diagram_counter(page)
+    page.click("[data-tab=ir]")
+    page.wait_for_function("document.querySelector('#ir').textContent.includes('tt.func')")
+    page.click("[data-tab=timings]")
+    assert "interpreter" in page.inner_text("#timings").lower()
+    page.screenshot(path=f"{SHOTS}/script-launch-1.png")
+
+
+def test_an_out_of_bounds_launch_is_named_and_drawn(page, live_server):
+    source = OVERRUN.replace("CALL", "scale(x, out)")
+    script_page(page, live_server, source)
+    assert run_and_wait(page) == "error"
+    rows = launch_rows(page)
+    assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 3 + ["✗ out of bounds"] and rows[3]["selected"]
+    results = page.inner_text("#results")
+    assert "launch 3 (scale_kernel[7,], called at line 15)" in results and "out_ptr" in results
+    assert "out of bounds" in diagram_counter(page).lower()
+    page.screenshot(path=f"{SHOTS}/script-out-of-bounds.png")
+
+
+def test_a_launch_becomes_a_form_run(page, live_server):
+    script_page(page, live_server, VECTOR_ADD)
+    assert run_and_wait(page) == "ok"
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    page.click("#launches-table tbody tr[data-index='1'] .to-form")
+    page.wait_for_function("!document.querySelector('#launch').classList.contains('script')")
+    spec = page.evaluate("window.playground.getSpec()")
+    assert spec["kernel"] == "add_kernel" and spec["grid"] == "(4,)" and "mode" not in spec
+    assert spec["inputs"]["x"] == "torch.randn((4096,), dtype=torch.float32)"
+    assert "benchmark.run" not in spec["source"]  # the program's definitions, not its launches
+    assert page.input_value("#grid-input") == "(4,)"
+    assert asked and "launch 1 (add_kernel)" in asked[0]  # the program in the editor is replaced: asked first
+    assert run_and_wait(page) == "ok"
+    assert "Launch grid (4, 1, 1): 4 programs" in diagram_counter(page)
+    page.screenshot(path=f"{SHOTS}/script-to-form.png")
+
+
+def test_a_shared_script_and_its_embed_run_it_again(page, live_server):
+    script_page(page, live_server, VECTOR_ADD)
+    assert run_and_wait(page) == "ok"
+    url = share(page)
+    open_playground(page, url)
+    assert page.is_checked('input[name="run-mode"][value="script"]')
+    assert run_and_wait(page, lambda page: page.click(".link-prompt button")) == "ok"
+    assert len(launch_rows(page)) == 2
+    open_playground(page, url + "?embed=1")
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=diagram]")
+    page.wait_for_selector(".diagram-grid-plot .nsewdrag")
+    page.screenshot(path=f"{SHOTS}/script-embed.png")
