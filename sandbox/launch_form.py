@@ -10,13 +10,14 @@ import ast
 import math
 import re
 
-from sandbox.spec import NUM_STAGES, NUM_WARPS, SpecError, normalize
+from sandbox.spec import MAX_SOURCE_BYTES, NUM_STAGES, NUM_WARPS, SpecError, normalize
 
 DTYPE = re.compile(r"^(bool|u?int(8|16|32|64)|float(8\w*|16|32|64)|bfloat16|complex(64|128))$")
 
 
 def form_of(source, launch, seed=0):
     """The form run's spec of `launch` (a launch record) of the program `source`; raises SpecError."""
+    _expect(len(source.encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB", "source")
     _expect(isinstance(launch, dict), "'launch' must be a launch of result.launches.list", "launch")
     kernel = launch.get("kernel")
     _expect(isinstance(kernel, str) and kernel.isidentifier(), "launch.kernel must name the kernel", "launch.kernel")

@@ -32,7 +32,8 @@ from sandbox.kernel import Kernel, as_run_error, interpreter_mode, user_line, wr
 from sandbox.trace import Tracer, index_of, owners_by_position
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
-DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3  # Triton's, for a launch that names neither
+DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3
+MAX_TEXT = 256  # characters of a string argument kept in its launch's record  # Triton's, for a launch that names neither
 
 
 def run_script(spec, emit, scratch, limits):
@@ -356,6 +357,8 @@ def describe_argument(name, value, constexpr):
         value = value.value
     if not (value is None or isinstance(value, (bool, int, float, str))):
         value = repr(value)[:80]
+    elif isinstance(value, str) and len(value) > MAX_TEXT:
+        value = value[:MAX_TEXT] + "…"  # a launch's record stays small, whatever the program passes
     elif isinstance(value, float) and not math.isfinite(value):
         value = repr(value)
     return {"name": name, "kind": "constexpr" if constexpr else "scalar", "value": value}
@@ -402,7 +405,7 @@ class Benchmarks:
         x_names = list(bench.x_names)
         points = list(bench.x_vals)
         if not self.every_point and len(points) > 1:
-            self.note(f"perf_report '{bench.plot_name}' ran at its first point only ({len(points)} points; "
+            self.note(f"The perf_report benchmark '{bench.plot_name}' ran at its first point only ({len(points)} points; "
                       f"options.benchmarks \"all\" runs every one), its times the interpreter's wall clock.")
             points = points[:1]
         header = x_names + [f"{name} ({bench.ylabel})" for name in bench.line_names]

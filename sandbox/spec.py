@@ -235,7 +235,9 @@ def _normalize_script(spec):
     options = _options(spec)
     for key in FORM_ONLY_OPTIONS:
         _expect(options[key] == DEFAULT_OPTIONS[key], f"options.{key} is not available for a script "
-                                                      f"(\"mode\": \"script\")", f"options.{key}")
+                                                      f"(\"mode\": \"script\"): make a form run of one of its "
+                                                      f"launches (POST /api/launch-form; Form in the page) to use it",
+                f"options.{key}")
     _check_common_options(options)
     launch = options["launch"]
     _expect(launch is None or type(launch) is int and launch >= 0,

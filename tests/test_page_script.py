@@ -44,13 +44,12 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     assert [row["cells"][:4] for row in rows] == [["0", "add_kernel", "24", "(97)"], ["1", "add_kernel", "24", "(4)"]]
     assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 2 and rows[0]["selected"]
     assert "Launch grid (97, 1, 1): 97 programs" in diagram_counter(page)
-    assert "vector-add-performance" in page.inner_text("#results")  # the table the program printed
     page.screenshot(path=f"{SHOTS}/script-launches.png")
+    page.click("[data-tab=results]")
+    assert "vector-add-performance" in page.inner_text("#results")  # the table the program printed
+    page.screenshot(path=f"{SHOTS}/script-results.png")
 
-    page.click("#launches-table tbody tr[data-index='1']")
-    page.wait_for_function("document.querySelector('#launches-table tbody tr.selected')?.dataset.index === '1'",
-                           timeout=60000)
-    page.wait_for_function("document.querySelector('#status-line').dataset.state === 'ok'", timeout=60000)
+    pick_launch(page, 1)
     assert page.evaluate("window.playground.getSpec()")["options"]["launch"] == 1
     assert "Launch grid (4, 1, 1): 4 programs" in diagram_counter(page)
     page.click("[data-tab=ir]")
@@ -90,14 +89,24 @@ def test_a_launch_becomes_a_form_run(page, live_server):
     page.screenshot(path=f"{SHOTS}/script-to-form.png")
 
 
+def pick_launch(page, index):
+    page.click(f"#launches-table tbody tr[data-index='{index}']")
+    page.wait_for_function(f"document.querySelector('#launches-table tbody tr.selected')?.dataset.index === '{index}'",
+                           timeout=60000)
+    page.wait_for_function("document.querySelector('#status-line').dataset.state === 'ok'", timeout=60000)
+
+
 def test_a_shared_script_and_its_embed_run_it_again(page, live_server):
     script_page(page, live_server, VECTOR_ADD)
     assert run_and_wait(page) == "ok"
+    pick_launch(page, 1)
     url = share(page)
     open_playground(page, url)
     assert page.is_checked('input[name="run-mode"][value="script"]')
+    page.wait_for_timeout(600)  # the editor's text settles (source-changed) before the run
     assert run_and_wait(page, lambda page: page.click(".link-prompt button")) == "ok"
-    assert len(launch_rows(page)) == 2
+    rows = launch_rows(page)
+    assert len(rows) == 2 and rows[1]["selected"]  # the launch it was shared with
     open_playground(page, url + "?embed=1")
     assert run_and_wait(page) == "ok"
     page.click("[data-tab=diagram]")

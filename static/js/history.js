@@ -53,7 +53,7 @@ export function initHistory({ button, menu, getSpec, fromLink, onPick }) {
       ? h("ol", { class: "history-list" }, runs.map((run, i) => h("li", {},
           h("button", { type: "button", class: "history-entry", dataset: { index: String(i) },
                         onclick: () => { close(); onPick(run); } },
-            h("span", { class: "history-kernel" }, run.spec.kernel || "(no kernel)"), verdict(run),
+            h("span", { class: "history-kernel" }, run.spec.kernel || (run.spec.mode === "script" ? "(program)" : "(no kernel)")), verdict(run),
             h("span", { class: "history-when" }, timeAgo(run.at)),
             h("span", { class: "history-page" }, run.page)))))
       : h("p", { class: "history-empty" }, "No runs yet in this browser. Each run is kept here, with its source and launch, to come back to."));

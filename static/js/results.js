@@ -92,9 +92,20 @@ function summary(result) {
       h("div", {}, outputs.length === 1 ? "The output matches the reference" : `All ${outputs.length} outputs match the reference`,
         h("div", { class: "sub" }, "Every element is within tolerance and was written by some program.")));
   }
+  if (result.launches) return scriptSummary(result.launches);
   return h("div", { class: "summary" }, h("span", { class: "summary-icon none" }, "✓"),
     h("div", {}, "Ran without errors",
       h("div", { class: "sub" }, "Nothing was checked: give an output a reference in the Inputs table to compare it with PyTorch.")));
+}
+
+// A script (docs/run-spec.md, script mode) checks itself: it ran to its end, its asserts held.
+function scriptSummary(launches) {
+  const shown = launches.selected === null ? "" : `; the diagram, timings and IR are of launch ${launches.selected}`;
+  return h("div", { class: "summary" }, h("span", { class: "summary-icon ok" }, "✓"),
+    h("div", {}, "The program ran to its end",
+      h("div", { class: "sub" }, launches.total
+        ? `Its own checks held. ${plural(launches.total, "kernel launch", "kernel launches")}, each in bounds${shown}.`
+        : "It launched no Triton kernel.")));
 }
 
 // A run whose check is still to come (its trace came first): no verdict yet, and none guessed.

@@ -18,6 +18,7 @@ const BOUNDS = {
 let els = null;
 let selected = null;   // options.launch: the launch asked for, or null (the program's default)
 let shown = null;      // the result whose launches are listed
+let program = null;    // the source those launches (and `selected`) are of
 
 export function scriptMode() {
   return els !== null && els.pane.classList.contains("script");
@@ -51,6 +52,7 @@ function loadScript(spec) {
   els.allPoints.checked = options.benchmarks === "all";
   selected = Number.isInteger(options.launch) ? options.launch : null;
   shown = null;
+  program = spec.source;
   renderLaunches();
 }
 
@@ -111,6 +113,7 @@ export function initScript(pane) {
     selected = result.launches.selected ?? selected;
     renderLaunches();
   });
-  // A new program: the launch asked for by index may be another one now.
-  on("source-changed", () => { selected = null; });
+  on("run-started", ({ spec }) => { program = spec.source; });
+  // Another program: the launch asked for by index may be another one now.
+  on("source-changed", ({ source }) => { if (source !== program) selected = null; });
 }

@@ -143,7 +143,7 @@ export function initShare({ button, popover, urlInput, note, embedInput, about, 
 
 function fileName(response, spec) {
   const match = /filename="?([^";]+)"?/.exec(response.headers.get("Content-Disposition") || "");
-  return match ? match[1] : `${spec.kernel || "kernel"}.py`;
+  return match ? match[1] : `${spec.kernel || (spec.mode === "script" ? "program" : "kernel")}.py`;
 }
 
 export function initExport({ button, getSpec, onError }) {
