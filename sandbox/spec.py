@@ -28,6 +28,7 @@ MODES = ("form", "script")  # a kernel and its launch form, or a whole program t
 BENCHMARKS = ("first", "all")
 # What a script takes from its program instead of the spec: refused there, naming the field.
 FORM_ONLY_FIELDS = ("kernel", "inputs", "args", "grid", "reference")
+SCRIPT_ONLY_OPTIONS = ("launch", "benchmarks")  # not kept in a form run's spec: its content (and link) is as before
 FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol")
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
@@ -172,9 +173,9 @@ def normalize(raw):
         _expect(isinstance(expr, str) and expr.strip(), f"reference for '{name}' needs an expression", f"reference.{name}")
     _expect(isinstance(spec.get("grid"), str) and spec["grid"].strip(), "'grid' must be an expression such as (triton.cdiv(n, meta['BLOCK_SIZE']),)", "grid")
     options = _options(spec)
-    for key in ("launch", "benchmarks"):
-        _expect(options[key] == DEFAULT_OPTIONS[key], f"options.{key} is for a script (\"mode\": \"script\"): "
-                                                      f"a form run has one launch", f"options.{key}")
+    for key in SCRIPT_ONLY_OPTIONS:
+        _expect(options.pop(key) == DEFAULT_OPTIONS[key], f"options.{key} is for a script (\"mode\": \"script\"): "
+                                                          f"a form run has one launch", f"options.{key}")
     _check_common_options(options)
     low, high = NUM_STAGES
     _expect(isinstance(options["num_stages"], int) and not isinstance(options["num_stages"], bool)

@@ -57,6 +57,10 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     page.click("[data-tab=timings]")
     assert "interpreter" in page.inner_text("#timings").lower()
     page.screenshot(path=f"{SHOTS}/script-launch-1.png")
+    page.check('input[name="run-mode"][value="form"]')  # back to the form: a form run's spec again
+    spec = page.evaluate("window.playground.getSpec()")
+    assert "mode" not in spec and "launch" not in spec["options"] and spec["kernel"] == "add_kernel"
+    assert page.is_visible("#grid-input") and not page.is_visible("#script-body")
 
 
 def test_an_out_of_bounds_launch_is_named_and_drawn(page, live_server):

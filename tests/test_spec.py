@@ -2,13 +2,13 @@ import copy
 
 import pytest
 
-from sandbox.spec import DEFAULT_OPTIONS, SpecError, launch_key, normalize
+from sandbox.spec import DEFAULT_OPTIONS, SCRIPT_ONLY_OPTIONS, SpecError, launch_key, normalize
 from tests.helpers import vector_add_spec
 
 
 def test_defaults_are_filled_in():
     spec = normalize({k: v for k, v in vector_add_spec().items() if k != "options"})
-    assert spec["options"] == DEFAULT_OPTIONS
+    assert spec["options"] == {k: v for k, v in DEFAULT_OPTIONS.items() if k not in SCRIPT_ONLY_OPTIONS}
     assert spec["version"] == 1
 
 
@@ -77,6 +77,21 @@ def test_the_spec_schema_is_served_from_its_one_definition(client):
     served = client.get("/api/spec").get_json()
     assert served["options"]["num_warps"] == {"default": 4, "choices": [1, 2, 4, 8, 16, 32]}
     assert served["options"]["num_stages"] == {"default": 3, "min": 1, "max": 8}
-    assert set(served["options"]) == set(normalize(vector_add_spec())["options"])
+    assert set(served["options"]) == set(normalize(vector_add_spec())["options"]) | set(SCRIPT_ONLY_OPTIONS)
     page = client.get("/").get_data(as_text=True)
     assert '"spec_schema"' in page and '"choices": [1, 2, 4, 8, 16, 32]' in page
+
+
+def test_a_script_takes_its_launches_from_the_program_and_a_form_no_script_option():
+    spec = normalize({"mode": "script", "source": "print(1)\n", "options": {"launch": 2, "benchmarks": "all"}})
+    assert spec["mode"] == "script" and "kernel" not in spec and spec["options"]["launch"] == 2
+    for raw, field in [({"mode": "script", "source": "x = 1\n", "kernel": "k"}, "kernel"),
+                       ({"mode": "script", "source": "x = 1\n", "options": {"launch": -1}}, "options.launch"),
+                       ({"mode": "script", "source": "x = 1\n", "options": {"benchmarks": "some"}}, "options.benchmarks"),
+                       ({"mode": "script", "source": "x = 1\n", "options": {"check": False}}, "options.check"),
+                       ({"mode": "batch", "source": "x = 1\n"}, "mode"),
+                       ({**vector_add_spec(), "options": {"launch": 0}}, "options.launch")]:
+        with pytest.raises(SpecError) as caught:
+            normalize(raw)
+        assert caught.value.field == field, raw
+    assert "mode" not in normalize({**vector_add_spec(), "mode": "form"})  # a form spec is as it always was

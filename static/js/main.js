@@ -15,7 +15,7 @@ import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
-import { initScript, scriptMode, scriptSpec } from "./script.js";
+import { initScript, scriptMode, scriptSpec, withoutScriptOptions } from "./script.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -51,7 +51,7 @@ function getSpec() {
     args: launch.args,
     grid: launch.grid,
     reference: launch.reference,
-    options: { ...(loadedSpec && loadedSpec.options), ...launch.options },
+    options: withoutScriptOptions({ ...(loadedSpec && loadedSpec.options), ...launch.options }),
   };
 }
 

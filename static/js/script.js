@@ -34,6 +34,12 @@ export function scriptSpec(source, options) {
   };
 }
 
+// A form run's options: those only a script takes (a spec loaded as a script kept them) left out.
+export function withoutScriptOptions(options) {
+  const { launch, benchmarks, ...rest } = options;
+  return rest;
+}
+
 function setMode(mode) {
   const script = mode === "script";
   els.pane.classList.toggle("script", script);
