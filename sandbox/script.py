@@ -28,7 +28,7 @@ from sandbox import bench, host_driver, provenance
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.ir import compile_kernel
-from sandbox.kernel import Kernel, as_run_error, interpreter_mode, user_line, write_source
+from sandbox.kernel import LAUNCH_OPTIONS, Kernel, as_run_error, interpreter_mode, user_line, write_source
 from sandbox.trace import Tracer, index_of, owners_by_position
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
@@ -164,7 +164,8 @@ class Capture:
 
         def launched(fn, *args, grid, warmup, **kwargs):
             if warmup:
-                return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+                return Warmed(fn, args, kwargs, capture.path, lambda grid, *args, **options: launched(
+                    fn, *args, grid=grid, warmup=False, **options))
             return capture.launch(lambda: run(fn, *args, grid=grid, warmup=False, **kwargs), fn, args, kwargs, grid)
 
         def tuned(autotuner, *args, **kwargs):
@@ -304,6 +305,53 @@ class Capture:
 
     def listing(self, chosen):
         return {"total": self.total, "selected": chosen, "list": self.launches}
+
+
+class Warmed:
+    """What `kernel.warmup(...)` gives a program in the interpreter, which compiles nothing: the
+    compiled kernel's facts (`n_regs`, `n_spills`, `metadata.shared`, as the fused-softmax tutorial
+    reads them for its occupancy), from the kernel compiled for the IR's target; and its launch,
+    `warmed[grid](*args)`, a launch of the kernel like any other (captured and bounds-checked)."""
+
+    def __init__(self, function, args, kwargs, path, launch):
+        self.function, self.path, self.launch = function, path, launch
+        kernel = Kernel(function.fn.__name__, function, function)
+        self.arguments = bind(kernel, args, kwargs)
+        # The launch options it was warmed up with (a parameter named like one is an argument).
+        self.options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS and k not in self.arguments}
+        self.compiled = None
+
+    def _init_handles(self):
+        if self.compiled is None:
+            self.compiled = compile_kernel(*compiled_twin(self.function, self.path), self.path, self.arguments,
+                                           num_warps=kwarg_or(self.options, self.arguments, "num_warps", DEFAULT_NUM_WARPS),
+                                           num_stages=kwarg_or(self.options, self.arguments, "num_stages",
+                                                               DEFAULT_NUM_STAGES))
+        return self.compiled
+
+    @property
+    def n_regs(self):
+        return self._init_handles()["n_regs"]
+
+    @property
+    def n_spills(self):
+        return self._init_handles()["n_spills"]
+
+    @property
+    def metadata(self):
+        compiled = self._init_handles()
+        return types.SimpleNamespace(shared=compiled["shared_bytes"], name=self.function.fn.__name__,
+                                     num_warps=kwarg_or(self.options, self.arguments, "num_warps", DEFAULT_NUM_WARPS))
+
+    def __getitem__(self, grid):
+        def runner(*args, stream=None):
+            return self.launch(grid, *args, **self.options)
+        return runner
+
+
+def kwarg_or(options, arguments, name, default):
+    value = options.get(name, arguments.get(name, default))
+    return getattr(value, "value", value)
 
 
 def program_error(exc, path):

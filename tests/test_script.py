@@ -41,7 +41,7 @@ def program(name):
 # (file, its kernels in launch order, the launch shown by default, the line of each kernel's call)
 TUTORIALS = [
     ("01_vector_add.py", ["add_kernel"] * 2, 0, {"add_kernel": 24}),
-    ("02_fused_softmax.py", ["softmax_kernel"] * 2, 0, {"softmax_kernel": 47}),
+    ("02_fused_softmax.py", ["softmax_kernel"] * 2, 0, {"softmax_kernel": 58}),
     ("03_matmul.py", ["matmul_kernel"] * 3, 0, {"matmul_kernel": 73}),
     ("04_dropout.py", ["_dropout"] + ["_seeded_dropout"] * 4, 1, {"_dropout": 27, "_seeded_dropout": 50}),
     ("05_layer_norm.py", ["_layer_norm_fwd_fused"] * 2, 0, {"_layer_norm_fwd_fused": 55}),
