@@ -123,6 +123,17 @@ def as_run_error(exc, path, phase="sandbox", doing="running your kernel"):
                     field=None if line is not None else "source")
 
 
+def launch_error(exc, path, phase="launch"):
+    """`exc`, raised by a launch, as the run's error; in the interpreter, with the program that ran."""
+    if isinstance(exc, RunError):
+        return exc
+    error = as_run_error(exc, path, phase, "launching the kernel")
+    with contextlib.suppress(Exception):
+        from triton.runtime.interpreter import interpreter_builder
+        error.pid = list(interpreter_builder.grid_idx)
+    return error
+
+
 @dataclass
 class Kernel:
     """What the user named as the kernel: `launcher` is the object to launch (the autotuner or

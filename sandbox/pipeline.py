@@ -23,7 +23,7 @@ from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir
-from sandbox.kernel import as_run_error, find_kernel, launch_keywords, load_module, silenced, write_source
+from sandbox.kernel import as_run_error, find_kernel, launch_error, launch_keywords, load_module, silenced, write_source
 from sandbox.spec import SpecError, is_script, normalize
 from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer, index_of, owners_by_position
 
@@ -129,16 +129,6 @@ class Background:
     def wait(self):
         self.thread.join()
         return self.error
-
-
-def launch_error(exc, path, phase="launch"):
-    if isinstance(exc, RunError):
-        return exc
-    error = as_run_error(exc, path, phase, "launching the kernel")
-    with contextlib.suppress(Exception):
-        from triton.runtime.interpreter import interpreter_builder
-        error.pid = list(interpreter_builder.grid_idx)
-    return error
 
 
 def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
@@ -471,7 +461,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
         if is_script(spec):
-            return script.run_script(spec, emit, scratch, limits or {})
+            return script.run_script(spec, emit, scratch, limits or {}, device_info("interpreter"))
         run = Run(spec, emit, scratch, limits or {}, checked_before,
                   reference_times if isinstance(reference_times, dict) else None)
         if compiled_ahead:

@@ -28,17 +28,19 @@ from sandbox import bench, host_driver, provenance
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.ir import compile_kernel
-from sandbox.kernel import LAUNCH_OPTIONS, Kernel, as_run_error, interpreter_mode, user_line, write_source
+from sandbox.kernel import (LAUNCH_OPTIONS, Kernel, as_run_error, interpreter_mode, launch_error, user_line,
+                            write_source)
 from sandbox.trace import Tracer, index_of, owners_by_position
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
-DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3
-MAX_TEXT = 256  # characters of a string argument kept in its launch's record  # Triton's, for a launch that names neither
+DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3  # Triton's, for a launch that names neither
+MAX_TEXT = 256  # characters of a string argument kept in its launch's record
 
 
-def run_script(spec, emit, scratch, limits):
-    """Run the program of a `"mode": "script"` spec; the result lists its launches."""
-    result = results.new(device_info())
+def run_script(spec, emit, scratch, limits, device):
+    """Run the program of a `"mode": "script"` spec (`device`: the interpreter's result.device); the
+    result lists its launches."""
+    result = results.new(device)
     path = f"{scratch}/program.py"
     capture = None
     try:
@@ -64,11 +66,6 @@ def run_script(spec, emit, scratch, limits):
         if capture is not None and result["launches"] is None:
             result["launches"] = capture.listing(None)
     return result
-
-
-def device_info():
-    from sandbox.pipeline import device_info as info
-    return info("interpreter")
 
 
 def show(result, kept, index, capture, emit):
@@ -255,7 +252,6 @@ class Capture:
     def failed(self, exc, index, record, kernel, arguments, tensors, grid, run):
         """Keep the run's error for launch `index`, which failed: named by its launch, with the trace up
         to the offending access (the launch is traced again for it where it was not recorded)."""
-        from sandbox.pipeline import launch_error
         error = launch_error(exc, self.path)
         if error.type == "OutOfBounds" and error.trace is None and self.options["trace"]:
             error.trace = self.retrace(kernel, arguments, tensors, grid, run)
