@@ -9,7 +9,7 @@ from app.course import graded
 from app.dispatcher import QueueFull
 from app.errors import error_body
 from app.owners import current_address, current_owner
-from sandbox.spec import SpecError, check_depth, normalize
+from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, check_depth, is_script, normalize
 
 RUN_FIELDS = ("spec", "from_link")  # what a `run` event carries
 
@@ -59,6 +59,8 @@ def register(socketio):
         Never before anyone's run; the newest of an owner replaces a waiting older one."""
         try:
             spec = spec_of(data, "compile")
+            if is_script(spec):
+                raise SpecError(SCRIPT_NOT_AHEAD, "mode")
         except SpecError as e:
             return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
         try:

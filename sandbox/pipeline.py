@@ -24,7 +24,7 @@ from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.ir import compile_ir
 from sandbox.kernel import as_run_error, find_kernel, launch_error, launch_keywords, load_module, silenced, write_source
-from sandbox.spec import SpecError, is_script, normalize
+from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
 from sandbox.trace import LIMITS as TRACE_LIMITS, TraceBudgetExceeded, Tracer, index_of, owners_by_position
 
 
@@ -413,6 +413,8 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None):
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
+        if is_script(spec):  # compiling it would run the program
+            raise SpecError(SCRIPT_NOT_AHEAD, "mode")
     except SpecError as e:
         return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
     with contextlib.ExitStack() as stack:

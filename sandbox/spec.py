@@ -253,6 +253,9 @@ def is_script(spec):
     return spec.get("mode") == "script"
 
 
+SCRIPT_NOT_AHEAD = "a script compiles its kernels as it runs: compiling ahead takes a form run's spec"
+
+
 def _check_sweep(sweep):
     if sweep is None:
         return

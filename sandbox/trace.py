@@ -35,6 +35,7 @@ ATOMIC_NAMES = {"ADD": "add", "FADD": "add", "MIN": "min", "UMIN": "min", "MAX":
                 "AND": "and", "OR": "or", "XOR": "xor", "XCHG": "xchg"}
 
 VERBS = {"load": "loads", "store": "stores", "atomic": "updates"}
+LAUNCH_CODE = interpreter.GridExecutor.__call__.__code__  # the interpreter's launch of a kernel's programs
 
 
 def runs_of(offsets, limit=None):
@@ -490,7 +491,9 @@ class Tracer:
         positions of the calls in the user's source that lead to it (the kernel's, a helper's)."""
         frame = sys._getframe(1)
         line, key = None, ()
-        while frame is not None:
+        # The interpreter's launch is where the kernel's calls start: a script's own frames, which
+        # launched it, are outside them (its file is the kernel's).
+        while frame is not None and frame.f_code is not LAUNCH_CODE:
             if frame.f_code.co_filename in self.source_paths:
                 code = frame.f_code
                 if code not in self.positions:

@@ -271,3 +271,12 @@ def test_a_tensor_off_the_cpu_is_refused_at_its_launch(app):
     assert (error["type"], error["launch"], error["line"]) == ("DeviceMismatch", 0, 15)
     assert "argument 'x_ptr' is a tensor on meta" in error["message"]
     assert result["launches"]["list"][0]["bounds"] == "failed"
+
+
+def test_a_script_is_not_compiled_ahead(app):
+    """Compiling ahead would import the source, that is run the program: a script is refused there."""
+    client = socketio.test_client(app)
+    ack = client.emit("compile", {"spec": script_spec(program("01_vector_add.py"))}, callback=True)
+    assert ack["error"]["field"] == "mode" and "compiles its kernels as it runs" in ack["error"]["message"]
+    from sandbox.pipeline import compile_spec
+    assert compile_spec(script_spec("print(1)\n"))["error"]["field"] == "mode"
