@@ -42,11 +42,13 @@ LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": 
           "num_warps": (int,), "num_stages": (int,), "config": (dict, type(None)), "ms": OPTIONAL_NUMBER,
           "bounds": (str,)}
 BOUNDS = ("ok", "out_of_bounds", "failed", "unchecked")
+CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (bool,), "lines": (list,),
+         "points": (list,), "points_total": (int,)}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
-          "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES}
+          "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None))}
 
 # result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -60,7 +62,8 @@ def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
-            "puzzle": None, "sweep": None, "steps": None, "launches": None}
+            "puzzle": None, "sweep": None, "steps": None, "launches": None,
+            "benchmarks": None}
 
 
 def failed(error, device=None):
@@ -133,6 +136,8 @@ def problems(result):
             found.append(f"result.error.phase is {error.get('phase')!r}, not one of {PHASES}")
         for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
             found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
+        for i, chart in enumerate(result.get("benchmarks") or []):
+            found += _problems(chart, CHART, f"result.benchmarks[{i}]")
         for i, launch in enumerate((result.get("launches") or {}).get("list") or []):
             found += _problems(launch, LAUNCH, f"result.launches.list[{i}]")
             if isinstance(launch, dict) and launch.get("bounds") not in BOUNDS:

@@ -35,6 +35,7 @@ from sandbox.trace import Tracer, index_of, owners_by_position
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
 DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3  # Triton's, for a launch that names neither
 MAX_TEXT = 256  # characters of a string argument kept in its launch's record
+MAX_CHARTS, MAX_CHART_POINTS = 8, 200  # perf_report plots kept for the page, and points of each
 
 
 def run_script(spec, emit, scratch, limits, device):
@@ -53,6 +54,7 @@ def run_script(spec, emit, scratch, limits, device):
         failure = capture.run_program(spec["options"]["seed"])
         chosen = capture.chosen()
         result["launches"] = capture.listing(chosen)
+        result["benchmarks"] = capture.benchmarks.charts or None
         result["notes"] += capture.notes
         if chosen is not None:
             show(result, capture.kept[chosen], chosen, capture, emit)
@@ -421,10 +423,12 @@ def interpreter_do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=No
 
 class Benchmarks:
     """triton.testing.perf_report's benchmarks, run by the playground: each at its first point only
-    unless every point is asked for, and its table printed without pandas or matplotlib."""
+    unless every point is asked for, its table printed without pandas or matplotlib, and the plot it
+    would draw kept for the page (`charts`: result.benchmarks, docs/result.md)."""
 
     def __init__(self, every_point, notes):
         self.every_point, self.notes = every_point, notes
+        self.charts = []
 
     @property
     def run(self):
@@ -433,8 +437,6 @@ class Benchmarks:
         def run(mark, show_plots=False, print_data=False, save_path="", return_df=False, **kwargs):
             tables = [benchmarks.run_one(mark, bench, print_data, kwargs)
                       for bench in (mark.benchmarks if isinstance(mark.benchmarks, list) else [mark.benchmarks])]
-            if show_plots or save_path:
-                benchmarks.note("Plots are not drawn: the table the benchmark prints is its result here.")
             if return_df:
                 return tables if isinstance(mark.benchmarks, list) else tables[0]
             return None
@@ -464,7 +466,24 @@ class Benchmarks:
         if print_data:
             print(f"{bench.plot_name}:")
             print(table_text(header, rows))
+        if len(self.charts) < MAX_CHARTS:
+            self.charts.append(chart(bench, x_names, rows, len(bench.x_vals)))
         return {"header": header, "rows": rows}
+
+
+def chart(bench, x_names, rows, points):
+    """A benchmark's plot as data (result.benchmarks): its first x against each line's value, as
+    perf_report draws it. A value that is no finite number is null."""
+    def number(value):
+        value = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+    width = len(x_names)
+    return {"name": str(bench.plot_name)[:MAX_TEXT], "x": str(bench.xlabel or x_names[0])[:MAX_TEXT],
+            "y": str(bench.ylabel)[:MAX_TEXT], "x_log": bool(bench.x_log), "y_log": bool(bench.y_log),
+            "lines": [str(name)[:MAX_TEXT] for name in bench.line_names],
+            "points": [[number(row[0]), [number(v) for v in row[width:]]] for row in rows[:MAX_CHART_POINTS]],
+            "points_total": points}
 
 
 def table_text(header, rows):

@@ -14,7 +14,8 @@ def result(**fields):
     """A result with every field, as a run that ran and checked nothing; `fields` replace those."""
     base = {"run_id": None, "status": "ok", "device": INTERPRETER, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 12.5,
-            "puzzle": None, "sweep": None, "steps": None, "launches": None}
+            "puzzle": None, "sweep": None, "steps": None, "launches": None,
+            "benchmarks": None}
     unknown = set(fields) - set(base)
     assert not unknown, unknown
     return {**base, **fields}

@@ -56,6 +56,9 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     page.wait_for_function("document.querySelector('#ir').textContent.includes('tt.func')")
     page.click("[data-tab=timings]")
     assert "interpreter" in page.inner_text("#timings").lower()
+    # the plot the program's perf_report would draw, at the point it ran
+    page.wait_for_selector(".benchmark-chart[data-benchmark='vector-add-performance'] .js-plotly-plot")
+    assert "1 of its 16 points" in page.inner_text(".benchmark-chart")
     page.screenshot(path=f"{SHOTS}/script-launch-1.png")
     page.check('input[name="run-mode"][value="form"]')  # back to the form: a form run's spec again
     spec = page.evaluate("window.playground.getSpec()")

@@ -280,3 +280,34 @@ def test_a_script_is_not_compiled_ahead(app):
     assert ack["error"]["field"] == "mode" and "compiles its kernels as it runs" in ack["error"]["message"]
     from sandbox.pipeline import compile_spec
     assert compile_spec(script_spec("print(1)\n"))["error"]["field"] == "mode"
+
+
+BENCHMARKED = '''import torch
+import triton
+
+
+@triton.testing.perf_report(triton.testing.Benchmark(
+    x_names=["size"], x_vals=[64, 128, 256], x_log=True, line_arg="provider", line_vals=["ok", "broken"],
+    line_names=["Torch", "Broken"], ylabel="GB/s", plot_name="sizes", args={}))
+def benchmark(size, provider):
+    x = torch.randn(size)
+    ms = triton.testing.do_bench(lambda: x * 2)
+    return size / ms if provider == "ok" else float("nan")
+
+
+benchmark.run(print_data=True, show_plots=True)
+'''
+
+
+@pytest.mark.parametrize("points", ["first", "all"])
+def test_a_benchmark_plot_is_the_results_data(app, points):
+    result, _ = run_script(app, BENCHMARKED, benchmarks=points)
+    assert result["status"] == "ok", result["error"]
+    [chart] = result["benchmarks"]
+    assert {k: chart[k] for k in ("name", "x", "y", "x_log", "y_log", "lines", "points_total")} == {
+        "name": "sizes", "x": "size", "y": "GB/s", "x_log": True, "y_log": False, "lines": ["Torch", "Broken"],
+        "points_total": 3}
+    sizes = [64] if points == "first" else [64, 128, 256]
+    assert [x for x, _ in chart["points"]] == sizes
+    assert all(ys[0] > 0 and ys[1] is None for _, ys in chart["points"])  # a NaN is no point
+    assert result["stdout"].count("\n") == len(sizes) + 2  # the table: its name, its header, a row per point

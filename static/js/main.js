@@ -159,7 +159,8 @@ function redrawDiagram() {
 // A result with nothing to show yet, shaped as the server's (sandbox/result.py).
 function emptyResult() {
   return { run_id: null, status: "ok", device: null, error: null, stdout: "", check: null, timings: null, trace: null,
-           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null, launches: null };
+           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null, launches: null,
+           benchmarks: null };
 }
 
 // The result so far: the parts of the run that have arrived (docs/events.md, run_partial), each the

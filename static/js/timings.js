@@ -72,10 +72,11 @@ function computeCard(t) {
 
 // ---- the roofline ----
 
-// Plotly is heavy and cannot measure a hidden tab: the plot is drawn once the tab is visible.
+// Plotly is heavy and cannot measure a hidden tab: the plots are drawn once the tab is visible.
 let tabVisible = false;
 let pendingRoofline = null;   // {host, t, facts}: a roofline waiting for the tab to be shown
-let rooflineObserver = null;  // resizes the drawn roofline with its pane (splitters, window)
+let pendingCharts = [];       // [{host, traces, layout}]: a script's benchmark plots, waiting likewise
+let rooflineObserver = null;  // resizes the drawn plots with their pane (splitters, window)
 
 // What the roofline says about the kernel: its intensity, the roof above it and the share it reaches.
 function rooflineFacts(t) {
@@ -161,18 +162,57 @@ function rooflineLayout(traces) {
 }
 
 function drawRoofline() {
-  if (!tabVisible || !pendingRoofline) return;
-  const { host, t, facts } = pendingRoofline;
+  if (!tabVisible || !(pendingRoofline || pendingCharts.length)) return;
+  const plots = pendingCharts.map(({ host, traces, layout }) => [host, traces, layout]);
+  if (pendingRoofline) {
+    const { host, t, facts } = pendingRoofline;
+    const traces = rooflineTraces(t, facts);
+    plots.push([host, traces, rooflineLayout(traces)]);
+  }
   pendingRoofline = null;
-  const traces = rooflineTraces(t, facts);
-  Plotly.newPlot(host, traces, rooflineLayout(traces), { displaylogo: false, displayModeBar: false });
-  rooflineObserver = new ResizeObserver(() => { if (host.offsetWidth) Plotly.Plots.resize(host); });
-  rooflineObserver.observe(host);
+  pendingCharts = [];
+  rooflineObserver = new ResizeObserver((entries) => {
+    for (const { target } of entries) if (target.offsetWidth) Plotly.Plots.resize(target);
+  });
+  for (const [host, traces, layout] of plots) {
+    Plotly.newPlot(host, traces, layout, { displaylogo: false, displayModeBar: false });
+    rooflineObserver.observe(host);
+  }
 }
 
-// A new result or spec replaces the tab: free the old plot's listeners and data first.
+// ---- a script's perf_report benchmarks (result.benchmarks): the plot the program would draw ----
+
+function chartLayout(chart) {
+  const axis = (title, log) => ({ type: log ? "log" : "linear", title: { text: title, standoff: 6 }, tickformat: "~s",
+                                  ...(log ? { dtick: 1 } : {}),   // a log axis ticks whole decades only
+                                  gridcolor: cssVar("--border"), zeroline: false, color: cssVar("--muted") });
+  return {
+    height: 280, margin: { l: 56, r: 16, t: 8, b: 40 },
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+    font: { family: getComputedStyle(document.body).fontFamily, size: 11, color: cssVar("--text") },
+    xaxis: axis(chart.x, chart.x_log), yaxis: axis(chart.y, chart.y_log),
+    legend: { orientation: "h", x: 0, y: -0.25, xanchor: "left", yanchor: "top" }, hovermode: "closest",
+  };
+}
+
+function chartCard(chart) {
+  const host = h("div", { class: "benchmark-plot" });
+  const traces = chart.lines.map((name, i) => ({
+    type: "scatter", mode: "lines+markers", name, x: chart.points.map(([x]) => x), y: chart.points.map(([, ys]) => ys[i]),
+  }));
+  pendingCharts.push({ host, traces, layout: chartLayout(chart) });
+  const shown = chart.points.length < chart.points_total
+    ? `${formatCount(chart.points.length)} of its ${formatCount(chart.points_total)} points: tick every benchmark point to run them all`
+    : `${formatCount(chart.points.length)} points`;
+  return h("div", { class: "card benchmark-chart", dataset: { benchmark: chart.name } },
+    h("div", { class: "card-head" }, chart.name, h("span", { class: "muted" }, `perf_report · ${shown} · the interpreter's wall clock`)),
+    h("div", { class: "card-body" }, host));
+}
+
+// A new result or spec replaces the tab: free the old plots' listeners and data first.
 function clearRoofline(container) {
   pendingRoofline = null;
+  pendingCharts = [];
   rooflineObserver?.disconnect();
   rooflineObserver = null;
   for (const plot of container.querySelectorAll(".js-plotly-plot")) Plotly.purge(plot);
@@ -240,6 +280,11 @@ function show(container, content) {
 }
 
 function render(result) {
+  const charts = (result.benchmarks || []).map(chartCard);
+  return charts.length ? h("div", {}, timingsOf(result), charts) : timingsOf(result);
+}
+
+function timingsOf(result) {
   const t = result.timings;
   if (!t) {
     const why = result.status === "error" ? "No timings: the run stopped with an error."
