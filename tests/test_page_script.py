@@ -39,6 +39,7 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     script_page(page, live_server, VECTOR_ADD)
     assert page.is_visible("#script-body") and not page.is_visible("#grid-input")
     assert page.evaluate("window.playground.getSpec()")["mode"] == "script"
+    assert page.text_content("#editor-title") == "program.py"
     assert run_and_wait(page) == "ok"
     rows = launch_rows(page)
     assert [row["cells"][:4] for row in rows] == [["0", "add_kernel", "24", "(97)"], ["1", "add_kernel", "24", "(4)"]]

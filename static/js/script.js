@@ -47,6 +47,7 @@ function setMode(mode) {
   for (const radio of els.radios) radio.checked = radio.value === mode;
   for (const node of els.pane.querySelectorAll(".form-only")) node.hidden = script;
   for (const node of els.pane.querySelectorAll(".script-only")) node.hidden = !script;
+  if (els.title) els.title.textContent = script ? "program.py" : "kernel.py";   // the file the server runs
 }
 
 function loadScript(spec) {
@@ -108,6 +109,7 @@ export function initScript(pane) {
     radios: [...pane.querySelectorAll('input[name="run-mode"]')],
     trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
     ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
+    title: document.querySelector("#editor-title"),
   };
   for (const radio of els.radios) {
     radio.addEventListener("change", () => { if (radio.checked) { setMode(radio.value); emit("run-mode-changed", { mode: radio.value }); } });
