@@ -121,7 +121,7 @@ export function initScript(pane) {
     selected = result.launches.selected ?? selected;
     renderLaunches();
   });
-  on("run-started", ({ spec }) => { program = spec.source; });
+  on("run-started", ({ spec }) => { program = spec?.source ?? program; });
   // Another program: the launch asked for by index may be another one now.
   on("source-changed", ({ source }) => { if (source !== program) selected = null; });
 }
