@@ -7,6 +7,7 @@ import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatCount, formatMs, formatNumber } from "./format.js";
 import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+import { loadPlotly } from "./plotly.js";
 import { coverageDiff, resourceRows, timeChange, unifiedDiff } from "./compare-model.js";
 
 const SOURCE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
@@ -78,13 +79,13 @@ function coverageSection(before, after) {
     return h("div", { class: "compare-figure" }, h("h4", {}, name), plot,
       words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Both runs write the same elements; the colours show which program wrote each."));
   }));
-  const draw = () => {
-    if (!window.Plotly) return;
+  const draw = async () => {
+    const Plotly = await loadPlotly();
     const theme = { paper: "#15181e", untouched: "#2b303a", text: getComputedStyle(elements.panel).color, axis: "#8b93a1" };
     for (const [plot, name, d] of plots) {
       const figure = comparisonFigure({ name, expected: before.trace, yours: after.trace, diff: d, theme,
                                         availableWidth: Math.max(plot.clientWidth, 320), titles: ["pinned", "this run"] });
-      window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+      Plotly.react(plot, figure.data, figure.layout, figure.config);
     }
   };
   return { node, draw };

@@ -1,7 +1,7 @@
 // The Diagram tab: for every tensor, which program loaded or stored each element, and which lanes
 // a mask switched off. This is the view: it keeps the selection, wires the controls and plotly's
 // events, and redraws. What is drawn comes from trace-model.js, the sentences from trace-words.js,
-// the figures from diagram-figures.js. Drawn with plotly.js (the page loads the global `Plotly`).
+// the figures from diagram-figures.js. Drawn with plotly.js (the global `Plotly`, which renderDiagram's callers load first: plotly.js).
 import { emit } from "./hub.js";
 import { h } from "./dom.js";
 import {

@@ -15,6 +15,7 @@ import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
+import { loadPlotly } from "./plotly.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -116,7 +117,7 @@ async function drawDiagram() {
     return;
   }
   try {
-    const { renderDiagram } = await import("./diagram.js");
+    const [{ renderDiagram }] = await Promise.all([import("./diagram.js"), loadPlotly()]);
     $("#diagram").replaceChildren();
     await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width, maxRowWidth,
                                                           fetchProgram: resultSpec && fetchProgram });
@@ -532,6 +533,7 @@ window.addEventListener("popstate", () => { drafts.save(); location.reload(); })
 
 connect();
 setSpec(openingSpec(initial.spec), initial.ui);
+loadPlotly().catch(() => {});   // now that the editor is up; a plot that needs it says why it failed
 drafts.markClean();
 drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the

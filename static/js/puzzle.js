@@ -9,6 +9,7 @@ import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "./editor.js";
 import { withoutLesson } from "./lesson.js";
 import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+import { loadPlotly } from "./plotly.js";
 
 let state = null; // {puzzle, starter (its spec), shownHints, result, next: the course's next puzzle | null}
 let elements = null;
@@ -119,16 +120,17 @@ function figuresBlock() {
   }));
 }
 
-function drawFigures() {
+async function drawFigures() {
   const graded = state.result && state.result.puzzle;
-  if (!graded || !graded.expected || !state.result.trace || !window.Plotly) return;
+  if (!graded || !graded.expected || !state.result.trace) return;
+  const Plotly = await loadPlotly();
   const style = getComputedStyle(elements.panel);
   const theme = { paper: "#15181e", untouched: "#2b303a", text: style.color, axis: "#8b93a1" };
   for (const plot of elements.panel.querySelectorAll(".puzzle-plot")) {
     const name = plot.dataset.output;
     const figure = comparisonFigure({ name, expected: graded.expected, yours: state.result.trace, diff: graded.diff[name], theme,
                                       availableWidth: Math.max(plot.clientWidth, 320) });
-    window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+    Plotly.react(plot, figure.data, figure.layout, figure.config);
   }
 }
 

@@ -3,6 +3,7 @@
 // and notes. Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
+import { loadPlotly } from "./plotly.js";
 import { formatBytes, formatCount, formatMs, formatRate, formatScaled } from "./format.js";
 
 function metric(label, value, detail, cls = "") {
@@ -160,10 +161,12 @@ function rooflineLayout(traces) {
   };
 }
 
-function drawRoofline() {
+async function drawRoofline() {
   if (!tabVisible || !pendingRoofline) return;
   const { host, t, facts } = pendingRoofline;
   pendingRoofline = null;
+  const Plotly = await loadPlotly();
+  if (!host.isConnected) return;   // replaced while plotly loaded
   const traces = rooflineTraces(t, facts);
   Plotly.newPlot(host, traces, rooflineLayout(traces), { displaylogo: false, displayModeBar: false });
   rooflineObserver = new ResizeObserver(() => { if (host.offsetWidth) Plotly.Plots.resize(host); });
@@ -175,7 +178,7 @@ function clearRoofline(container) {
   pendingRoofline = null;
   rooflineObserver?.disconnect();
   rooflineObserver = null;
-  for (const plot of container.querySelectorAll(".js-plotly-plot")) Plotly.purge(plot);
+  for (const plot of container.querySelectorAll(".js-plotly-plot")) window.Plotly.purge(plot);
 }
 
 // One row per config; the one the launch used is marked.
