@@ -186,7 +186,8 @@ function phraseOf(region) {
   return { verb: "updates", tail: ` with tl.atomic_${region.atomic}` };
 }
 
-function regionText(tensor, name, runs) {
+// "c[32..63, 64..95]" for a rectangle of a matrix, "x[0..127]" for a few runs of offsets.
+export function regionText(tensor, name, runs) {
   const merged = mergeRuns(runs);
   if (tensor && !tensor.oneD && tensor.shape.length === 2) {
     const rect = asRectangle(merged, tensor.shape[1]);
