@@ -23,6 +23,7 @@ export function owners(trace, tensor) {
     const index = linearPid(program.pid, trace.grid);
     for (const access of program.accesses) {
       if (access.tensor !== tensor || (access.op !== "store" && access.op !== "atomic")) continue;
+      if (access.out_of_bounds?.length) continue;   // the access that stopped the run wrote nothing
       for (const [start, length] of access.offsets) {
         for (let e = start; e < start + length && e < MAX_CELLS; e++) found.set(e, index);
       }
