@@ -183,8 +183,10 @@ function setSource(view, source) {
     selection: { anchor: kernel ? kernel.index : 0 },
     effects: setError.of(null),
   });
-  // In a transaction of its own: in the one that replaces the text, the scroll target is lost.
-  view.dispatch({ effects: EditorView.scrollIntoView(kernel ? kernel.index : 0, { y: "start" }) });
+  // The editor's own scroller only: scrollIntoView would scroll the page too, and on a phone, where
+  // the page scrolls, open it scrolled down with the code under the sticky top bar.
+  const at = kernel ? kernel.index : 0;
+  view.requestMeasure({ read: () => view.lineBlockAt(at).top, write: (top) => { view.scrollDOM.scrollTop = top; } });
 }
 
 function clearRunHighlights(view) {

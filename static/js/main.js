@@ -518,6 +518,17 @@ on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("row-width-changed", ({ width }) => { ui.row_width = width; });
 on("ir-stage-selected", ({ stage }) => { ui.ir_stage = stage; });
 on("run-requested", () => { if (ui.pane === "lesson") showTab("results"); });
+// On a phone the output sits under the code: Run brings it into view (under the sticky top bar),
+// and a puzzle's verdict once it is graded.
+const phone = window.matchMedia("(max-width: 600px)");
+const scrollUnderTopbar = (element) => {
+  const top = element.getBoundingClientRect().top + window.scrollY - $(".topbar").offsetHeight;
+  window.scrollTo({ top, behavior: "instant" });
+};
+on("run-requested", () => { if (phone.matches) scrollUnderTopbar($("#column-right")); });
+on("run-result", () => {
+  if (phone.matches && ui.pane === "puzzle") requestAnimationFrame(() => $("#puzzle-verdict")?.scrollIntoView({ block: "nearest" }));
+});
 on("run-result", () => { if (ui.pane === "lesson") showTab("results"); });
 on("show-program", ({ pid }) => {
   ui.pid = validPid(Array.isArray(pid) ? pid : [pid, 0, 0]);
