@@ -443,13 +443,25 @@ $("#new-kernel")?.addEventListener("click", (event) => {
 });
 initSplitters();
 
-$("#run-button").addEventListener("click", () => emit("run-requested"));
+// Run while the same launch is already under way (a changed constexpr just started it) sends nothing.
+function runUnlessUnderWay() {
+  if ($("#run-button").classList.contains("running") && sameLaunch(getSpec(), sentSpec)) return;
+  emit("run-requested");
+}
+
+// Two specs that launch the same thing: a sweep's or a step's options are one run's, not the launch's.
+function sameLaunch(a, b) {
+  const plain = (spec) => spec && JSON.stringify({ ...spec, options: { ...spec.options, sweep: null, step_pid: null } });
+  return Boolean(a && b) && plain(a) === plain(b);
+}
+
+$("#run-button").addEventListener("click", runUnlessUnderWay);
 $("#stop-button").addEventListener("click", () => emit("stop-requested"));
 document.addEventListener("keydown", (event) => {
   // Ctrl/Cmd+Enter anywhere on the page (the editor handles its own).
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.defaultPrevented && !editorView.hasFocus) {
     event.preventDefault();
-    emit("run-requested");
+    runUnlessUnderWay();
   }
 });
 for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
@@ -510,10 +522,33 @@ on("ir-target-selected", ({ arch }) => {
   emit("run-requested");
 });
 // Trying another num_warps, num_stages or constexpr value re-runs once a run has been seen
-// (Triton's cache is shared between runs, so a value tried before does not compile again).
+// (Triton's cache is shared between runs, so a value tried before does not compile again); one
+// changed while a run is under way runs when that one ends.
+let rerunWhenDone = false;
 on("meta-parameter-changed", () => {
-  if (lastResult && !$("#run-button").classList.contains("running")) emit("run-requested");
+  if (!lastResult) return;
+  if ($("#run-button").classList.contains("running")) rerunWhenDone = true;
+  else runUnlessUnderWay();
 });
+on("run-result", () => {
+  if (!rerunWhenDone) return;
+  rerunWhenDone = false;
+  if (!sameLaunch(getSpec(), sentSpec)) setTimeout(runUnlessUnderWay);   // after every pane has the result
+});
+
+// A result whose kernel or launch changed since its run is marked stale at once, in every pane
+// that shows it, until the next run.
+function markStale() {
+  const stale = Boolean(lastResult && resultSpec) && !sameLaunch(getSpec(), resultSpec);
+  for (const pane of ["#results", "#diagram", "#timings"]) $(pane)?.classList.toggle("edited", stale);
+  $("#status-line").dataset.edited = String(stale);
+}
+on("source-changed", markStale);
+$("#launch").addEventListener("input", markStale);
+$("#launch").addEventListener("change", markStale);
+on("run-result", markStale);
+on("run-partial", markStale);
+on("spec-loaded", markStale);
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("row-width-changed", ({ width }) => { ui.row_width = width; });
 on("ir-stage-selected", ({ stage }) => { ui.ir_stage = stage; });
