@@ -39,6 +39,17 @@ export function shapeOf(shape) {
   return { numel, cols: Math.max(cols, 1), rows: Math.max(Math.ceil(numel / Math.max(cols, 1)), 1) };
 }
 
+// What a figure leaves out of a big tensor, in words ("rows 0–31 of 128 shown: the first 4,096
+// elements"); null when it shows all of it. Its marks' counts are the whole tensor's.
+export function shownPart(shape) {
+  const total = shape.reduce((a, b) => a * b, 1);
+  const { numel, cols, rows } = shapeOf(shape);
+  if (numel >= total) return null;
+  const count = (n) => n.toLocaleString("en-US");
+  return shape.length >= 2 ? `rows 0–${rows - 1} of ${count(total / cols)} shown: the first ${count(numel)} elements`
+    : `elements 0–${count(numel - 1)} of ${count(total)} shown`;
+}
+
 function grid(owned, layout) {
   const z = [];
   for (let r = 0; r < layout.rows; r++) {

@@ -8,7 +8,7 @@ import { formatCount } from "./format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "./editor.js";
 import { withoutLesson } from "./lesson.js";
-import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
 import { loadPlotly } from "./plotly.js";
 import { stoppedAt } from "./trace-model.js";
 import { stoppedText } from "./trace-words.js";
@@ -118,8 +118,10 @@ function figuresBlock() {
   return h("div", { class: "puzzle-figures" }, Object.entries(graded.diff || {}).map(([name, diff]) => {
     const plot = h("div", { class: "puzzle-plot", dataset: { output: name } });
     const words = diffWords(diff, stoppedAt(state.result.trace));
+    const shown = shownPart(state.result.trace.tensors[name]?.shape ?? []);
     return h("div", { class: "puzzle-figure" },
-      h("h3", { class: "section-title" }, `${name}: expected vs yours `, h("span", { class: "section-hint" }, `first test (${state.puzzle.tests[0]}); each colour is one program`)),
+      h("h3", { class: "section-title" }, `${name}: expected vs yours `,
+        h("span", { class: "section-hint" }, `first test (${state.puzzle.tests[0]}); each colour is one program${shown ? `; ${shown}` : ""}`)),
       plot, words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Yours writes exactly the elements the solution writes."));
   }));
 }
