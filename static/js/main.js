@@ -94,14 +94,23 @@ function showTab(name) {
   if (name === "diagram") drawDiagram();
 }
 
-function diagramMessage(text) {
-  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text));
+function diagramMessage(text, ...more) {
+  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text, ...more));
+}
+
+// A run that stopped before its accesses were recorded: the diagram says why and leads to the
+// error card, where the phase, the line and the fix are.
+function diagramErrorMessage(error) {
+  const where = error.line ? ` on line ${error.line}` : "";
+  diagramMessage(`No diagram: the run stopped with ${/^[aeiou]/i.test(error.phase) ? "an" : "a"} ${error.phase} error${where} `
+      + "before the kernel's accesses were recorded.",
+    PANES.includes("results") ? h("p", {}, h("button", { type: "button", class: "button small", id: "diagram-show-error",
+                                                          onclick: () => showTab("results") }, "See the error")) : null);
 }
 
 // Why a run has no picture, in the run's own words where it gave them (result.notes).
 function noDiagramReason(result) {
   if (!result) return "Run the kernel to see which program reads and writes which element.";
-  if (result.error) return "No diagram: the run stopped before the kernel's accesses were recorded.";
   const notes = (result.notes || []).filter((note) => /trace/i.test(note));
   if (notes.length) return `No diagram for this run: ${notes.join(" ")}`;
   if (getSpec().options.trace === false) return "No diagram for this run: tick trace in the Options row to record the kernel's accesses.";
@@ -112,6 +121,10 @@ function noDiagramReason(result) {
 async function drawDiagram() {
   if (diagramDrawn) return;
   diagramDrawn = true;
+  if (lastResult?.error && !lastResult.trace) {
+    diagramErrorMessage(lastResult.error);
+    return;
+  }
   if (!lastResult || !lastResult.trace) {
     diagramMessage(noDiagramReason(lastResult));
     return;
@@ -309,6 +322,8 @@ function initExamples() {
   let shown = initial.example || "";
   let kernel = initial.example ? initial.spec.kernel : null;   // the shown example's kernel
   select.value = shown;
+  // The address names the example on screen: the playground's own address opens the default one.
+  if (shown && location.pathname === "/") history.replaceState(null, "", `/examples/${encodeURIComponent(shown)}${location.search}`);
   // Once the example's kernel is gone from the source (replaced, or another spec loaded), the picker
   // and the title no longer name it.
   const forget = () => {

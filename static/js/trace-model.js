@@ -605,7 +605,7 @@ export function gridCells(model, slice, selected) {
   if (selectedLinear >= sliceStart && selectedLinear < sliceStart + gx * gy) {
     forEachCell(layout, selectedLinear - sliceStart, 1, (c) => selectedCells.push(c));
   }
-  return { layout, classes, cellProgram, selectedCells, folded: cols !== gx, cols, twoD: gy > 1, slice };
+  return { layout, classes, cellProgram, selectedCells, folded: cols !== gx, cols, twoD: gy > 1, slice, programsInSlice: gx * gy };
 }
 
 // The program id of a grid cell's first program (whether traced or not).

@@ -108,7 +108,7 @@ export function tensorAxes(tensor, view) {
 
 export function gridAxes(grid) {
   return { x: grid.folded ? `program_id(0) mod ${grid.cols}` : "program_id(0)",
-           y: grid.folded ? "row start" : grid.twoD ? "program_id(1)" : null };
+           y: grid.folded ? `1-D grid, ${grid.cols} a row` : grid.twoD ? "program_id(1)" : null };
 }
 
 export function tensorNote(view) {
