@@ -2,6 +2,8 @@
 // program that stored it (a puzzle's solution, or the pinned run, on the left; yours on the right),
 // yours marked where it missed, added or wrote twice what the left one writes. Pure: traces in,
 // figures out. Used by the Puzzle tab and the Compare tab.
+import { formatCount } from "./format.js";
+
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 export const MARKS = {
@@ -45,9 +47,8 @@ export function shownPart(shape) {
   const total = shape.reduce((a, b) => a * b, 1);
   const { numel, cols, rows } = shapeOf(shape);
   if (numel >= total) return null;
-  const count = (n) => n.toLocaleString("en-US");
-  return shape.length >= 2 ? `rows 0–${rows - 1} of ${count(total / cols)} shown: the first ${count(numel)} elements`
-    : `elements 0–${count(numel - 1)} of ${count(total)} shown`;
+  return shape.length >= 2 ? `rows 0–${rows - 1} of ${formatCount(total / cols)} shown: the first ${formatCount(numel)} elements`
+    : `elements 0–${formatCount(numel - 1)} of ${formatCount(total)} shown`;
 }
 
 function grid(owned, layout) {
