@@ -58,3 +58,24 @@ def test_one_current_highlight_at_a_time(page, live_server):
     page.click("#step-next")
     assert lit(page)["linked"] == 1 and lit(page)["program"] == 0
     page.screenshot(path=f"{SHOTS}/one-highlight-step-1280x720.png")
+
+
+def test_reading_the_ir_on_a_phone_makes_codemirror_log_nothing(browser, live_server):
+    with page_without_errors(browser, width=390, height=844, is_mobile=True, has_touch=True) as phone:
+        phone.on("console", lambda message: message.type == "warning" and phone.errors.append(message.text))
+        open_playground(phone, live_server + "/examples/matmul")
+        phone.click("[data-tab=ir]")
+        phone.click('.cm-line:has-text("tl.dot")')
+        assert run_and_wait(phone) == "ok"
+        phone.wait_for_selector('.ir-stage[data-stage="sass"]:not([disabled])', timeout=60000)
+        for stage in ("ttgir", "ptx", "sass", "llir"):  # was: "Measure loop restarted more than 5 times"
+            phone.click(f'.ir-stage[data-stage="{stage}"]')
+            phone.wait_for_timeout(200)
+            phone.click('#editor .cm-line:has-text("tl.load")')
+            phone.wait_for_timeout(200)
+        phone.click("[data-tab=results]")  # a run while the IR tab is hidden, the cursor moved
+        phone.click('#editor .cm-line:has-text("tl.store")')
+        assert run_and_wait(phone) == "ok"
+        phone.click("[data-tab=ir]")
+        phone.wait_for_timeout(500)
+        phone.screenshot(path=f"{SHOTS}/ir-on-a-phone.png")
