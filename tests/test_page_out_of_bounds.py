@@ -30,6 +30,7 @@ def page(browser):
         yield page
 
 
+@pytest.mark.browser
 def test_an_out_of_bounds_store_is_one_story_in_results_and_diagram(page, live_server):
     open_playground(page, live_server + "/")
     page.evaluate("(spec) => window.playground.setSpec(spec)", vector_add_spec(source=UNMASKED_STORE, trace=True))
@@ -52,6 +53,7 @@ def test_an_out_of_bounds_store_is_one_story_in_results_and_diagram(page, live_s
     page.screenshot(path=f"{SHOTS}/out-of-bounds-diagram-1280x720.png")
 
 
+@pytest.mark.browser
 def test_a_puzzle_says_what_an_out_of_bounds_store_never_reached(page, live_server):
     puzzle = puzzles.builtin("constant_add")
     open_playground(page, live_server + "/puzzles/constant_add")

@@ -7,6 +7,7 @@ import pytest
 from tests.helpers import page_without_errors
 from tests.test_browser import open_playground, run_and_wait
 
+pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"
 DONE = "['ok', 'mismatch', 'error'].includes(document.querySelector('#status-line').dataset.state)"
 

@@ -22,11 +22,13 @@ def page(browser):
         yield page
 
 
+@pytest.mark.browser
 def test_a_puzzle_page_is_titled_by_its_puzzle(page, live_server):
     open_playground(page, live_server + "/puzzles/constant_add")
     assert page.title() == "Puzzle: Constant add · Triton Playground"
 
 
+@pytest.mark.browser
 def test_the_address_names_the_example_on_screen(page, live_server):
     open_playground(page, live_server + "/")
     assert page.evaluate("location.pathname") == "/examples/vector_add"
@@ -37,6 +39,7 @@ def test_the_address_names_the_example_on_screen(page, live_server):
     assert page.input_value("#example-select") == "vector_add"
 
 
+@pytest.mark.browser
 def test_a_one_dimensional_grid_reads_as_one_line_of_programs(page, live_server):
     open_playground(page, live_server + "/examples/vector_add")  # 97 programs, drawn 16 a row
     assert run_and_wait(page) == "ok"
@@ -49,6 +52,7 @@ def test_a_one_dimensional_grid_reads_as_one_line_of_programs(page, live_server)
     page.screenshot(path=f"{SHOTS}/grid-1d-1280x720.png")
 
 
+@pytest.mark.browser
 def test_three_digit_element_numbers_fit_their_cells_and_the_hatching_keeps_off_them(page, live_server):
     open_playground(page, live_server + "/examples/masked_tail")
     spec = vector_add_spec(n=150, block=16, trace=True)
@@ -72,6 +76,7 @@ def test_three_digit_element_numbers_fit_their_cells_and_the_hatching_keeps_off_
     page.screenshot(path=f"{SHOTS}/element-numbers-under-hatching-1280x720.png")
 
 
+@pytest.mark.browser
 def test_an_error_on_the_diagram_tab_leads_to_the_error_card(page, live_server):
     open_playground(page, live_server + "/examples/vector_add")
     page.click("[data-tab=diagram]")
@@ -85,6 +90,7 @@ def test_an_error_on_the_diagram_tab_leads_to_the_error_card(page, live_server):
     assert page.locator("#error-card").is_visible()
 
 
+@pytest.mark.integration  # runs the exported script in its own Python
 def test_a_puzzles_export_prints_what_the_kernel_wrote(tmp_path):
     puzzle = puzzles.builtin("constant_add")
     spec = {**puzzles.starter_spec(puzzle), "source": puzzle["solution"]}

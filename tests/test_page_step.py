@@ -44,6 +44,7 @@ def cell_boxes(row):
         .map(td => { const box = td.getBoundingClientRect(); return [box.left, box.right]; }))""")
 
 
+@pytest.mark.browser
 def test_tiles_show_every_cell_at_its_own_width(page, live_server):
     open_playground(page, live_server + "/examples/matmul")
     page.click('[data-tab="step"]')
@@ -71,6 +72,7 @@ def test_tiles_show_every_cell_at_its_own_width(page, live_server):
     assert len(widths) == 4 and max(widths) - min(widths) < 2
 
 
+@pytest.mark.browser
 def test_masked_off_lanes_of_a_load_without_other_are_marked_not_zero(page, live_server):
     open_playground(page, live_server + "/examples/vector_add")
     page.evaluate("(spec) => window.playground.setSpec(spec)", vector_add_spec(n=1000, block=256))
