@@ -34,10 +34,11 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app import api, clients, course, db, editor, errors, events, puzzles, security
+    from app import api, assets, clients, course, db, editor, errors, events, puzzles, security
 
     security.init_app(app)  # before anything that signs or reads a session
     db.init_app(app)
+    assets.init_app(app)
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(course.bp)

@@ -34,7 +34,7 @@ def puzzle_page(name):
     if found is None:
         abort(404, f"there is no puzzle named '{name}'")
     # The page learns the puzzle from the spec's options.puzzle (static/js/puzzle.js asks the API).
-    return render_editor(puzzles.starter_spec(found))
+    return render_editor(puzzles.starter_spec(found), title=f"Puzzle: {found.get('title') or name}")
 
 
 @bp.get("/api/puzzles")

@@ -1,8 +1,5 @@
 """The editor page, opened empty (default example), on a gallery example or on a shared snippet."""
-import os
-
-import plotly
-from flask import Blueprint, abort, current_app, render_template, request, send_file, url_for
+from flask import Blueprint, abort, current_app, render_template, request
 
 from app import gallery, share
 from app.owners import current_owner
@@ -31,7 +28,6 @@ def new_kernel_spec():
             "inputs": {"x": "torch.randn(1024)", "out": "torch.empty(1024)"},
             "args": {"x_ptr": "x", "out_ptr": "out", "n": "x.numel()", "BLOCK": 256},
             "grid": "(triton.cdiv(n, meta['BLOCK']),)", "reference": {"out": "x"}, "options": {}}
-PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 
 
 # What an embed (?embed=1) may show, as ?panes=a,b (the first output pane opens), and its default.
@@ -69,8 +65,7 @@ def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, ti
                "fork_of": fork_of, "title": title, "run_timeout_s": current_app.config["RUN_TIMEOUT_S"],
                "device_kind": server_device_kind(),
                "spec_schema": share.schema()}
-    return render_template("editor.html", initial=initial,
-                           plotly_url=url_for("editor.plotly_js", version=plotly.__version__))
+    return render_template("editor.html", initial=initial)
 
 
 @bp.get("/")
@@ -109,8 +104,3 @@ def fork(snippet_id):
         abort(404, f"there is no shared snippet '{snippet_id}' to fork: the link may be mistyped")
     return render_editor(found["spec"], found.get("ui"), fork_of=snippet_id)
 
-
-@bp.get("/vendor/plotly-<version>.min.js")
-def plotly_js(version):
-    """plotly.js from the installed plotly package: one pinned copy, served offline."""
-    return send_file(PLOTLY_JS, mimetype="text/javascript", max_age=86400)

@@ -49,6 +49,12 @@ REFERENCE = {reference}
 OPTIONS = {options}
 '''
 
+# A puzzle's check stays on the server: the script says so, and prints what the kernel wrote.
+PUZZLE_NOTE = '''# The puzzle "{puzzle}": its check runs on the server (the reference is not shared), so this
+# script prints what your kernel wrote. To be graded, Run it on the puzzle's page: /puzzles/{puzzle}
+
+'''
+
 RUNNER = '''
 
 # %% Run, check, time
@@ -140,6 +146,26 @@ def bench(kernel, grid, args, before, names):
     print(line)
 
 
+def show_written(before, after):
+    """Without a reference to check against: what the launch wrote, tensor by tensor."""
+    wrote = False
+    for name, tensor in after.items():
+        if not torch.is_tensor(tensor):
+            continue
+        if name in POISONED and tensor.dtype.is_floating_point:
+            written = ~tensor.isnan()
+        else:
+            written = tensor != before[name]
+            if tensor.dtype.is_floating_point:
+                written &= ~(tensor.isnan() & before[name].isnan())
+        if written.any():
+            wrote = True
+            print(f"{name}: the kernel wrote {int(written.sum())} of {tensor.numel()} elements")
+            print(tensor)
+    if not wrote:
+        print("The kernel wrote no element of any input.")
+
+
 def main():
     kernel = globals()[KERNEL]
     inputs = build_inputs()
@@ -153,6 +179,8 @@ def main():
         expected = references(clones(before))
         ok = all([compare(name, inputs[name], expected[name]) for name in expected])
         print("OK" if ok else "MISMATCH: the kernel's outputs differ from the reference")
+    else:
+        show_written(before, inputs)
     if OPTIONS["bench"] and not INTERPRET:
         bench(kernel, grid, args, before, names)
     return 0 if ok else 1
@@ -211,6 +239,8 @@ def export_script(spec, title=None):
     else:
         choose = 'if not torch.cuda.is_available():\n    os.environ["TRITON_INTERPRET"] = "1"'
     header = HEADER.format(title=(title or spec["kernel"]).replace('"""', "'''"), choose_interpreter=choose)
+    if spec["options"]["puzzle"]:
+        header += PUZZLE_NOTE.format(puzzle=spec["options"]["puzzle"])
     constants = SPEC.format(
         kernel=repr(spec["kernel"]),
         inputs=_literal(spec["inputs"]),

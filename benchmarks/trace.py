@@ -57,9 +57,9 @@ def launcher(n, block):
 
 def render_in_chromium(trace):
     from playwright.sync_api import sync_playwright
-    import plotly
 
-    plotly_js = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+    from tests.frontend_harness import plotly_js_path
+    plotly_js = plotly_js_path()
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def translate_path(self, path):

@@ -66,12 +66,12 @@ def with_races(summary, trace, expected, outputs):
 
 def stores(trace, tensor):
     """{element: times stored} of `tensor` over every traced program (atomics count as stores once
-    per program: they are meant to meet)."""
+    per program: they are meant to meet). The out-of-bounds access that stopped a run wrote nothing."""
     counts = {}
     for program in trace["programs"]:
         atomic_seen = set()
         for access in program["accesses"]:
-            if access["tensor"] != tensor or access["op"] not in ("store", "atomic"):
+            if access["tensor"] != tensor or access["op"] not in ("store", "atomic") or access.get("out_of_bounds"):
                 continue
             for start, length in access["offsets"]:
                 for element in range(start, start + length):

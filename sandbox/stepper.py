@@ -49,10 +49,12 @@ def rounded(array):
 
 class Values:
     """Each distinct local value once, by the object's identity (objects are kept alive, so an id is
-    never reused while the replay runs)."""
+    never reused while the replay runs). `unset`: a loaded tile's handle id -> (handle, the lanes its
+    mask left without a value)."""
 
-    def __init__(self, ranges):
+    def __init__(self, ranges, unset=None):
         self.ranges, self.by_id, self.table, self.alive = ranges, {}, [], []
+        self.unset = {} if unset is None else unset
         self.full = False
 
     def index(self, value):
@@ -88,14 +90,20 @@ class Values:
         else:
             found["kind"] = "tile" if shape else "scalar"
         data = data.reshape(shape) if shape else data.reshape(())
+        unset = self.unset.get(id(value.handle), (None, None))[1]
+        unset = unset.reshape(data.shape) if unset is not None and unset.any() else None
         if data.size <= MAX_CELLS:
             found["values"] = rounded(data)
-            return found
+            return with_unset(found, unset)
         corner = data[:CORNER, :CORNER] if data.ndim == 2 else data.ravel()[:CORNER * CORNER]
-        numeric = data.astype(np.float64)
-        found.update(values=rounded(corner), corner=list(corner.shape),
-                     summary={"min": float(numeric.min()), "max": float(numeric.max()), "mean": float(numeric.mean())})
-        return found
+        numeric = data.astype(np.float64)[unset == False] if unset is not None else data.astype(np.float64)  # noqa: E712
+        found.update(values=rounded(corner), corner=list(corner.shape))
+        if numeric.size:
+            found["summary"] = {"min": float(numeric.min()), "max": float(numeric.max()), "mean": float(numeric.mean())}
+        if unset is not None:
+            found.setdefault("summary", {})["unset"] = int(unset.sum())
+            unset = unset[:CORNER, :CORNER] if unset.ndim == 2 else unset.ravel()[:CORNER * CORNER]
+        return with_unset(found, unset)
 
     def pointer_offsets(self, addresses):
         """Element offsets into the tensor the addresses point into (the first lane's), and its name."""
@@ -120,6 +128,34 @@ def statements(function):
         for line in range(node.lineno, last + 1):
             owner[line] = (node.lineno, last)
     return owner
+
+
+def with_unset(found, unset):
+    """`unset`: the flat indices of the sent values that a masked load left without a value."""
+    if unset is not None and unset.any():
+        found["unset"] = np.flatnonzero(unset).tolist()
+    return found
+
+
+@contextlib.contextmanager
+def unset_lanes(unset):
+    """A load with a mask and no `other` leaves its masked-off lanes without a value (on a GPU,
+    whatever the register held; the interpreter fills 0): each such load's result is kept in
+    `unset` with those lanes, so that the replay marks them instead of showing a 0."""
+    builder = interpreter.interpreter_builder
+    cls = type(builder)
+
+    def create_masked_load(ptrs, mask, other, *rest, **kwargs):
+        handle = cls.create_masked_load(builder, ptrs, mask, other, *rest, **kwargs)
+        if other is None and mask is not None:
+            unset[id(handle)] = (handle, ~np.asarray(mask.data, dtype=bool))
+        return handle
+
+    builder.create_masked_load = create_masked_load
+    try:
+        yield
+    finally:
+        del builder.create_masked_load
 
 
 class Recorder:
@@ -195,14 +231,15 @@ def step_run(spec, result, path):
     tensors = build.launch_tensors(inputs, args)
     analysis = provenance.analyze_kernel(path, kernel)
     owners = owners_by_position(analysis, args, tensors)
-    values = Values([TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)])
+    unset = {}
+    values = Values([TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)], unset)
     tracer = Tracer(tensors, path, owners=owners, only=0, max_programs=1, max_bytes=4_000_000)
     recorder = Recorder(path, kernel.function.__name__, values,
                         lambda: len(tracer.program[1]["accesses"]) if tracer.program else 0,
                         statements(analysis.node) if analysis else {})
     error, trace = None, None
     try:
-        with tracer, one_program(pid, grid):
+        with tracer, one_program(pid, grid), unset_lanes(unset):
             sys.settrace(recorder.global_trace)
             try:
                 kernel.jit[(1, 1, 1)](**args)

@@ -270,7 +270,7 @@ def test_an_unknown_snippet_gets_a_not_found_page_with_a_way_home(page, live_ser
 
     page.get_by_role("link", name="Open the playground").click()
     page.wait_for_function("window.playground !== undefined")
-    assert page.evaluate("location.pathname") == "/"
+    assert page.evaluate("location.pathname") == "/examples/vector_add"  # the address names the example shown
 
 
 def test_the_page_opens_on_the_kernel_not_the_prose_above_it(page, live_server):

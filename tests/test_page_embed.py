@@ -1,6 +1,7 @@
 """Embeds, in a 700x600 iframe of another site's lesson page: the embed fits its frame (no scroll,
 Run and "Open in Playground" in view), runs there, shows only the panes asked for (?panes=), can be
-read-only (?readonly=1), works on /examples/<name>, and the Share popover gives the iframe to copy."""
+read-only (?readonly=1), works on /examples/<name>, offers no control it cannot honour (Step
+through), and the Share popover gives the iframe to copy."""
 import html
 
 import pytest
@@ -65,6 +66,9 @@ def test_an_example_embed_fits_its_700x600_frame_and_runs(page, live_server):
     frame.click("[data-tab=diagram]")
     frame.wait_for_selector(".diagram-grid-plot .nsewdrag")
     assert frame.evaluate("window.scrollY") == 0
+    # No button that leads nowhere: an embed has no Step tab to step through a program in.
+    assert frame.locator('.diagram-controls button:has-text("Step through")').count() == 0
+    assert frame.locator(".diagram-controls button").all_inner_texts()[:3] == ["‹ Prev", "▶ Play", "Next ›"]
     page.screenshot(path=f"{SHOTS}/embed-700x600-diagram.png")
 
 

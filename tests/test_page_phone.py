@@ -48,3 +48,42 @@ def test_the_top_bar_fits_a_phone_and_run_is_what_a_tap_hits(phone, live_server)
     assert phone.evaluate("window.scrollY") > 400
     assert inside_viewport(phone, "#run-button") and hit_at_centre(phone, "#run-button") == "run-button"
     phone.screenshot(path=f"{SHOTS}/phone-390x844-results.png")
+
+
+def rows_of_the_top_bar(page):
+    return page.evaluate("""() => new Set([...document.querySelectorAll('.topbar > *')].filter(e => e.offsetParent)
+        .map(e => Math.round(e.getBoundingClientRect().top / 20))).size""")
+
+
+def cut_selects(page):
+    """The launch form's selects whose chosen option's text is wider than the select shows."""
+    return page.evaluate("""() => {
+        const context = document.createElement('canvas').getContext('2d');
+        return [...document.querySelectorAll('#launch select')].filter(s => s.offsetParent).filter(s => {
+            const style = getComputedStyle(s);
+            context.font = `${style.fontSize} ${style.fontFamily}`;
+            const text = s.selectedOptions[0]?.textContent || '';
+            return context.measureText(text).width > s.clientWidth - parseFloat(style.paddingLeft) - 14;  // the arrow
+        }).map(s => s.selectedOptions[0].textContent);
+    }""")
+
+
+def test_a_puzzle_on_a_phone_opens_at_the_top_and_run_shows_its_verdict(phone, live_server):
+    open_playground(phone, live_server + "/puzzles/constant_add")
+    phone.wait_for_selector(".puzzle-statement")
+    phone.wait_for_timeout(300)
+    assert phone.evaluate("window.scrollY") == 0  # not scrolled down to the kernel, under the top bar
+    assert rows_of_the_top_bar(phone) == 2
+    statement, form = phone.locator(".puzzle-statement").bounding_box(), phone.locator("#launch").bounding_box()
+    assert statement["y"] < form["y"]  # the statement before the form
+    assert cut_selects(phone) == []  # "float32" and "randn", not "floa" and "rand"
+    phone.screenshot(path=f"{SHOTS}/phone-puzzle-open.png")
+
+    phone.tap("#run-button")
+    phone.wait_for_selector("#puzzle-verdict", timeout=60000)
+    phone.wait_for_timeout(300)
+    verdict, bar = phone.locator("#puzzle-verdict").bounding_box(), phone.locator(".topbar").bounding_box()
+    assert bar["y"] + bar["height"] <= verdict["y"] and verdict["y"] + verdict["height"] <= 844  # in view, not under the bar
+    phone.screenshot(path=f"{SHOTS}/phone-puzzle-verdict.png")
+    phone.evaluate("document.querySelector('#inputs-table').scrollIntoView({block: 'center'})")
+    phone.screenshot(path=f"{SHOTS}/phone-puzzle-form.png")

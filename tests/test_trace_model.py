@@ -180,7 +180,8 @@ def test_the_lanes_an_out_of_bounds_load_reached_are_drawn_past_the_end_in_the_e
     assert x["owner"] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, -1, -1]
     assert x["strayCells"] == [[10, 2]] and x["strayClass"] == [10, 11] and x["hatched"] == []
     assert (x["region"]["offsets"], x["region"]["strays"]) == ([[8, 2]], [[10, 2]])
-    assert x["caption"] == ("program (2, 0, 0) loads x[8..9]; no lanes masked off; "
+    # The load that went out of bounds stopped the run: it did not happen.
+    assert x["caption"] == ("program (2, 0, 0) was stopped before loading x[8..9]; no lanes masked off; "
                             "out of bounds: 2 lanes past the end of x (offsets 10..11) · source line 14")
     assert x["summary"].endswith("The run stopped at program (2, 0, 0): its load on line 14 reaches "
                                  "2 lanes past the end of x (offsets 10..11).")

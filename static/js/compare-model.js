@@ -89,11 +89,11 @@ function backtrack(trace, a, b, offset, dEnd) {
 }
 
 // {hunks: [{header, lines: [{kind, text, a, b}]}], added, removed} or {tooLarge: true}; `context`
-// unchanged lines around each change.
-export function unifiedDiff(textA, textB, context = 3) {
+// unchanged lines around each change; lines compared by `key` (the text shown is the line's own).
+export function unifiedDiff(textA, textB, context = 3, key = (line) => line) {
   const a = (textA || "").split("\n");
   const b = (textB || "").split("\n");
-  const ops = diffLines(a, b);
+  const ops = diffLines(a.map(key), b.map(key));
   if (ops === null) return { tooLarge: true, hunks: [], added: 0, removed: 0 };
   const changed = ops.map((op, i) => (op.kind !== " " ? i : -1)).filter((i) => i >= 0);
   const hunks = [];
@@ -117,6 +117,13 @@ export function unifiedDiff(textA, textB, context = 3) {
       return { header: `@@ -${aFirst ? aFirst.a + 1 : 0},${aCount} +${bFirst ? bFirst.b + 1 : 0},${bCount} @@`, lines: slice.map(line) };
     }),
   };
+}
+
+// An IR line without the numbers the compiler hands out in order: location ids (`loc(#loc22)`,
+// `#loc22 = loc(...)`) and the suffixes of value names (`%a_11`, `%3`). One changed constant
+// renumbers most of a file; compared without them, a diff shows what the change made.
+export function withoutRenumbering(line) {
+  return line.replace(/#loc\d+/g, "#loc").replace(/(%[A-Za-z_][\w.]*?)_\d+\b/g, "$1_#").replace(/%\d+\b/g, "%#");
 }
 
 // ---- which elements each run wrote --------------------------------------------------------------

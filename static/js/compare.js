@@ -6,8 +6,9 @@
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatCount, formatMs, formatNumber } from "./format.js";
-import { MARKS, comparisonFigure } from "./puzzle-figures.js";
-import { coverageDiff, resourceRows, timeChange, unifiedDiff } from "./compare-model.js";
+import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
+import { loadPlotly } from "./plotly.js";
+import { coverageDiff, resourceRows, timeChange, unifiedDiff, withoutRenumbering } from "./compare-model.js";
 
 const SOURCE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 const COVERAGE_WORDS = {
@@ -75,16 +76,17 @@ function coverageSection(before, after) {
     plots.push([plot, name, d]);
     const words = Object.keys(MARKS).filter((kind) => d[kind].count)
       .map((kind) => h("li", {}, h("span", { style: `color:${MARKS[kind].colour}` }, "■ "), `${formatCount(d[kind].count)} ${COVERAGE_WORDS[kind]}`));
-    return h("div", { class: "compare-figure" }, h("h4", {}, name), plot,
+    const shown = shownPart((before.trace.tensors[name] || after.trace.tensors[name]).shape);
+    return h("div", { class: "compare-figure" }, h("h4", {}, name, shown ? h("span", { class: "section-hint compare-shown" }, ` ${shown}`) : null), plot,
       words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Both runs write the same elements; the colours show which program wrote each."));
   }));
-  const draw = () => {
-    if (!window.Plotly) return;
+  const draw = async () => {
+    const Plotly = await loadPlotly();
     const theme = { paper: "#15181e", untouched: "#2b303a", text: getComputedStyle(elements.panel).color, axis: "#8b93a1" };
     for (const [plot, name, d] of plots) {
       const figure = comparisonFigure({ name, expected: before.trace, yours: after.trace, diff: d, theme,
                                         availableWidth: Math.max(plot.clientWidth, 320), titles: ["pinned", "this run"] });
-      window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+      Plotly.react(plot, figure.data, figure.layout, figure.config);
     }
   };
   return { node, draw };
@@ -102,7 +104,7 @@ function irSection(before, after) {
   if (!a || !b) return h("p", { class: "hint" }, "No IR to compare: both runs need the IR option on.");
   const present = stages.filter((s) => a[s] || b[s]);
   if (!present.includes(stage)) stage = present[0];
-  const diff = unifiedDiff(a[stage], b[stage]);
+  const diff = unifiedDiff(a[stage], b[stage], 3, withoutRenumbering);
   const picker = h("div", { class: "compare-stages", role: "tablist" }, present.map((s) => h("button", {
     type: "button", class: `button small ${s === stage ? "primary" : ""}`, dataset: { stage: s },
     onclick: () => { stage = s; render(); } }, s.toUpperCase())));
@@ -118,7 +120,7 @@ function irSection(before, after) {
         l.kind === "+" ? sourceMark(mapB, l.b) : sourceMark(mapA, l.a), `${l.kind} ${l.text}`)),
     ]));
   }
-  return h("div", {}, picker, h("p", { class: "hint" }, diff.tooLarge ? "" : `${diff.removed} line(s) removed, ${diff.added} added; the coloured mark is each line's source line.`), body);
+  return h("div", {}, picker, h("p", { class: "hint" }, diff.tooLarge ? "" : `${diff.removed} line(s) removed, ${diff.added} added (not counting renumbered #loc ids and %value_N names); the coloured mark is each line's source line.`), body);
 }
 
 // ---- the sweep ----

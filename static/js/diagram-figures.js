@@ -12,6 +12,7 @@ console.assert(PALETTE.length === PROGRAM_COLOURS);
 
 const OVERLAY_LIMIT = 3000; // cells drawn with vector marks (hatching, X); past that, tinted cells
 const LABEL_LIMIT = 600; // cells small and few enough to print their element offset
+const MIN_LABEL_PX = 8; // a label smaller than this is not printed
 const MAX_CELL_PX = 44;
 const MAX_PLOT_PX = 560;
 const MIN_PLOT_PX = 240; // narrowest plot area: long thin tensors get wide cells instead
@@ -142,7 +143,7 @@ function heatmapTrace(layout, classes, theme, cellPx, labels) {
     xgap: cellPx >= 8 ? 1 : 0, ygap: cellPx >= 8 ? 1 : 0,
     colorscale: theme.colours.flatMap((colour, i) => [[i / n, colour], [(i + 1) / n, colour]]),
   };
-  if (labels) Object.assign(trace, { text: labels, texttemplate: "%{text}", textfont: { size: 11 } });
+  if (labels) Object.assign(trace, { text: labels, texttemplate: "%{text}", textfont: { size: labelFontPx(labels, cellPx) } });
   return trace;
 }
 
@@ -230,7 +231,8 @@ function boxPath(b, inset, x, y) {
 
 // Masked-off lanes: a dotted outline and diagonal hatching per cell, as two plain line traces
 // (cheap to draw), in data coordinates so they follow zoom. Too small to see: the tint alone.
-function hatchTraces(layout, cells, cellPx, theme) {
+// `labelled`: the cells print their element offset, so the hatching keeps clear of their centre.
+function hatchTraces(layout, cells, cellPx, theme, labelled = false) {
   if (!cells.length || cells.length > OVERLAY_LIMIT || cellPx < SMALL_CELL_PX) return [];
   const outline = { x: [], y: [] };
   const hatch = { x: [], y: [] };
@@ -239,7 +241,7 @@ function hatchTraces(layout, cells, cellPx, theme) {
     const inset = 0.06 * layout.bx;
     boxPath(b, 2 * inset, outline.x, outline.y);
     const [x0, y0, w, ht] = [b.x0 + inset, b.y0 + inset, b.x1 - b.x0 - 2 * inset, b.y1 - b.y0 - 2 * inset];
-    for (const k of [0.5, 1, 1.5]) { // lines u + v = k across the unit cell, v measured up from the bottom
+    for (const k of labelled ? [0.3, 1.7] : [0.5, 1, 1.5]) { // lines u + v = k across the unit cell, v measured up from the bottom
       const [u0, v0, u1, v1] = k <= 1 ? [k, 0, 0, k] : [1, k - 1, k - 1, 1];
       hatch.x.push(x0 + u0 * w, x0 + u1 * w, null);
       hatch.y.push(y0 + (1 - v0) * ht, y0 + (1 - v1) * ht, null);
@@ -336,10 +338,18 @@ function selectionLabel(layout, marks, size, program, theme) {
     bordercolor: theme.text, borderpad: 3, font: { color: theme.text, size: 11 } }];
 }
 
-// Cell labels: each element's offset, where cells are single elements, few and large enough.
+// Cell labels: each element's offset, where cells are single elements, few and large enough for
+// the longest of them at a readable size.
 function offsetLabels(layout, classes, cellPx) {
   if (layout.bx * layout.by !== 1 || classes.length > LABEL_LIMIT || cellPx < 20) return null;
-  return cellLabels(layout, classes, (cell) => String(firstIndexOfCell(layout, cell)));
+  const labels = cellLabels(layout, classes, (cell) => String(firstIndexOfCell(layout, cell)));
+  return labelFontPx(labels, cellPx) >= MIN_LABEL_PX ? labels : null;
+}
+
+// The font size at which the longest label fits its cell with room to spare (11 px at most).
+function labelFontPx(labels, cellPx) {
+  const longest = Math.max(1, ...labels.flat().map((text) => text.length));
+  return Math.min(11, Math.floor((cellPx - 6) / (0.62 * longest)));
 }
 
 function cellLabels(layout, classes, label) {
@@ -364,8 +374,9 @@ export function tensorPlot({ view, classes, hatched, marks, program, availableWi
   const rowLabel = tensor.oneD ? (row) => formatCount(row * layout.width) : String;
   const size = plotSize(view.full, availableWidth, rowLabel);
   const cellPx = cellPxOf(size, layout);
-  const data = [heatmapTrace(layout, classes, theme, cellPx, offsetLabels(layout, classes, cellPx)),
-    ...hatchTraces(layout, hatched, cellPx, theme), ...coverageTraces(layout, view.coverage, theme)];
+  const labels = offsetLabels(layout, classes, cellPx);
+  const data = [heatmapTrace(layout, classes, theme, cellPx, labels),
+    ...hatchTraces(layout, hatched, cellPx, theme, Boolean(labels)), ...coverageTraces(layout, view.coverage, theme)];
   return {
     data,
     layout: plotLayout(layout, size, theme, {
@@ -381,7 +392,11 @@ export function tensorPlot({ view, classes, hatched, marks, program, availableWi
 // The program grid (one z slice): a cell per program, the selected one outlined. {data, layout, config}.
 export function gridPlot({ grid, availableWidth, theme }) {
   const { layout, classes } = grid;
-  const rowLabel = grid.folded ? (row) => formatCount(row * grid.cols) : String;
+  // A folded 1-D grid's rows say which programs they hold ("16–31"), so that it reads as one
+  // line of programs wrapped, not as a second axis.
+  const last = grid.programsInSlice - 1;
+  const rowRange = (first, end) => (first === end ? formatCount(first) : `${formatCount(first)}–${formatCount(end)}`);
+  const rowLabel = grid.folded ? (row) => rowRange(row * grid.cols, Math.min(last, (row + 1) * grid.cols - 1)) : String;
   const size = plotSize(layout, Math.min(availableWidth * 0.45, 520), rowLabel, 240);
   const cellPx = cellPxOf(size, layout);
   const labels = cellPx >= 26 && layout.bx * layout.by === 1 && classes.length <= 256

@@ -1,7 +1,7 @@
 // The Diagram tab: for every tensor, which program loaded or stored each element, and which lanes
 // a mask switched off. This is the view: it keeps the selection, wires the controls and plotly's
 // events, and redraws. What is drawn comes from trace-model.js, the sentences from trace-words.js,
-// the figures from diagram-figures.js. Drawn with plotly.js (the page loads the global `Plotly`).
+// the figures from diagram-figures.js. Drawn with plotly.js (the global `Plotly`, which renderDiagram's callers load first: plotly.js).
 import { emit } from "./hub.js";
 import { h } from "./dom.js";
 import {
@@ -110,8 +110,9 @@ class Diagram {
     this.pidLabel = h("span", { class: "diagram-pid-label" });
     return h("div", { class: "diagram-controls" }, this.prevButton, this.playButton, this.nextButton, this.slider, this.pidLabel,
       button("Show all", "Colour every element by its program again", () => this.select(null)),
-      button("Step through", "Replay the selected program line by line, with its values (the Step tab)",
-        () => emit("step-requested", { pid: this.selected === null ? [0, 0, 0] : model.programs[this.selected].pid })),
+      // Only where the page has a Step tab to replay it in (an embed has none).
+      document.querySelector('[data-tab="step"]') ? button("Step through", "Replay the selected program line by line, with its values (the Step tab)",
+        () => emit("step-requested", { pid: this.selected === null ? [0, 0, 0] : model.programs[this.selected].pid })) : null,
       model.grid[2] > 1 ? this.buildSliceControl() : null,
       model.tensors.some((t) => t.oneD) ? this.buildWidthControl() : null);
   }

@@ -183,8 +183,10 @@ function setSource(view, source) {
     selection: { anchor: kernel ? kernel.index : 0 },
     effects: setError.of(null),
   });
-  // In a transaction of its own: in the one that replaces the text, the scroll target is lost.
-  view.dispatch({ effects: EditorView.scrollIntoView(kernel ? kernel.index : 0, { y: "start" }) });
+  // The editor's own scroller only: scrollIntoView would scroll the page too, and on a phone, where
+  // the page scrolls, open it scrolled down with the code under the sticky top bar.
+  const at = kernel ? kernel.index : 0;
+  view.requestMeasure({ read: () => view.lineBlockAt(at).top, write: (top) => { view.scrollDOM.scrollTop = top; } });
 }
 
 function clearRunHighlights(view) {
@@ -227,18 +229,21 @@ function wireEditor(view) {
     if (source !== getSource(view)) return;
     view.dispatch({ effects: setError.of(!ok && error && error.line ? { line: error.line, text: inlineText(error) } : null) });
   });
+  // One "current" highlight at a time: the diagram's program, an IR line or a step each replace
+  // the others', and a pane's goes out when another tab is shown.
   on("program-selected", ({ lines }) => {
-    view.dispatch({ effects: programLines.set.of(lines || []) });
+    view.dispatch({ effects: [linkedLines.set.of([]), programLines.set.of(lines || [])] });
     if (lines && lines.length) scrollToLine(view, Math.min(...lines));
   });
   on("ir-line-selected", ({ line }) => {
-    view.dispatch({ effects: linkedLines.set.of(line ? [line] : []) });
+    view.dispatch({ effects: [programLines.set.of([]), linkedLines.set.of(line ? [line] : [])] });
     scrollToLine(view, line);
   });
   on("jump-to-line", ({ line }) => jumpToLine(view, line));
   on("step-shown", ({ line, endLine = line }) => {
     const lines = line ? Array.from({ length: endLine - line + 1 }, (_, i) => line + i) : [];
-    view.dispatch({ effects: linkedLines.set.of(lines) });
+    view.dispatch({ effects: [programLines.set.of([]), linkedLines.set.of(lines)] });
     scrollToLine(view, line, "nearest", endLine);
   });
+  on("tab-shown", () => clearRunHighlights(view));
 }

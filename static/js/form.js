@@ -88,6 +88,18 @@ function paramBadge(param) {
   return null;
 }
 
+// "meta-parameter-changed" once typing in a constexpr field pauses; .now(name) at once, dropping
+// the pending one (Enter, or leaving the field, after typing).
+const META_PAUSE_MS = 600;
+const metaChangedSoon = (() => {
+  let timer = null;
+  let pending = false;
+  const fire = (name) => { clearTimeout(timer); pending = false; emit("meta-parameter-changed", { name }); };
+  const soon = (name) => { clearTimeout(timer); pending = true; timer = setTimeout(() => fire(name), META_PAUSE_MS); };
+  soon.now = (name) => { if (pending) fire(name); };
+  return soon;
+})();
+
 function renderArgs() {
   const params = kernelParams();
   if (!params.length) {
@@ -100,9 +112,13 @@ function renderArgs() {
       value: param.tuned ? "" : argText(param), disabled: Boolean(param.tuned),
       placeholder: param.tuned ? "chosen by the tuner" : "expression or literal",
       "aria-label": `value of ${param.name}`,
-      oninput: (event) => { state.values[param.name] = event.target.value; },
-      // A new meta-parameter value is a new compile: try it at once (Enter or leaving the field).
-      onchange: () => { if (param.constexpr) emit("meta-parameter-changed", { name: param.name }); },
+      // A new meta-parameter value is a new compile: tried once the typing pauses, or at once on
+      // Enter or leaving the field.
+      oninput: (event) => {
+        state.values[param.name] = event.target.value;
+        if (param.constexpr) metaChangedSoon(param.name);
+      },
+      onchange: () => { if (param.constexpr) metaChangedSoon.now(param.name); },
     });
     // The source's own comment on the parameter, as a tooltip: the editor shows it too.
     const note = [`${param.name}${param.annotation ? `: ${param.annotation}` : ""}`, param.comment].filter(Boolean).join("\n");

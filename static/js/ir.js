@@ -162,7 +162,7 @@ class IrPane {
       host,
       h("div", { class: "ir-help" }, "Move the cursor in the editor to light up the IR of that line; click an IR line to find its source line."));
     this.view = new EditorView({ parent: host, state: this.state() });
-    this.highlightSource(this.sourceLine);
+    this.highlightSource(this.sourceLine, false);
   }
 
   state() {
@@ -175,22 +175,26 @@ class IrPane {
     });
   }
 
+  // A stage opens at its start (its own scroll, not the last stage's: SASS would open on its
+  // trailing NOPs), the cursor's source line lit without moving there.
   select(stage) {
     this.stage = stage;
     emit("ir-stage-selected", { stage });
     for (const button of this.buttons) button.classList.toggle("active", button.dataset.stage === stage);
     this.view.setState(this.state());
-    this.highlightSource(this.sourceLine);
+    this.view.scrollDOM.scrollTop = 0;
+    this.highlightSource(this.sourceLine, false);
   }
 
-  // The editor's cursor moved to `line`: light up (and scroll to) the IR lines made from it.
-  highlightSource(line) {
+  // The editor's cursor moved to `line`: light up the IR lines made from it, and scroll to them
+  // when `scroll` and the tab is on screen (measuring a hidden editor makes CodeMirror loop).
+  highlightSource(line, scroll = true) {
     this.sourceLine = line;
     if (!this.view) return;
     const irLines = this.lineMap().filter(([, src]) => src === line).map(([ir]) => ir);
     this.view.dispatch({ effects: setLinked.of(irLines) });
     const first = Math.min(...irLines);
-    if (irLines.length && first <= this.view.state.doc.lines) {
+    if (scroll && this.container.offsetParent && irLines.length && first <= this.view.state.doc.lines) {
       this.view.dispatch({ effects: EditorView.scrollIntoView(this.view.state.doc.line(first).from, { y: "center" }) });
     }
   }

@@ -16,6 +16,7 @@ import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
 import { initScript, scriptMode, scriptSpec, withoutScriptOptions } from "./script.js";
+import { loadPlotly } from "./plotly.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -95,14 +96,23 @@ function showTab(name) {
   if (name === "diagram") drawDiagram();
 }
 
-function diagramMessage(text) {
-  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text));
+function diagramMessage(text, ...more) {
+  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text, ...more));
+}
+
+// A run that stopped before its accesses were recorded: the diagram says why and leads to the
+// error card, where the phase, the line and the fix are.
+function diagramErrorMessage(error) {
+  const where = error.line ? ` on line ${error.line}` : "";
+  diagramMessage(`No diagram: the run stopped with ${/^[aeiou]/i.test(error.phase) ? "an" : "a"} ${error.phase} error${where} `
+      + "before the kernel's accesses were recorded.",
+    PANES.includes("results") ? h("p", {}, h("button", { type: "button", class: "button small", id: "diagram-show-error",
+                                                          onclick: () => showTab("results") }, "See the error")) : null);
 }
 
 // Why a run has no picture, in the run's own words where it gave them (result.notes).
 function noDiagramReason(result) {
   if (!result) return "Run the kernel to see which program reads and writes which element.";
-  if (result.error) return "No diagram: the run stopped before the kernel's accesses were recorded.";
   const notes = (result.notes || []).filter((note) => /trace/i.test(note));
   if (notes.length) return `No diagram for this run: ${notes.join(" ")}`;
   if (getSpec().options.trace === false) return "No diagram for this run: tick trace in the Options row to record the kernel's accesses.";
@@ -113,12 +123,16 @@ function noDiagramReason(result) {
 async function drawDiagram() {
   if (diagramDrawn) return;
   diagramDrawn = true;
+  if (lastResult?.error && !lastResult.trace) {
+    diagramErrorMessage(lastResult.error);
+    return;
+  }
   if (!lastResult || !lastResult.trace) {
     diagramMessage(noDiagramReason(lastResult));
     return;
   }
   try {
-    const { renderDiagram } = await import("./diagram.js");
+    const [{ renderDiagram }] = await Promise.all([import("./diagram.js"), loadPlotly()]);
     $("#diagram").replaceChildren();
     await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width, maxRowWidth,
                                                           fetchProgram: resultSpec && fetchProgram });
@@ -312,6 +326,8 @@ function initExamples() {
   let shown = initial.example || "";
   let kernel = initial.example ? initial.spec.kernel : null;   // the shown example's kernel
   select.value = shown;
+  // The address names the example on screen: the playground's own address opens the default one.
+  if (shown && location.pathname === "/") history.replaceState(null, "", `/examples/${encodeURIComponent(shown)}${location.search}`);
   // Once the example's kernel is gone from the source (replaced, or another spec loaded), the picker
   // and the title no longer name it.
   const forget = () => {
@@ -447,13 +463,25 @@ $("#new-kernel")?.addEventListener("click", (event) => {
 initSplitters();
 initScript($("#launch"));
 
-$("#run-button").addEventListener("click", () => emit("run-requested"));
+// Run while the same launch is already under way (a changed constexpr just started it) sends nothing.
+function runUnlessUnderWay() {
+  if ($("#run-button").classList.contains("running") && sameLaunch(getSpec(), sentSpec)) return;
+  emit("run-requested");
+}
+
+// Two specs that launch the same thing: a sweep's or a step's options are one run's, not the launch's.
+function sameLaunch(a, b) {
+  const plain = (spec) => spec && JSON.stringify({ ...spec, options: { ...spec.options, sweep: null, step_pid: null } });
+  return Boolean(a && b) && plain(a) === plain(b);
+}
+
+$("#run-button").addEventListener("click", runUnlessUnderWay);
 $("#stop-button").addEventListener("click", () => emit("stop-requested"));
 document.addEventListener("keydown", (event) => {
   // Ctrl/Cmd+Enter anywhere on the page (the editor handles its own).
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.defaultPrevented && !editorView.hasFocus) {
     event.preventDefault();
-    emit("run-requested");
+    runUnlessUnderWay();
   }
 });
 for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
@@ -531,14 +559,48 @@ on("ir-target-selected", ({ arch }) => {
   emit("run-requested");
 });
 // Trying another num_warps, num_stages or constexpr value re-runs once a run has been seen
-// (Triton's cache is shared between runs, so a value tried before does not compile again).
+// (Triton's cache is shared between runs, so a value tried before does not compile again); one
+// changed while a run is under way runs when that one ends.
+let rerunWhenDone = false;
 on("meta-parameter-changed", () => {
-  if (lastResult && !$("#run-button").classList.contains("running")) emit("run-requested");
+  if (!lastResult) return;
+  if ($("#run-button").classList.contains("running")) rerunWhenDone = true;
+  else runUnlessUnderWay();
 });
+on("run-result", () => {
+  if (!rerunWhenDone) return;
+  rerunWhenDone = false;
+  if (!sameLaunch(getSpec(), sentSpec)) setTimeout(runUnlessUnderWay);   // after every pane has the result
+});
+
+// A result whose kernel or launch changed since its run is marked stale at once, in every pane
+// that shows it, until the next run.
+function markStale() {
+  const stale = Boolean(lastResult && resultSpec) && !sameLaunch(getSpec(), resultSpec);
+  for (const pane of ["#results", "#diagram", "#timings"]) $(pane)?.classList.toggle("edited", stale);
+  $("#status-line").dataset.edited = String(stale);
+}
+on("source-changed", markStale);
+$("#launch").addEventListener("input", markStale);
+$("#launch").addEventListener("change", markStale);
+on("run-result", markStale);
+on("run-partial", markStale);
+on("spec-loaded", markStale);
 on("program-selected", ({ pid }) => { ui.pid = pid || null; });
 on("row-width-changed", ({ width }) => { ui.row_width = width; });
 on("ir-stage-selected", ({ stage }) => { ui.ir_stage = stage; });
 on("run-requested", () => { if (ui.pane === "lesson") showTab("results"); });
+// On a phone the output sits under the code: Run brings it into view (under the sticky top bar),
+// and a puzzle's verdict once it is graded.
+const phone = window.matchMedia("(max-width: 600px)");
+const scrollUnderTopbar = (element) => {
+  const top = element.getBoundingClientRect().top + window.scrollY - $(".topbar").offsetHeight;
+  window.scrollTo({ top, behavior: "instant" });
+};
+on("run-requested", () => { if (phone.matches) scrollUnderTopbar($("#column-right")); });
+on("run-result", () => {
+  if (phone.matches && ui.pane === "puzzle") requestAnimationFrame(() => $("#puzzle-verdict")?.scrollIntoView({ block: "nearest" }));
+});
 on("run-result", () => { if (ui.pane === "lesson") showTab("results"); });
 on("show-program", ({ pid }) => {
   ui.pid = validPid(Array.isArray(pid) ? pid : [pid, 0, 0]);
@@ -554,6 +616,7 @@ window.addEventListener("popstate", () => { drafts.save(); location.reload(); })
 
 connect();
 setSpec(openingSpec(initial.spec), initial.ui);
+loadPlotly().catch(() => {});   // now that the editor is up; a plot that needs it says why it failed
 drafts.markClean();
 drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the

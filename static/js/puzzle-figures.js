@@ -2,6 +2,8 @@
 // program that stored it (a puzzle's solution, or the pinned run, on the left; yours on the right),
 // yours marked where it missed, added or wrote twice what the left one writes. Pure: traces in,
 // figures out. Used by the Puzzle tab and the Compare tab.
+import { formatCount } from "./format.js";
+
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 export const MARKS = {
@@ -23,6 +25,7 @@ export function owners(trace, tensor) {
     const index = linearPid(program.pid, trace.grid);
     for (const access of program.accesses) {
       if (access.tensor !== tensor || (access.op !== "store" && access.op !== "atomic")) continue;
+      if (access.out_of_bounds?.length) continue;   // the access that stopped the run wrote nothing
       for (const [start, length] of access.offsets) {
         for (let e = start; e < start + length && e < MAX_CELLS; e++) found.set(e, index);
       }
@@ -36,6 +39,16 @@ export function shapeOf(shape) {
   const numel = Math.min(shape.reduce((a, b) => a * b, 1), MAX_CELLS);
   const cols = shape.length >= 2 ? shape[shape.length - 1] : Math.min(numel, ONE_D_WIDTH);
   return { numel, cols: Math.max(cols, 1), rows: Math.max(Math.ceil(numel / Math.max(cols, 1)), 1) };
+}
+
+// What a figure leaves out of a big tensor, in words ("rows 0–31 of 128 shown: the first 4,096
+// elements"); null when it shows all of it. Its marks' counts are the whole tensor's.
+export function shownPart(shape) {
+  const total = shape.reduce((a, b) => a * b, 1);
+  const { numel, cols, rows } = shapeOf(shape);
+  if (numel >= total) return null;
+  return shape.length >= 2 ? `rows 0–${rows - 1} of ${formatCount(total / cols)} shown: the first ${formatCount(numel)} elements`
+    : `elements 0–${formatCount(numel - 1)} of ${formatCount(total)} shown`;
 }
 
 function grid(owned, layout) {

@@ -8,7 +8,10 @@ import { formatCount } from "./format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "./editor.js";
 import { withoutLesson } from "./lesson.js";
-import { MARKS, comparisonFigure } from "./puzzle-figures.js";
+import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
+import { loadPlotly } from "./plotly.js";
+import { stoppedAt } from "./trace-model.js";
+import { stoppedText } from "./trace-words.js";
 
 let state = null; // {puzzle, starter (its spec), shownHints, result, next: the course's next puzzle | null}
 let elements = null;
@@ -97,10 +100,12 @@ function progressLine() {
                   title: "Open the starter again: the kernel with its gap, the puzzle's own launch" }, "Start over"));
 }
 
-function diffWords(diff) {
+// Each kind of difference, marked as the figure marks it; when yours stopped out of bounds, what
+// it missed is what it never reached.
+function diffWords(diff, stopped) {
   return Object.entries(MARKS).filter(([kind]) => diff[kind].count)
     .map(([kind, mark]) => h("li", {}, h("span", { class: "mark", style: `color:${mark.colour}` }, "■ "),
-      `${formatCount(diff[kind].count)} ${mark.words}`));
+      `${formatCount(diff[kind].count)} ${kind === "missed" && stopped ? `missed: never written, as ${stoppedText(stopped)}` : mark.words}`));
 }
 
 function figuresBlock() {
@@ -112,23 +117,26 @@ function figuresBlock() {
   }
   return h("div", { class: "puzzle-figures" }, Object.entries(graded.diff || {}).map(([name, diff]) => {
     const plot = h("div", { class: "puzzle-plot", dataset: { output: name } });
-    const words = diffWords(diff);
+    const words = diffWords(diff, stoppedAt(state.result.trace));
+    const shown = shownPart(state.result.trace.tensors[name]?.shape ?? []);
     return h("div", { class: "puzzle-figure" },
-      h("h3", { class: "section-title" }, `${name}: expected vs yours `, h("span", { class: "section-hint" }, `first test (${state.puzzle.tests[0]}); each colour is one program`)),
+      h("h3", { class: "section-title" }, `${name}: expected vs yours `,
+        h("span", { class: "section-hint" }, `first test (${state.puzzle.tests[0]}); each colour is one program${shown ? `; ${shown}` : ""}`)),
       plot, words.length ? h("ul", { class: "puzzle-marks" }, words) : h("p", { class: "hint" }, "Yours writes exactly the elements the solution writes."));
   }));
 }
 
-function drawFigures() {
+async function drawFigures() {
   const graded = state.result && state.result.puzzle;
-  if (!graded || !graded.expected || !state.result.trace || !window.Plotly) return;
+  if (!graded || !graded.expected || !state.result.trace) return;
+  const Plotly = await loadPlotly();
   const style = getComputedStyle(elements.panel);
   const theme = { paper: "#15181e", untouched: "#2b303a", text: style.color, axis: "#8b93a1" };
   for (const plot of elements.panel.querySelectorAll(".puzzle-plot")) {
     const name = plot.dataset.output;
     const figure = comparisonFigure({ name, expected: graded.expected, yours: state.result.trace, diff: graded.diff[name], theme,
                                       availableWidth: Math.max(plot.clientWidth, 320) });
-    window.Plotly.react(plot, figure.data, figure.layout, figure.config);
+    Plotly.react(plot, figure.data, figure.layout, figure.config);
   }
 }
 

@@ -6,7 +6,7 @@ import { h, replaceChildren, notesList } from "./dom.js";
 import { formatCount, formatElapsed, formatNumber, formatTuple, plural } from "./format.js";
 import { errorCard } from "./error-card.js";
 import { coverageVerdicts } from "./trace-model.js";
-import { coverageText, UNWRITTEN_ADVICE } from "./trace-words.js";
+import { coverageText, unwrittenAdvice, UNWRITTEN_ADVICE } from "./trace-words.js";
 
 // The phases a run reports (run-status), as the status line names them.
 const PHASE_LABELS = {
@@ -145,7 +145,7 @@ const COLUMNS = [
 // Diagram tab's verdict (trace-model.js), in its words.
 function coverageNotes(verdicts) {
   const items = [...verdicts.values()].filter((verdict) => !verdict.ok).map((verdict) =>
-    h("li", { dataset: { tensor: verdict.tensor } }, coverageText(verdict).text, verdict.unwritten ? ` ${UNWRITTEN_ADVICE}` : ""));
+    h("li", { dataset: { tensor: verdict.tensor } }, coverageText(verdict).text, unwrittenAdvice(verdict) ? ` ${unwrittenAdvice(verdict)}` : ""));
   return items.length ? h("ul", { class: "coverage-notes" }, items) : null;
 }
 

@@ -6,8 +6,9 @@
 // stored. The editor marks the step's lines.
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { formatNumber, formatPid, formatTuple } from "./format.js";
+import { formatCount, formatNumber, formatPid, formatTuple } from "./format.js";
 import { errorCard } from "./error-card.js";
+import { regionText } from "./trace-words.js";
 
 let els = null;
 let getSpec = null;
@@ -45,8 +46,8 @@ function capitalised(text) {
 
 // ---- drawing a value ----
 
-function heat(values) {
-  const numbers = values.filter((v) => typeof v === "number" && Number.isFinite(v));
+function heat(values, unset) {
+  const numbers = values.filter((v, i) => typeof v === "number" && Number.isFinite(v) && !unset.has(i));
   const lo = Math.min(...numbers);
   const hi = Math.max(...numbers);
   return (v) => {
@@ -63,6 +64,7 @@ function cellText(value, kind, dtype) {
   return /int/.test(dtype) || kind === "pointer" ? String(value) : formatNumber(value);
 }
 
+const UNSET_TITLE = "masked off: a load without other= gives this lane no value (not 0: a GPU leaves whatever its register held)";
 const LANES_PER_ROW = 16; // a 1-D block wraps into rows of this many lanes, each row labelled by its first lane
 
 function tileTable(value) {
@@ -70,14 +72,23 @@ function tileTable(value) {
   const oneD = shape.length !== 2;
   const cols = oneD ? Math.min(LANES_PER_ROW, value.values.length) : shape[1];
   const rows = oneD ? Math.ceil(value.values.length / cols) : shape[0];
-  const colour = value.kind === "tile" ? heat(value.values) : () => null;
+  const unset = new Set(value.unset || []);
+  const colour = value.kind === "tile" ? heat(value.values, unset) : () => null;
+  const cell = (v, i) => (unset.has(i) ? h("td", { class: "unset", title: UNSET_TITLE }, "?")
+    : h("td", { class: value.kind === "mask" && !v ? "off" : null, style: colour(v) }, cellText(v, value.kind, value.dtype)));
   const body = [];
   for (let r = 0; r < rows; r++) {
     body.push(h("tr", {}, oneD && rows > 1 ? h("th", { class: "lane" }, `${r * cols}:`) : null,
-      value.values.slice(r * cols, (r + 1) * cols).map((v) => h("td", {
-        class: value.kind === "mask" && !v ? "off" : null, style: colour(v) }, cellText(v, value.kind, value.dtype)))));
+      value.values.slice(r * cols, (r + 1) * cols).map((v, c) => cell(v, r * cols + c))));
   }
   return h("div", { class: "step-tile-scroll" }, h("table", { class: `step-tile ${value.kind}` }, h("tbody", {}, body)));
+}
+
+function summaryText({ summary, corner }) {
+  const stats = summary.min === undefined ? "no lane holds a value"
+    : `min ${formatNumber(summary.min)} · max ${formatNumber(summary.max)} · mean ${formatNumber(summary.mean)}`;
+  const unset = summary.unset ? ` (${formatCount(summary.unset)} masked-off lanes hold none)` : "";
+  return `${stats}${unset}; ${corner.length === 2 ? `its top-left ${formatTuple(corner)} below` : `its first ${corner[0]} lanes below`}`;
 }
 
 function valueView(value) {
@@ -88,9 +99,10 @@ function valueView(value) {
   }
   if (value.kind === "other") return h("code", {}, value.value);
   return h("div", {},
-    value.summary ? h("p", { class: "hint" }, `min ${formatNumber(value.summary.min)} · max ${formatNumber(value.summary.max)} · mean ${formatNumber(value.summary.mean)}; `
-      + (value.corner.length === 2 ? `its top-left ${formatTuple(value.corner)} below` : `its first ${value.corner[0]} lanes below`)) : null,
+    value.summary ? h("p", { class: "hint" }, summaryText(value)) : null,
     value.kind === "pointer" ? h("p", { class: "hint" }, `element offsets into ${value.tensor || "no input tensor"}`) : null,
+    value.unset ? h("p", { class: "hint step-unset-note" }, h("span", { class: "unset-swatch" }, "?"),
+      " masked off: loaded without other=, these lanes hold no value (a GPU leaves whatever its register held)") : null,
     tileTable(value));
 }
 
@@ -99,14 +111,14 @@ function describeType(value) {
   return `${value.kind === "pointer" ? "" : `${value.kind} `}${value.dtype} ${formatTuple(value.shape)}`;
 }
 
-function runsText(runs) {
-  return runs.map(([start, length]) => (length === 1 ? `${start}` : `${start}…${start + length - 1}`)).join(", ");
-}
-
-function accessView(access) {
+// An access in the diagram's words: "loads a[32..63, 0..31]", the masked-off lanes alike.
+function accessView(access, tensors) {
+  const name = access.tensor || "?";
+  const shape = tensors?.[access.tensor]?.shape || [];
+  const where = (runs) => regionText({ shape, oneD: shape.length <= 1 }, name, runs);
   return h("li", { class: `step-access ${access.op}` }, h("b", {}, access.op === "load" ? "loads " : access.op === "store" ? "stores " : `${access.atomic || "atomic"} `),
-    h("code", {}, access.tensor || "?"), ` elements ${runsText(access.offsets) || "none"}`,
-    access.masked.length ? h("span", { class: "masked" }, ` · masked-off lanes pointed at ${runsText(access.masked)}`) : null);
+    h("code", {}, access.offsets.length ? where(access.offsets) : `no element of ${name}`),
+    access.masked.length ? h("span", { class: "masked" }, " · masked-off lanes pointed at ", h("code", {}, where(access.masked))) : null);
 }
 
 // ---- the panel ----
@@ -146,13 +158,13 @@ function render() {
   if (failedHere) parts.push(errorCard(result.error));
   const accesses = steps.accesses.slice(step.accesses[0], step.accesses[1]);
   parts.push(h("h3", { class: "section-title" }, `${capitalised(lineWords(step))} `, h("span", { class: "section-hint" }, accesses.length ? "its memory accesses" : "no memory access")),
-    accesses.length ? h("ul", { class: "step-accesses", id: "step-accesses" }, accesses.map(accessView)) : null);
+    accesses.length ? h("ul", { class: "step-accesses", id: "step-accesses" }, accesses.map((access) => accessView(access, steps.tensors))) : null);
   const scope = replay.scope[at];
   parts.push(h("h3", { class: "section-title" }, "Locals after this statement"),
     h("table", { class: "step-locals", id: "step-locals" }, h("tbody", {}, Object.entries(scope).map(([name, index]) => {
       const value = steps.values[index];
       return h("tr", { class: name in step.set ? "changed" : null, dataset: { name } },
-        h("th", { class: "mono" }, name), h("td", { class: "step-type" }, describeType(value)), h("td", {}, valueView(value)));
+        h("th", { class: "mono" }, h("span", { class: "step-name" }, name), h("div", { class: "step-type" }, describeType(value))), h("td", {}, valueView(value)));
     }))));
   replaceChildren(els.panel, h("div", { class: "step" }, parts));
 }

@@ -3,6 +3,7 @@
 // and notes. Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
+import { loadPlotly } from "./plotly.js";
 import { formatBytes, formatCount, formatMs, formatRate, formatScaled } from "./format.js";
 
 function metric(label, value, detail, cls = "") {
@@ -161,7 +162,7 @@ function rooflineLayout(traces) {
   };
 }
 
-function drawRoofline() {
+async function drawRoofline() {
   if (!tabVisible || !(pendingRoofline || pendingCharts.length)) return;
   const plots = pendingCharts.map(({ host, traces, layout }) => [host, traces, layout]);
   if (pendingRoofline) {
@@ -171,10 +172,13 @@ function drawRoofline() {
   }
   pendingRoofline = null;
   pendingCharts = [];
+  const Plotly = await loadPlotly();
+  rooflineObserver?.disconnect();
   rooflineObserver = new ResizeObserver((entries) => {
     for (const { target } of entries) if (target.offsetWidth) Plotly.Plots.resize(target);
   });
   for (const [host, traces, layout] of plots) {
+    if (!host.isConnected) continue;   // replaced while plotly loaded
     Plotly.newPlot(host, traces, layout, { displaylogo: false, displayModeBar: false });
     rooflineObserver.observe(host);
   }
@@ -215,7 +219,7 @@ function clearRoofline(container) {
   pendingCharts = [];
   rooflineObserver?.disconnect();
   rooflineObserver = null;
-  for (const plot of container.querySelectorAll(".js-plotly-plot")) Plotly.purge(plot);
+  for (const plot of container.querySelectorAll(".js-plotly-plot")) window.Plotly.purge(plot);
 }
 
 // One row per config; the one the launch used is marked.

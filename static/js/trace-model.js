@@ -324,7 +324,18 @@ function verdictOf(name, info, served, byProgram, complete) {
 
 const verdictCache = new WeakMap();
 
-// Map tensor name -> verdict, for every tensor the launch wrote; computed once per trace.
+// The access that stopped the run, out of bounds ({pid, op, tensor, line}), or null: it and
+// everything after it never happened, so what it would have written stays unwritten.
+export function stoppedAt(trace) {
+  for (const program of trace?.programs ?? []) {
+    const access = program.accesses.find((a) => strayRuns(a).length);
+    if (access) return { pid: program.pid, op: access.op, tensor: access.tensor, line: access.line };
+  }
+  return null;
+}
+
+// Map tensor name -> verdict, for every tensor the launch wrote (with `stopped`, stoppedAt's
+// access, where the run stopped before writing all of it); computed once per trace.
 export function coverageVerdicts(trace) {
   if (!trace) return new Map();
   if (verdictCache.has(trace)) return verdictCache.get(trace);
@@ -349,11 +360,12 @@ export function coverageVerdicts(trace) {
     }
   }
   const verdicts = new Map();
+  const stopped = stoppedAt(trace);
   for (const [name, info] of Object.entries(trace.tensors ?? {})) {
     const served = trace.coverage?.[name];
     if (info.role === "input" && !served) continue;
     const verdict = verdictOf(name, info, served, writes.get(name) ?? [], complete);
-    if (verdict) verdicts.set(name, verdict);
+    if (verdict) verdicts.set(name, verdict.unwritten && stopped ? { ...verdict, stopped } : verdict);
   }
   verdictCache.set(trace, verdicts);
   return verdicts;
@@ -593,7 +605,7 @@ export function gridCells(model, slice, selected) {
   if (selectedLinear >= sliceStart && selectedLinear < sliceStart + gx * gy) {
     forEachCell(layout, selectedLinear - sliceStart, 1, (c) => selectedCells.push(c));
   }
-  return { layout, classes, cellProgram, selectedCells, folded: cols !== gx, cols, twoD: gy > 1, slice };
+  return { layout, classes, cellProgram, selectedCells, folded: cols !== gx, cols, twoD: gy > 1, slice, programsInSlice: gx * gy };
 }
 
 // The program id of a grid cell's first program (whether traced or not).

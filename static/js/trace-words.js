@@ -108,7 +108,7 @@ export function tensorAxes(tensor, view) {
 
 export function gridAxes(grid) {
   return { x: grid.folded ? `program_id(0) mod ${grid.cols}` : "program_id(0)",
-           y: grid.folded ? "row start" : grid.twoD ? "program_id(1)" : null };
+           y: grid.folded ? `1-D grid, ${grid.cols} a row` : grid.twoD ? "program_id(1)" : null };
 }
 
 export function tensorNote(view) {
@@ -155,6 +155,19 @@ function atomicClause(name, atomic) {
     + `${atomicNames(atomic.kinds)}, which is not a race`;
 }
 
+// "the run stopped first, at the out-of-bounds store to out on line 12 of program (96, 0, 0)"
+export function stoppedText(stopped) {
+  const where = stopped.line == null ? "" : ` on line ${stopped.line}`;
+  return `the run stopped first, at the out-of-bounds ${ACCESS_NOUNS[stopped.op] ?? stopped.op} `
+    + `${stopped.op === "load" ? "from" : "to"} ${stopped.tensor}${where} of ${programLabel(stopped.pid)}`;
+}
+
+// What to check about unwritten elements: the grid and mask, unless the run stopped before
+// writing them (the out-of-bounds access is then the thing to fix).
+export function unwrittenAdvice(verdict) {
+  return verdict.unwritten && !verdict.stopped ? UNWRITTEN_ADVICE : "";
+}
+
 // The verdict of trace-model.js's coverageVerdicts, in words: {ok, text}; null without one.
 export function coverageText(verdict) {
   if (!verdict) return null;
@@ -163,7 +176,8 @@ export function coverageText(verdict) {
   if (verdict.unwritten) {
     const runs = verdict.unwrittenRuns;
     const where = runs.length && runs.length <= 3 ? ` (${runs.map(runText).join(", ")})` : "";
-    parts.push(`${plural(verdict.unwritten, "element")} of ${name} ${verdict.unwritten === 1 ? "was" : "were"} never written${where}`);
+    parts.push(`${plural(verdict.unwritten, "element")} of ${name} ${verdict.unwritten === 1 ? "was" : "were"} never written${where}`
+      + (verdict.stopped ? `: ${stoppedText(verdict.stopped)}` : ""));
   }
   if (verdict.multi) {
     parts.push(`${plural(verdict.multi, "element")} of ${name} ${verdict.multi === 1 ? "was" : "were"} stored by more than one program `
@@ -181,12 +195,14 @@ export function coverageText(verdict) {
 
 // How a caption words one kind of access: "loads x[..]", "stores out[..]", "updates out[..] with tl.atomic_add".
 function phraseOf(region) {
+  if (region.strays.length) return { verb: `was stopped before ${{ load: "loading", store: "storing" }[region.op] ?? "updating"}`, tail: "" };
   if (region.op !== "atomic") return { verb: `${region.op}s`, tail: "" };
   if (!region.atomic) return { verb: "atomically updates", tail: "" };
   return { verb: "updates", tail: ` with tl.atomic_${region.atomic}` };
 }
 
-function regionText(tensor, name, runs) {
+// "c[32..63, 64..95]" for a rectangle of a matrix, "x[0..127]" for a few runs of offsets.
+export function regionText(tensor, name, runs) {
   const merged = mergeRuns(runs);
   if (tensor && !tensor.oneD && tensor.shape.length === 2) {
     const rect = asRectangle(merged, tensor.shape[1]);
@@ -200,14 +216,15 @@ function regionText(tensor, name, runs) {
 
 // "2 lanes masked off (offsets 10..11)" when the accesses of 1-D tensors mask the same offsets,
 // else per tensor, with rows and columns for a matrix: "x: 56 lanes masked off (x[18, 0..55])".
-function maskedText(maskedBy, byTensor) {
+function maskedText(maskedBy, byTensor, touched) {
   if (!maskedBy.size) return "no lanes masked off";
   const entries = [...maskedBy].map(([name, runs]) => [name, mergeRuns(runs)]);
   const lanes = (runs) => `${plural(runsLength(runs), "lane")} masked off`;
   const offsets = (runs) => (runs.length <= 3 ? ` (offset${runsLength(runs) === 1 ? "" : "s"} ${runs.map(runText).join(", ")})` : "");
   const [, firstRuns] = entries[0];
   const same = entries.every(([name, runs]) => byTensor.get(name)?.oneD && JSON.stringify(runs) === JSON.stringify(firstRuns));
-  if (same) return lanes(firstRuns) + offsets(firstRuns);
+  if (same && maskedBy.size === touched.size) return lanes(firstRuns) + offsets(firstRuns);
+  if (same) return `${[...maskedBy.keys()].join(", ")}: ${lanes(firstRuns)}${offsets(firstRuns)}`;  // not every tensor's
   return entries.map(([name, runs]) => {
     const tensor = byTensor.get(name);
     const rect = tensor && tensor.shape.length === 2 ? asRectangle(runs, tensor.shape[1]) : null;
@@ -221,15 +238,18 @@ export function programCaption(program, tensors) {
   const phrases = new Map(); // access kind -> {verb, tail, parts}, in the kernel's order
   const maskedBy = new Map(); // tensor name -> runs
   const strays = [];
+  const touched = new Set();
   for (const region of regionsOf(program)) {
-    if (!phrases.has(region.kind)) phrases.set(region.kind, { ...phraseOf(region), parts: [] });
-    if (region.offsets.length) phrases.get(region.kind).parts.push(regionText(byTensor.get(region.tensor), region.tensor, region.offsets));
+    const kind = region.strays.length ? `stopped ${region.kind}` : region.kind;
+    touched.add(region.tensor);
+    if (!phrases.has(kind)) phrases.set(kind, { ...phraseOf(region), parts: [] });
+    if (region.offsets.length) phrases.get(kind).parts.push(regionText(byTensor.get(region.tensor), region.tensor, region.offsets));
     if (region.masked.length) maskedBy.set(region.tensor, [...(maskedBy.get(region.tensor) ?? []), ...region.masked]);
     if (region.strays.length) strays.push(strayText(region.tensor, region.strays));
   }
   const clauses = [...phrases.values()].filter(({ parts }) => parts.length).map(({ verb, tail, parts }) => `${verb} ${parts.join(", ")}${tail}`);
   let words = `${programLabel(program.pid)} ${clauses.join(", ") || "touches no element"}`;
-  words += `; ${maskedText(maskedBy, byTensor)}`;
+  words += `; ${maskedText(maskedBy, byTensor, touched)}`;
   if (strays.length) words += `; out of bounds: ${strays.join(", ")}`;
   if (program.truncated) words += " (only its first accesses were recorded)";
   const lines = sourceLines(program);
