@@ -5,8 +5,11 @@ PY := $(VENV)/bin/python
 
 # A host without NVIDIA's driver gets torch's CPU build: plain PyPI's torch for Linux is the CUDA
 # build, gigabytes that no kernel here would use. The CPU index's 2.13.0+cpu satisfies torch==2.13.0.
+# Not where pip has sources of its own (a wheelhouse, a mirror: its environment or `pip config`):
+# that host chose where torch comes from, and may not reach the CPU index at all.
 CPU_TORCH := https://download.pytorch.org/whl/cpu
-TORCH_INDEX := $(if $(shell command -v nvidia-smi 2>/dev/null),,--extra-index-url $(CPU_TORCH))
+PIP_SOURCES := $(strip $(PIP_FIND_LINKS)$(PIP_INDEX_URL)$(PIP_EXTRA_INDEX_URL)$(shell $(PYTHON) -m pip config list 2>/dev/null | grep -E 'index-url|find-links'))
+TORCH_INDEX := $(if $(or $(shell command -v nvidia-smi 2>/dev/null),$(PIP_SOURCES)),,--extra-index-url $(CPU_TORCH))
 
 # the pure page modules' tests (tests/js), where node is installed; they read the server's schema with $(PY)
 NODE_TEST = $(if $(shell command -v node 2>/dev/null),PYTHON=$(PY) node --test tests/js/,@echo "no node: the page modules' tests (tests/js) skipped")

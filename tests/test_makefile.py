@@ -11,12 +11,20 @@ from tests.helpers import ROOT
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
 
-def planned(target, tmp_path, path=None, **variables):
-    """The commands `make TARGET` would run for a fresh virtual environment under tmp_path."""
+PIP_SOURCES = ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+
+
+def planned(target, tmp_path, path=None, plain_pip=False, **variables):
+    """The commands `make TARGET` would run for a fresh virtual environment under tmp_path;
+    `plain_pip`: as on a host whose pip has no sources of its own (no wheelhouse, index or mirror)."""
     env = {**os.environ, "PATH": path or os.environ["PATH"]}
     # Not what an outer make (`make test`) passes down: its variables would be this make's too.
     for name in ("REDIS_URL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
         env.pop(name, None)
+    if plain_pip:
+        for name in PIP_SOURCES:
+            env.pop(name, None)
+        env["PIP_CONFIG_FILE"] = os.devnull
     argv = ["make", "-n", target, f"VENV={tmp_path / 'venv'}", *(f"{k}={v}" for k, v in variables.items())]
     return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
 
@@ -41,13 +49,19 @@ def test_a_host_without_nvidias_driver_installs_torchs_cpu_build(tmp_path):
     gpu_host = tmp_path / "bin"  # where a GPU host has nvidia-smi
     system = os.pathsep.join(p for p in ("/usr/local/bin", "/usr/bin", "/bin")  # a host without nvidia-smi
                              if not os.path.exists(os.path.join(p, "nvidia-smi")))
-    pip = [line for line in planned("install", tmp_path, path=system).splitlines() if "pip install" in line]
+    pip = [line for line in planned("install", tmp_path, path=system, plain_pip=True).splitlines()
+           if "pip install" in line]
     assert pip and all("--extra-index-url https://download.pytorch.org/whl/cpu" in line for line in pip)
     assert not any(" -q" in line for line in pip)  # the first install shows its progress
+    # A host whose pip has a wheelhouse of its own (as this one may): its sources decide, and an index it
+    # may not reach is never asked (pip would retry it for every package).
+    wheelhouse = planned("install", tmp_path, path=system, plain_pip=True, PIP_FIND_LINKS=str(tmp_path))
+    assert "pip install" in wheelhouse and "whl/cpu" not in wheelhouse
     gpu_host.mkdir()
     smi = gpu_host / "nvidia-smi"
     smi.write_text("#!/bin/sh\nexit 0\n")
     smi.chmod(0o755)
-    pip = [line for line in planned("install", tmp_path, path=f"{gpu_host}{os.pathsep}{system}").splitlines()
+    pip = [line for line in planned("install", tmp_path, path=f"{gpu_host}{os.pathsep}{system}",
+                                    plain_pip=True).splitlines()
            if "pip install" in line]
     assert pip and not any("whl/cpu" in line for line in pip)  # a GPU host: torch as requirements.txt pins it
