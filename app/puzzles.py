@@ -4,12 +4,14 @@ A built-in puzzle is a literate file in `kernels/puzzles/` read without running 
 title, its underline, the statement), `# %% Starter` (the kernel the student starts from),
 `# %% Solution` (the kernel that passes), then `# %% The puzzle` and `PUZZLE = {...}`, a pure
 literal: `kernel`, `inputs`, `args`, `grid`, `reference` (hidden), `hints`, `tests` (each a dict of
-the names the expressions use, e.g. `{"N": 20}`; the first is the one the page shows) and optional
-`options` (tolerances). A teacher's puzzle (`t-<id>`) is the same thing made from a spec in the page
+the names the expressions use, e.g. `{"N": 20}`; the first is the one the page shows), optional
+`hidden` (more tests, graded but never shown: their sizes are not on the page) and optional `options`
+(tolerances: the puzzle's, whatever a submission's spec says). A teacher's puzzle (`t-<id>`) is the same thing made from a spec in the page
 and kept in the database.
 
-The reference and the solution stay here: the page gets `public(puzzle)` and a starter spec with no
-reference; a run that names the puzzle (`options.puzzle`) gets `grading` added (sandbox.puzzles).
+The reference, the solution and the hidden tests stay here: the page gets `public(puzzle)` and a
+starter spec with no reference; a run that names the puzzle (`options.puzzle`) gets `grading` added,
+which its worker hands to the grader alone (sandbox.grader).
 
 Every expression of a puzzle (inputs, arguments, grid, reference, as written and as each test makes
 them) and its solution are parsed (`ast`) before a teacher's puzzle is stored: one that does not
@@ -119,20 +121,26 @@ def read(name, path):
         raise PuzzleError(str(e)) from None
 
 
+def copied(test):
+    return dict(test) if isinstance(test, dict) else test  # anything else is refused below, naming its field
+
+
 def define(name, *, title, statement, starter, solution, kernel, inputs, args, grid, reference, hints=(),
-           tests=({},), options=None):
+           tests=({},), hidden=(), options=None):
     """One puzzle, checked: every test's spec (starter and solution alike) must normalize."""
     puzzle = {"name": name, "title": title, "statement": statement, "hints": list(hints), "starter": starter,
               "solution": solution, "kernel": kernel, "inputs": inputs, "args": args, "grid": grid,
-              "reference": reference, "tests": [dict(t) for t in tests] or [{}], "options": dict(options or {})}
+              "reference": reference, "tests": [copied(t) for t in tests] or [{}],
+              "hidden": [copied(t) for t in hidden], "options": dict(options or {})}
     if not reference:
         raise PuzzleError("a puzzle needs a reference: the expected value of at least one output", "reference")
-    if len(puzzle["tests"]) > MAX_TESTS:
-        raise PuzzleError(f"a puzzle has at most {MAX_TESTS} tests", "tests")
-    for names in puzzle["tests"]:
-        if not (isinstance(names, dict) and all(isinstance(k, str) and k.isidentifier() and isinstance(v, (int, float))
-                                                and not isinstance(v, bool) for k, v in names.items())):
-            raise PuzzleError("each test maps names to numbers, such as {\"N\": 20}", "tests")
+    if len(puzzle["tests"]) + len(puzzle["hidden"]) > MAX_TESTS:
+        raise PuzzleError(f"a puzzle has at most {MAX_TESTS} tests, hidden ones included", "tests")
+    for field in ("tests", "hidden"):
+        for names in puzzle[field]:
+            if not (isinstance(names, dict) and all(isinstance(k, str) and k.isidentifier() and isinstance(v, (int, float))
+                                                    and not isinstance(v, bool) for k, v in names.items())):
+                raise PuzzleError("each test maps names to numbers, such as {\"N\": 20}", field)
     # Parsed before anything else reads them: the tests' substitution tokenizes them.
     for field, expr in expressions(puzzle):
         parse_expression(expr, field)
@@ -194,12 +202,12 @@ def _text(value, field, required=False):
     return value.strip()
 
 
-BODY_FIELDS = ("spec", "title", "statement", "hints", "starter", "tests")
+BODY_FIELDS = ("spec", "title", "statement", "hints", "starter", "tests", "hidden")
 
 
 def from_spec(body):
     """A teacher's puzzle from a request body: {spec (its source is the solution, its reference the
-    hidden check), title, statement, hints, starter, tests}."""
+    hidden check), title, statement, hints, starter, tests, hidden (tests graded but not shown)}."""
     if not isinstance(body, dict):
         raise PuzzleError("the body must be a JSON object with spec, title, statement, hints and starter")
     unknown = [key for key in body if key not in BODY_FIELDS]
@@ -208,6 +216,9 @@ def from_spec(body):
                           f"{', '.join(repr(str(k)[:40]) for k in unknown[:5])}; a puzzle has only "
                           f"{', '.join(BODY_FIELDS)}", str(unknown[0])[:40])
     spec = normalize(body.get("spec"))
+    for field in ("tests", "hidden"):
+        if not isinstance(body.get(field) or [], list):
+            raise PuzzleError(f"{field} must be a list of tests, such as [{{\"N\": 1000}}]", field)
     hints = body.get("hints") or []
     if not (isinstance(hints, list) and len(hints) <= 10):
         raise PuzzleError("hints must be a list of at most 10 texts", "hints")
@@ -215,7 +226,8 @@ def from_spec(body):
     return define("draft", title=_text(body.get("title"), "title", True), statement=_text(body.get("statement"), "statement", True),
                   hints=[_text(h, "hints", True) for h in hints], starter=_text(body.get("starter"), "starter", True) + "\n",
                   solution=spec["source"], kernel=spec["kernel"], inputs=spec["inputs"], args=spec["args"],
-                  grid=spec["grid"], reference=spec["reference"], tests=body.get("tests") or [{}], options=options)
+                  grid=spec["grid"], reference=spec["reference"], tests=body.get("tests") or [{}],
+                  hidden=body.get("hidden") or [], options=options)
 
 
 def failure(test):
@@ -223,6 +235,8 @@ def failure(test):
     if test["error"]:
         line = f" at line {test['error']['line']}" if test["error"].get("line") else ""
         return f"{test['error']['phase']} error{line}: {test['error']['message']}"
+    if test["numel"] is None:  # a hidden test says no more
+        return "its outputs differ from the reference"
     reasons = [f"{test['mismatched']} of {test['numel']} elements wrong"] if test["mismatched"] or not test["raced"] else []
     if test["unwritten"]:
         reasons.append(f"{test['unwritten']} never written")
@@ -283,17 +297,21 @@ def find(name):
 # ---- what the page gets, and what a run gets ----
 
 def tests_of(puzzle):
-    """Each test as a launch: the expressions with the test's names substituted, the hidden reference."""
-    return [{"label": label(names), "kernel": puzzle["kernel"], "inputs": concrete(puzzle["inputs"], names),
+    """Each test as a launch: the expressions with the test's names substituted, the hidden reference;
+    the shown tests first, then the hidden ones (labelled without their sizes)."""
+    shown = [(label(names), False, names) for names in puzzle["tests"]]
+    hidden = [(f"hidden test {i + 1}", True, names) for i, names in enumerate(puzzle.get("hidden", ()))]
+    return [{"label": text, "hidden": secret, "kernel": puzzle["kernel"], "inputs": concrete(puzzle["inputs"], names),
              "args": concrete(puzzle["args"], names), "grid": substitute(puzzle["grid"], names),
              "reference": concrete(puzzle["reference"], names), "options": dict(puzzle["options"])}
-            for names in puzzle["tests"]]
+            for text, secret, names in shown + hidden]
 
 
 def public(puzzle):
     """What the page may see: never the reference or the solution."""
     return {"name": puzzle["name"], "title": puzzle["title"], "statement": puzzle["statement"],
             "hints": puzzle["hints"], "tests": [label(names) for names in puzzle["tests"]],
+            "hidden_tests": len(puzzle.get("hidden", ())),
             "outputs": list(puzzle["reference"])}
 
 
@@ -305,7 +323,7 @@ def starter_spec(puzzle):
                       "options": {"puzzle": puzzle["name"]}})
 
 
-SOLUTION_FORMAT = 1  # part of an outcome's key: a new format of the trace solves every puzzle again
+SOLUTION_FORMAT = 2  # part of an outcome's key: a new format of the trace or grading solves every puzzle again
 SOLUTION_WAIT_S = 15.0  # a graded run waits this long at most for its puzzle's solution run under way
 RETRY_S = 600.0  # an outcome that says nothing of the solution (the server busy, its worker lost) is tried again after this
 POLL_S = 0.1

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import triton
 
-from sandbox import bench, build, gpu_trace, host_driver, provenance, puzzles, script, stepper, sweep
+from sandbox import bench, build, gpu_trace, host_driver, provenance, script, stepper, sweep
 from sandbox import check as checking
 from sandbox import result as results
 from sandbox.errors import RunError
@@ -403,7 +403,7 @@ class Run:
         self.ready("ir")
 
 
-# What only the spec's own launch reports: a puzzle's test or a sweep's configuration keeps it to itself.
+# What only the spec's own launch reports: a sweep's configuration keeps it to itself.
 SPEC_LAUNCH_ONLY = ("checked", "partial")
 
 
@@ -438,19 +438,12 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, checked_before=Fals
     when no trace is asked for). `emit("checked", {})` reports a launch that passed it.
     `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent."""
     emit = emit or (lambda type, content: None)
-    # A graded run: the server added the puzzle's hidden tests beside the spec (sandbox.puzzles).
-    grading = raw_spec.pop("grading", None) if isinstance(raw_spec, dict) else None
-    # The reference timings its worker kept (app.dispatcher.ReferenceTimes), beside the spec as `grading` is.
+    # The reference timings its worker kept (app.dispatcher.ReferenceTimes), beside the spec.
     reference_times = raw_spec.pop("reference_times", None) if isinstance(raw_spec, dict) else None
     try:
         spec = normalize(raw_spec)
     except SpecError as e:
         return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
-    if grading is not None:
-        # Each test is a launch of its own: none of them is the spec's, so none reports it checked,
-        # and none sends parts (the graded result is more than the first test's sections).
-        test_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
-        return puzzles.grade(spec, grading, lambda test: run_spec(test, test_emit, scratch, limits))
     if spec["options"]["sweep"]:
         # The spec's own launch reports "checked" and sends its parts as usual (the sweep's result is
         # its result, with `sweep` added); a configuration's launch is not the spec's.

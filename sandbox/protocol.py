@@ -27,7 +27,8 @@ from sandbox import settings
 
 SERVER_TYPES = ("job", "warm", "compile")
 WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming", "compiled")
-RUN_TYPES = ("status", "checked", "partial", "timed", "result")  # a run process's messages to its worker, once it has its job
+# A run process's messages to its worker, once it has its job; `kernel` only from a graded run's (sandbox.submission).
+RUN_TYPES = ("status", "checked", "partial", "timed", "kernel", "result")
 
 
 @dataclass(frozen=True)

@@ -1,55 +1,28 @@
-"""Graded runs: a puzzle's hidden check, inside a run process.
+"""Graded runs: a puzzle's verdict, made by the grader (sandbox.grader).
 
-The server (app.puzzles) turns a spec that names a puzzle into a graded run: it adds `grading`, the
-puzzle's tests (each a launch of the student's source with the puzzle's own inputs, arguments, grid
-and hidden reference) and the solution's trace of the first test. The run process gets `grading`
-beside the spec (sandbox.pipeline pops it before the spec is normalized), runs every test, and
-returns the first test's result with `result.puzzle` (docs/result.md): pass/fail per test and where
-the student's stores differ from the solution's.
+The server (app.puzzles) turns a spec that names a puzzle into a graded run: `grading` beside it,
+the puzzle's tests (each a launch of the puzzle's own inputs, arguments, grid, hidden reference and
+tolerance; some of its sizes hidden from the page) and the solution's trace of the first test. The
+worker keeps `grading` from the student's run process, hands the kernel that process exports and
+the tests to the grader, and returns the student's run with the grader's `result.puzzle`
+(docs/result.md): pass/fail per test and where the kernel's stores differ from the solution's.
 """
 
 MAX_DIFF_RUNS = 4096  # run-length runs per list: a display test is small, but a result must stay bounded
 
 
-def grade(spec, grading, run_one):
-    """`run_one(spec) -> result` runs one test (sandbox.pipeline.run_spec); returns the graded result."""
-    tests = [test_spec(spec, test) for test in grading["tests"]]
-    results = [run_one(tests[0])]
-    # Later tests only grade: no timing, no IR, no trace (the diagram shows the first).
-    for test in tests[1:]:
-        test["options"].update(bench=False, ir=False, trace=False)
-        results.append(run_one(test))
-    shown = results[0]
-    expected = grading.get("expected")
-    summaries = [summary(test["label"], result) for test, result in zip(grading["tests"], results)]
-    summaries[0] = with_races(summaries[0], shown.get("trace"), expected, list(grading["tests"][0]["reference"]))
-    shown["puzzle"] = {
-        "name": grading["puzzle"], "ok": all(s["ok"] for s in summaries), "tests": summaries,
-        "expected": expected,
-        "diff": diff(expected, shown["trace"], list(grading["tests"][0]["reference"])) if expected and shown["trace"] else None,
-    }
-    if shown["status"] == "ok" and not shown["puzzle"]["ok"]:
-        shown["status"] = "mismatch"  # the shown test passed, another did not
-    return shown
-
-
-def test_spec(spec, test):
-    """The student's source launched as one of the puzzle's tests: the test's launch and reference,
-    the student's options (a test may tighten or loosen tolerances), the check always on."""
-    options = {**spec["options"], **test.get("options", {}), "check": True, "puzzle": None, "sweep": None}
-    return {**spec, "kernel": test["kernel"], "inputs": dict(test["inputs"]), "args": dict(test["args"]),
-            "grid": test["grid"], "reference": dict(test["reference"]), "options": options}
-
-
-def summary(label, result):
+def summary(label, result, hidden=False):
+    """One test's line of the verdict. A hidden test says only whether it passed, and an error's
+    phase and line: its counts and an error's message would give its size away."""
     check = result.get("check") or {}
     outputs = check.get("outputs") or {}
     error = result.get("error")
+    if error is not None and hidden:
+        error = {**error, "message": f"the kernel failed on a hidden test (in its {error['phase']} phase)"}
+    counts = {key: None if hidden else sum(o[key] for o in outputs.values()) for key in ("mismatched", "unwritten", "numel")}
     return {"label": label, "ok": result["status"] == "ok" and bool(check.get("ok")), "status": result["status"],
             "error": None if error is None else {"phase": error["phase"], "message": error["message"], "line": error["line"]},
-            "mismatched": sum(o["mismatched"] for o in outputs.values()),
-            "unwritten": sum(o["unwritten"] for o in outputs.values()),
-            "numel": sum(o["numel"] for o in outputs.values()), "raced": 0}
+            **counts, "raced": 0}
 
 
 def with_races(summary, trace, expected, outputs):

@@ -33,7 +33,8 @@ OUTPUT_CHECK = {"ok": (bool,), "max_abs_err": OPTIONAL_NUMBER, "max_rel_err": OP
 TRACE = {"grid": (list,), "programs_total": (int,), "programs_traced": (int,), "sampled": (bool,),
          "sample": (dict, type(None)), "tensors": (dict,), "programs": (list,), "coverage": (dict,),
          "tracer": (str,), "bytes_touched": (int, type(None))}
-PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None))}
+PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, type(None)), "diff": (dict, type(None)),
+          "timing": (dict, type(None))}
 SWEEP = {"params": (list,), "rows": (list,), "best": (int, type(None)), "clear": (bool,), "interpreter": (bool,)}
 STEPS = {"pid": (list,), "grid": (list,), "function": (str,), "initial": (dict,), "steps": (list,), "values": (list,), "accesses": (list,),
          "tensors": (dict,), "truncated": (bool,)}

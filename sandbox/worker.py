@@ -64,10 +64,40 @@ def timed_shape_ok(content):
 
 class PartsSent:
     """The parts of one run's result relayed so far: each at most once, and all together no more
-    than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it."""
+    than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it. A graded
+    run's own check is never relayed: the grader's is its check."""
 
-    def __init__(self, run_id=None):
+    def __init__(self, run_id=None, graded=False):
         self.run_id, self.names, self.bytes = run_id, set(), 0
+        if graded:
+            self.names.add("check")
+
+
+def grader_outcome_ok(content):
+    """The grader's verdict: {"puzzle": {name, ok, tests, diff, timing}, "check"}."""
+    outcome = content.get("grade") if set(content) == {"grade"} else None
+    puzzle = outcome.get("puzzle") if isinstance(outcome, dict) and set(outcome) == {"puzzle", "check"} else None
+    return (isinstance(puzzle, dict) and isinstance(puzzle.get("ok"), bool) and isinstance(puzzle.get("tests"), list)
+            and (outcome["check"] is None or isinstance(outcome["check"], dict)))
+
+
+def failed_grading(grading, error):
+    """The verdict when there is none from the grader: every test failed with `error`."""
+    summary = {"ok": False, "status": "error", "mismatched": 0, "unwritten": 0, "numel": 0, "raced": 0,
+               "error": {"phase": error.phase, "message": error.message, "line": error.line}}
+    return {"puzzle": {"name": grading["puzzle"], "ok": False, "diff": None, "timing": None,
+                       "tests": [{**summary, "label": test["label"]} for test in grading["tests"]]},
+            "check": None}
+
+
+def graded_result(shown, outcome, expected):
+    """The student's run (what it showed: its trace, output, timings, IR) with the grader's verdict:
+    `puzzle`, `check`, and a status that is `ok` only when the grader passed every test."""
+    shown["puzzle"] = {**outcome["puzzle"], "expected": expected}
+    shown["check"] = outcome["check"]
+    if shown["status"] != "error":
+        shown["status"] = "ok" if outcome["puzzle"]["ok"] else "mismatch"
+    return shown
 
 
 class Worker:
@@ -177,11 +207,11 @@ class Worker:
             pass  # it died meanwhile: the relay below reports it
         return run
 
-    def relay(self, run_id, line, charged, output_limit):
+    def relay(self, run_id, line, charged, output_limit, submitted=None):
         """One line from the run's message pipe: checked for shape, charged to the output limit
         (except the result and its parts, bounded as the result is), relayed. Returns (the result
         line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
-        to megabytes: never encoded twice)."""
+        to megabytes: never encoded twice). A graded run's exported kernel goes into `submitted`."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
         if msg is not None and msg["type"] == "result" and content is not None:
@@ -199,7 +229,10 @@ class Worker:
             return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
         if content is None:
             return None, None, charged
-        if msg["type"] == "checked":
+        if msg["type"] == "kernel":
+            if submitted is not None and not submitted and set(content) == {"package", "error"}:
+                submitted.update(content)
+        elif msg["type"] == "checked":
             self.send(protocol.message("checked", run_id))
         elif msg["type"] == "timed" and timed_shape_ok(content):
             self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
@@ -222,6 +255,12 @@ class Worker:
         run_id, content = job["run_id"], job["content"]
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         owner = content.get("owner")
+        # A graded run: the puzzle's tests (the server's) go to the grader, never to the student's process.
+        grading = content["spec"].pop("grading", None) if isinstance(content.get("spec"), dict) else None
+        submitted = {} if grading is not None else None
+        if grading is not None:
+            content["export_kernel"] = True
+        self.parts = PartsSent(run_id, graded=grading is not None)
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
             content["checked_before"] = bool(content.get("checked_before")) or self.warming.checked(content["spec"])
         deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
@@ -244,7 +283,7 @@ class Worker:
                 else:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
-                result, error, charged = self.relay(run_id, data, charged, output_limit)
+                result, error, charged = self.relay(run_id, data, charged, output_limit, submitted)
             elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
                 error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
                                           f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
@@ -267,6 +306,9 @@ class Worker:
                                             f"only this run was lost.")
         if not died:  # collected below, after the reply: the owner's next run waits for it
             run.hold_kernel_cache(self.kernel_caches)
+        if grading is not None and error is None:
+            run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
+            result, error = self.grade(run_id, result, grading, submitted, content["spec"], deadline)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
@@ -276,8 +318,60 @@ class Worker:
         # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown
         # takes a while).
         self.spares.append(self.new_run_process())
-        if not died:
+        if not died and grading is None:
             run.finish(self.kernel_caches)
+
+    def grade(self, run_id, line, grading, submitted, spec, deadline):
+        """The graded result: the student's run (`line`) with the verdict of a grader, a fresh run
+        process given the kernel the student's run exported and the puzzle's tests. Returns (the
+        result line, None) or (None, the error of a grader that timed out)."""
+        msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)
+        shown = msg["content"]["result"]  # its shape was checked as it came (relay)
+        if not submitted.get("package"):
+            reason = submitted.get("error") or "the run ended before its kernel could be graded"
+            outcome = failed_grading(grading, RunError("compile", f"nothing to grade: {reason}"))
+        else:
+            options = spec.get("options") or {}
+            job = {"puzzle": grading["puzzle"], "tests": grading["tests"], "expected": grading.get("expected"),
+                   "package": submitted["package"],
+                   "launch": {"num_warps": options.get("num_warps", 4), "num_stages": options.get("num_stages", 3)}}
+            outcome, error = self.run_grader(run_id, job, deadline)
+            if error is not None and error.phase == "timeout":
+                return None, error
+            if error is not None:
+                outcome = failed_grading(grading, error)
+        return protocol.encode(protocol.message("result", run_id, result=graded_result(
+            shown, outcome, grading.get("expected"))), nan_to_null=True), None
+
+    def run_grader(self, run_id, job, deadline):
+        """(the grader's verdict, None) or (None, why there is none). What the grader prints is
+        dropped; its status messages are relayed."""
+        from sandbox.run_process import describe_exit
+        grader = self.take_warm_run_process()
+        grader.owner = None  # lent no kernels, keeps none
+        outcome = error = None
+        try:
+            grader.send_job(protocol.message("job", run_id, grade=job))
+        except OSError:
+            pass  # it died meanwhile: the loop below says so
+        while outcome is None and error is None:
+            kind, data = grader.next_message(deadline)
+            if kind == "msg":
+                msg = protocol.decode(data, protocol.RUN_TYPES)
+                content = msg["content"] if msg is not None and msg["run_id"] == run_id else {}
+                if msg is not None and msg["type"] == "result" and grader_outcome_ok(content):
+                    outcome = content["grade"]
+                elif msg is not None and msg["type"] == "status" and status_shape_ok(content):
+                    self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
+            elif kind == "timeout":
+                error = RunError("timeout", f"grading took the run past {self.settings.timeout_s:g} s and was stopped. "
+                                            f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
+            elif kind == "eof":
+                status, _ = grader.finish(self.kernel_caches, grace_s=2.0)
+                error = RunError("launch", f"the grader's process {describe_exit(status)} while running the kernel")
+        grader.finish(self.kernel_caches)
+        self.spares.append(self.new_run_process())
+        return outcome, error
 
 
 def main():

@@ -1,5 +1,6 @@
 """Puzzles: every solution passes its own hidden check and every starter fails it (in the
-interpreter); the reference and the solution never reach the client; a teacher's puzzle; the
+interpreter, graded by real workers' graders); the reference, the solution and the hidden tests'
+sizes never reach the client; a teacher's puzzle; the
 course in a real browser (solve one wrong, then right)."""
 import json
 import os
@@ -13,11 +14,13 @@ RUN_TIMEOUT_MS = 60_000
 SHOTS = "/tmp/shots"
 
 
-def graded_run(puzzle, source, expected=None):
-    from sandbox.pipeline import run_spec
+def graded_run(app, puzzle, source, expected=None):
+    """`source` graded as the server grades it: its run and the grader, in real workers."""
+    from app.owners import PUZZLE_SOLUTIONS
     spec = puzzles.starter_spec(puzzle)
     spec = {**spec, "source": source, "options": {**spec["options"], "device": "interpreter", "ir": False}}
-    return run_spec({**spec, "grading": puzzles.grading(puzzle, expected)})
+    return app.extensions["dispatcher"].run({**spec, "grading": puzzles.grading(puzzle, expected)}, PUZZLE_SOLUTIONS,
+                                            from_link=True)
 
 
 def secrets(puzzle):
@@ -25,6 +28,10 @@ def secrets(puzzle):
     test makes it) and every line of the solution that neither the starter nor a hint shows."""
     found = set(puzzle["reference"].values())
     found |= {expr for test in puzzles.tests_of(puzzle) for expr in test["reference"].values()}
+    # A hidden test's sizes, as its inputs are written: "torch.randn(6, 301) * 3".
+    shown = {expr for test in puzzles.tests_of(puzzle) if not test["hidden"] for expr in test["inputs"].values()}
+    found |= {expr for test in puzzles.tests_of(puzzle) if test["hidden"] for expr in test["inputs"].values()
+              if expr not in shown}
     starter_lines = {line.strip() for line in puzzle["starter"].splitlines()}
     revealed = " ".join(puzzle["hints"])  # a hint may give a line away: its author chose to
     found |= {line.strip() for line in puzzle["solution"].splitlines()
@@ -41,15 +48,18 @@ def assert_hidden(text, puzzle):
 # ---- every puzzle, in the interpreter ----------------------------------------------------------
 
 @pytest.mark.parametrize("name", puzzles.builtin_names())
-def test_solution_passes_and_starter_fails(name):
+def test_solution_passes_and_starter_fails(app, name):
     puzzle = puzzles.builtin(name)
-    solved = graded_run(puzzle, puzzle["solution"])
+    solved = graded_run(app, puzzle, puzzle["solution"])
     assert solved["status"] == "ok", solved["puzzle"]["tests"]
     assert solved["puzzle"]["ok"] and all(t["ok"] for t in solved["puzzle"]["tests"])
-    started = graded_run(puzzle, puzzle["starter"], expected=solved["trace"])
+    started = graded_run(app, puzzle, puzzle["starter"], expected=solved["trace"])
     assert started["status"] in ("mismatch", "error")
     assert not started["puzzle"]["ok"]
-    assert len(started["puzzle"]["tests"]) == len(puzzle["tests"]) >= 3
+    # The shown tests, then at least one the page never shows.
+    labels = [t["label"] for t in started["puzzle"]["tests"]]
+    assert labels[:len(puzzle["tests"])] == puzzles.public(puzzle)["tests"] and len(puzzle["tests"]) >= 3
+    assert len(labels) > len(puzzle["tests"]) and all(label.startswith("hidden test") for label in labels[len(puzzle["tests"]):])
 
 
 # What a statement demands that values on small, tame inputs would not check: each plausible answer
@@ -69,14 +79,14 @@ SKIPPED_DEMANDS = {
 
 
 @pytest.mark.parametrize("name", sorted(SKIPPED_DEMANDS))
-def test_a_statements_demand_is_checked(name):
+def test_a_statements_demand_is_checked(app, name):
     puzzle = puzzles.builtin(name)
     source = puzzle["solution"]
     for right, wrong in SKIPPED_DEMANDS[name]:
         assert right in source
         source = source.replace(right, wrong)
-    expected = graded_run(puzzle, puzzle["solution"])["trace"]
-    tests = graded_run(puzzle, source, expected)["puzzle"]["tests"]
+    expected = graded_run(app, puzzle, puzzle["solution"])["trace"]
+    tests = graded_run(app, puzzle, source, expected)["puzzle"]["tests"]
     assert tests[0]["ok"] == (name != "atomic_sum")  # the first, shown test stays tame: it teaches the layout
     assert not all(t["ok"] for t in tests), tests
     if name == "atomic_sum":
@@ -93,21 +103,21 @@ def test_course_covers_the_topics():
         assert puzzle["hints"] and puzzle["statement"] and len(puzzle["tests"]) >= 3
 
 
-def test_diff_marks_missed_extra_and_twice():
+def test_diff_marks_missed_extra_and_twice(app):
     puzzle = puzzles.builtin("constant_add")
-    expected = graded_run(puzzle, puzzle["solution"])["trace"]
+    expected = graded_run(app, puzzle, puzzle["solution"])["trace"]
     # Shifted by one: element 0 missed, element 20 (past the end) is refused by the bounds check,
     # so keep it in range: the last program's mask cuts one real element and one program writes twice.
     shifted = puzzle["solution"].replace("tl.store(out_ptr + offsets, x + 10.0, mask=mask)",
                                          "tl.store(out_ptr + offsets, x + 10.0, mask=offsets < n - 1)\n"
                                          "    tl.store(out_ptr + offsets, x + 10.0, mask=offsets < 2)")
-    result = graded_run(puzzle, shifted, expected)
+    result = graded_run(app, puzzle, shifted, expected)
     diff = result["puzzle"]["diff"]["out"]
     assert diff["missed"] == {"count": 1, "runs": [[19, 1]]}
     assert diff["twice"] == {"count": 2, "runs": [[0, 2]]}
     assert diff["extra"]["count"] == 0
     tests = result["puzzle"]["tests"]
-    assert [t["ok"] for t in tests] == [False, False, False]
+    assert [t["ok"] for t in tests] == [False] * 5
     assert tests[0]["unwritten"] == 1 and tests[0]["label"] == "N=20"
 
 
@@ -161,7 +171,7 @@ def test_graded_run_over_socketio_and_share_link_keep_it_hidden(make_app):
     result = next(e for e in events if e["name"] == "run_result")["args"][0]["result"]
     assert result["status"] == "mismatch" and result["puzzle"]["name"] == "softmax"
     assert [t["label"] for t in result["puzzle"]["tests"]] == ["M=5, N=10, SPREAD=3", "M=4, N=32, SPREAD=3",
-                                                               "M=3, N=77, SPREAD=100"]
+                                                               "M=3, N=77, SPREAD=100", "hidden test 1"]
     assert result["puzzle"]["expected"]["grid"] == [5, 1, 1]  # the solution's trace came back, not its source
     assert_hidden(json.dumps(events), puzzle)
     shared = client.post("/api/snippets", json={"spec": spec, "ui": {"pane": None, "pid": None}})
@@ -276,14 +286,14 @@ def test_solve_a_puzzle_wrong_then_right(browser, live_server):
     # Wrong: the mask cuts one real element.
     set_source(page, puzzle["solution"].replace("mask = offsets < n", "mask = offsets < n - 1"))
     assert "Not yet" in run_puzzle(page)
-    assert page.locator(".puzzle-test.bad").count() == 3
+    assert page.locator(".puzzle-test.bad").count() == 5  # 3 shown, 2 hidden
     page.wait_for_selector('.puzzle-plot[data-output="out"] .main-svg')
     assert "1 missed" in page.inner_text(".puzzle-marks")
     shot(page, "puzzle-wrong")
     # Right.
     set_source(page, puzzle["solution"])
     assert "Solved" in run_puzzle(page)
-    assert page.locator(".puzzle-test.ok").count() == 3
+    assert page.locator(".puzzle-test.ok").count() == 5
     assert "exactly the elements" in page.inner_text(".puzzle-figure")
     shot(page, "puzzle-right")
     page.goto(f"{live_server}/puzzles")

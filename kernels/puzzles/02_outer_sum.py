@@ -52,4 +52,5 @@ PUZZLE = {
         "A tile at the bottom or right edge hangs over: its mask needs both the rows and the columns in range.",
     ],
     "tests": [{"M": 10, "N": 13}, {"M": 8, "N": 8}, {"M": 33, "N": 5}],
+    "hidden": [{"M": 29, "N": 47}],
 }

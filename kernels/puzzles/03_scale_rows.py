@@ -49,4 +49,5 @@ PUZZLE = {
         "Store with the same offsets and the same mask as the load.",
     ],
     "tests": [{"M": 5, "N": 10, "STRIDE": 10}, {"M": 4, "N": 16, "STRIDE": 16}, {"M": 7, "N": 37, "STRIDE": 48}],
+    "hidden": [{"M": 13, "N": 129, "STRIDE": 131}],
 }

@@ -45,4 +45,5 @@ PUZZLE = {
         "One number per program: `tl.store(out_ptr + row, total)`.",
     ],
     "tests": [{"M": 6, "N": 10}, {"M": 3, "N": 64}, {"M": 9, "N": 37}],
+    "hidden": [{"M": 11, "N": 203}],
 }

@@ -53,4 +53,5 @@ PUZZLE = {
         "Store only the N real lanes: the same mask as the load.",
     ],
     "tests": [{"M": 5, "N": 10, "SPREAD": 3}, {"M": 4, "N": 32, "SPREAD": 3}, {"M": 3, "N": 77, "SPREAD": 100}],
+    "hidden": [{"M": 6, "N": 301, "SPREAD": 100}],
 }

@@ -46,4 +46,5 @@ PUZZLE = {
         "`tl.atomic_add(pointer, value)` adds `value` to what is at `pointer`, as one indivisible step.",
     ],
     "tests": [{"N": 100}, {"N": 64}, {"N": 1000}],
+    "hidden": [{"N": 2049}],
 }

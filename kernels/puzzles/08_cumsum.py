@@ -47,4 +47,5 @@ PUZZLE = {
         "The masked lanes load 0.0, so they add nothing to the lanes after them (there are none: they are at the end).",
     ],
     "tests": [{"M": 4, "N": 10}, {"M": 2, "N": 32}, {"M": 3, "N": 50}],
+    "hidden": [{"M": 5, "N": 131}],
 }

@@ -48,4 +48,5 @@ PUZZLE = {
         "The load's mask is the store's mask: the same lanes are real.",
     ],
     "tests": [{"M": 10, "N": 12}, {"M": 16, "N": 16}, {"M": 5, "N": 33}],
+    "hidden": [{"M": 37, "N": 19}],
 }

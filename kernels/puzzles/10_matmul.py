@@ -58,4 +58,5 @@ PUZZLE = {
         "`acc += tl.dot(a, b)` multiplies a (BM, BK) tile by a (BK, BN) tile. `input_precision=\"ieee\"` keeps full fp32 on a GPU.",
     ],
     "tests": [{"M": 20, "N": 24, "K": 18}, {"M": 32, "N": 32, "K": 32}, {"M": 17, "N": 40, "K": 9}],
+    "hidden": [{"M": 41, "N": 23, "K": 35}],
 }

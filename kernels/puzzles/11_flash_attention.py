@@ -79,4 +79,5 @@ PUZZLE = {
         "Then `l = l * alpha + tl.sum(p, axis=1)`, `acc = acc * alpha[:, None] + tl.dot(p, v)`, and `m = m_new`.",
     ],
     "tests": [{"L": 20, "D": 16, "SPREAD": 1}, {"L": 32, "D": 16, "SPREAD": 1}, {"L": 45, "D": 16, "SPREAD": 60}],
+    "hidden": [{"L": 77, "D": 16, "SPREAD": 60}],
 }

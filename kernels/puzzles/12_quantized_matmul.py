@@ -64,4 +64,5 @@ PUZZLE = {
         "A (BN,) block as a row is `scale[None, :]`; multiplying the (BM, BN) accumulator by it scales each column.",
     ],
     "tests": [{"M": 20, "N": 24, "K": 40}, {"M": 32, "N": 16, "K": 32}, {"M": 9, "N": 33, "K": 20}],
+    "hidden": [{"M": 27, "N": 45, "K": 52}],
 }

@@ -51,6 +51,7 @@ function testRow(label, test) {
   if (!test) return h("li", { class: "puzzle-test pending" }, h("span", { class: "verdict" }, "·"), label, h("span", { class: "why" }, "not run yet"));
   let why = "passes";
   if (test.error) why = `${test.error.phase} error${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
+  else if (!test.ok && test.numel == null) why = "its outputs differ from the reference";  // a hidden size
   else if (!test.ok) {
     const reasons = [];
     if (test.mismatched || !test.raced) reasons.push(`${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`);
@@ -65,9 +66,12 @@ function testRow(label, test) {
 function testsBlock() {
   const graded = state.result && state.result.puzzle;
   const tests = graded ? graded.tests : null;
+  const hidden = Array.from({ length: state.puzzle.hidden_tests || 0 }, (_, i) => `hidden test ${i + 1}`);
   return h("div", { class: "puzzle-tests" },
-    h("h3", { class: "section-title" }, "Tests ", h("span", { class: "section-hint" }, "the check is on the server: your Run is graded on each size")),
-    h("ul", {}, state.puzzle.tests.map((label, i) => testRow(label, tests && tests[i]))),
+    h("h3", { class: "section-title" }, "Tests ", h("span", { class: "section-hint" },
+      hidden.length ? "the check is on the server: your Run is graded on each size, and on sizes not shown"
+                    : "the check is on the server: your Run is graded on each size")),
+    h("ul", {}, state.puzzle.tests.concat(hidden).map((label, i) => testRow(label, tests && tests[i]))),
     graded ? h("p", { class: `puzzle-verdict ${graded.ok ? "ok" : "bad"}`, id: "puzzle-verdict" },
       graded.ok ? "Solved: every test passes." : "Not yet: a test fails. The figure shows where the first test differs.",
       graded.ok ? nextLink() : null) : null);

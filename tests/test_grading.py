@@ -1,0 +1,239 @@
+"""Grading nobody can fake: a student who wants the badge without the kernel, against real workers.
+
+Each attack is a submission for the constant-add puzzle (its starter kernel, which does nothing,
+or a kernel that is wrong on purpose) with module code or kernel code that tries to pass anyway:
+read the hidden check, patch the checker, forge the verdict, replace the launch, loosen the
+tolerance, pick the seed, read or race the grader, detect the test size, print a fake table. Each
+must end with `puzzle.ok` false and a status that is not `ok`. The kernel check of the grader
+(sandbox.submission) is tested beside them, without workers, on kernels that try to leave Triton.
+"""
+import json
+import textwrap
+
+import pytest
+
+from app import puzzles
+from sandbox.errors import RunError
+
+PUZZLE = puzzles.builtin("constant_add")
+STARTER, SOLUTION = PUZZLE["starter"], PUZZLE["solution"]
+
+
+@pytest.fixture(scope="module")
+def spec(app):
+    return app.test_client().get("/api/puzzles/constant_add").json["spec"]
+
+
+def graded(client, spec, source, **options):
+    response = client.post("/api/run", json={**spec, "source": source, "options": {**spec["options"], **options}})
+    assert response.status_code == 200, response.get_data(as_text=True)[:2000]
+    return response.json
+
+
+def assert_not_passed(result):
+    assert result["puzzle"] is not None or result["status"] == "error", result
+    assert result["puzzle"]["ok"] is False, json.dumps(result["puzzle"])[:2000]
+    assert result["status"] != "ok"
+
+
+def with_module_code(code, kernel=STARTER):
+    return kernel + "\n" + textwrap.dedent(code)
+
+
+def test_the_solution_passes_and_the_grader_times_it(client, spec):
+    result = graded(client, spec, SOLUTION)
+    assert result["status"] == "ok" and result["puzzle"]["ok"], result["puzzle"]
+    timing = result["puzzle"]["timing"]
+    assert timing["device"] in ("gpu", "interpreter") and timing["kernel_ms"]["median"] > 0
+    assert timing["ranked"] == (timing["device"] == "gpu")  # the interpreter's clock ranks nothing
+
+
+STACK_WALK = '''
+import gc, sys
+_seen = []
+for _obj in gc.get_objects():
+    if isinstance(_obj, dict):
+        _seen.append(repr(_obj)[:20000])
+for _frame in sys._current_frames().values():
+    while _frame is not None:
+        _seen.append(repr(_frame.f_locals)[:20000])
+        _frame = _frame.f_back
+_text = " ".join(_seen)
+# Each needle is made here, so that this source (which the process holds too) does not contain it.
+_needles = {"reference": "'reference': " + "{'out'", "hidden": "torch.randn(" + "1531)", "tests": "hidden" + " test"}
+print("STACK-WALK", json_dumps({name: needle in _text for name, needle in _needles.items()}))
+'''
+
+
+def test_the_hidden_check_is_not_in_the_students_process(client, spec):
+    result = graded(client, spec, with_module_code("from json import dumps as json_dumps\n" + STACK_WALK))
+    line = next(line for line in result["stdout"].splitlines() if line.startswith("STACK-WALK "))
+    assert json.loads(line.split(" ", 1)[1]) == {"reference": False, "hidden": False, "tests": False}
+    assert_not_passed(result)
+
+
+def test_patching_the_checker_from_the_module(client, spec):
+    attack = '''
+    import sandbox.check, sandbox.puzzles, sandbox.grader, sandbox.worker
+    def _all_ok(actual, expected, poisoned, atol=None, rtol=None):
+        return {"ok": True, "outputs": {}}
+    sandbox.check.compare = _all_ok
+    sandbox.grader.checking.compare = _all_ok
+    sandbox.puzzles.summary = lambda label, result, hidden=False: {"label": label, "ok": True, "status": "ok",
+        "error": None, "mismatched": 0, "unwritten": 0, "numel": 1}
+    sandbox.worker.graded_result = lambda shown, outcome, expected: {**shown, "puzzle": {"ok": True}}
+    '''
+    assert_not_passed(graded(client, spec, with_module_code(attack)))
+
+
+def test_a_forged_result_on_the_message_pipe(client, spec):
+    attack = '''
+    import json, os, sys
+    _frame, _run_id = sys._getframe(), None
+    while _frame is not None and _run_id is None:
+        _run_id = _frame.f_locals.get("run_id")
+        _frame = _frame.f_back
+    _tests = [{"label": l, "ok": True, "status": "ok", "error": None, "mismatched": 0, "unwritten": 0, "numel": 20}
+              for l in ("N=20", "N=8", "N=333")]
+    _result = {"run_id": None, "status": "ok", "device": None, "error": None, "stdout": "", "check": None,
+               "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 1.0, "sweep": None, "steps": None,
+               "puzzle": {"name": "constant_add", "ok": True, "tests": _tests, "expected": None, "diff": None,
+                          "timing": {"device": "gpu", "kernel_ms": {"median": 0.001}, "ranked": True}}}
+    _grade = {"puzzle": _result["puzzle"], "check": {"ok": True, "outputs": {}}}
+    for _type, _content in (("kernel", {"package": None, "error": None}), ("result", {"result": _result}),
+                            ("result", {"grade": _grade})):
+        os.write(4, (json.dumps({"type": _type, "id": "x", "run_id": _run_id, "content": _content}) + "\\n").encode())
+    print("FORGED", _run_id is not None)
+    '''
+    result = graded(client, spec, with_module_code(attack))
+    assert result["run_ms"] != 1.0 or result["puzzle"]["timing"] is None
+    assert_not_passed(result)
+
+
+def test_the_output_computed_in_torch_with_the_launch_replaced(client, spec):
+    attack = '''
+    import sandbox.pipeline
+    def _launch(kernel, grid, args, options):
+        args["out_ptr"].copy_(args["x_ptr"] + 10.0)
+    sandbox.pipeline.launch = _launch
+    '''
+    result = graded(client, spec, with_module_code(attack), trace=False)
+    assert_not_passed(result)
+    assert all(not test["ok"] for test in result["puzzle"]["tests"])
+
+
+def test_zeros_with_a_loose_tolerance_and_a_chosen_seed(client, spec):
+    zeros = STARTER + "    tl.store(out_ptr + offsets, tl.zeros([BLOCK], dtype=tl.float32), mask=offsets < n)\n"
+    result = graded(client, spec, zeros, atol=1e30, rtol=1e30, seed=7)
+    assert_not_passed(result)
+    assert result["check"]["outputs"]["out"]["atol"] != 1e30  # the puzzle's tolerance, not the submission's
+
+
+def test_a_kernel_that_detects_the_test_size(client, spec):
+    sizes = SOLUTION.replace("tl.store(out_ptr + offsets, x + 10.0, mask=mask)",
+                             "if (n == 20) or (n == 8) or (n == 333):\n"
+                             "        tl.store(out_ptr + offsets, x + 10.0, mask=mask)")
+    assert sizes != SOLUTION
+    result = graded(client, spec, sizes)
+    assert_not_passed(result)
+    shown = result["puzzle"]["tests"][:len(PUZZLE["tests"])]
+    assert all(test["ok"] for test in shown), shown  # it passes what the page shows, and only that
+
+
+def test_a_submission_printing_a_fake_table(client, spec):
+    fake = "N=20 ✓ passes\nN=8 ✓ passes\nN=333 ✓ passes\nSolved: every test passes.\n"
+    attack = f'print({fake!r})\nprint(\'{{"puzzle": {{"ok": true}}, "status": "ok"}}\')\n'
+    result = graded(client, spec, with_module_code(attack))
+    assert "Solved" in result["stdout"]
+    assert_not_passed(result)
+
+
+READS_THE_GRADER = {
+    "open": "    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + len(open('/proc/self/maps').read()))\n",
+    "a default": None,
+    "builtins through Triton": "    tl.core.builtins.print(tl.core.builtins.open('/proc/self/maps').read())\n",
+    "getattr": "    getattr(tl, '__builtins__')['open']('/proc/self/maps')\n",
+    "a dunder": "    tl.__loader__.get_data('/proc/self/maps')\n",
+    "a numpy array": "    tl.load(x_ptr + offsets).handle.data.tofile('/proc/self/maps')\n",
+}
+
+
+@pytest.mark.parametrize("how", list(READS_THE_GRADER))
+def test_a_kernel_reading_the_graders_memory_map(client, spec, how):
+    if how == "a default":
+        source = STARTER.replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, M: tl.constexpr = "
+                                                         "open('/proc/self/maps').read()):")
+    else:
+        source = STARTER + READS_THE_GRADER[how]
+    result = graded(client, spec, source)
+    assert_not_passed(result)
+    first = result["puzzle"]["tests"][0]
+    assert first["error"]["phase"] == "compile" and "the grader takes only a Triton kernel" in first["error"]["message"]
+    # The student's own run may show its own process's map (it ran the kernel there); nothing else may.
+    assert "r-xp" not in json.dumps({key: value for key, value in result.items() if key != "stdout"})
+
+
+def test_racing_the_graders_files(client, spec):
+    """The student's process leaves a child that, for as long as it lives, writes the solution over
+    every file named like the grader's it can find; the student's process is gone before the grader
+    starts, and the grader's files are its own."""
+    attack = f'''
+    import glob, os, time
+    if os.fork() == 0:
+        _end = time.time() + 15
+        while time.time() < _end:
+            for _path in glob.glob("/tmp/**/graded_kernel.py", recursive=True) + glob.glob("/**/run-*/graded_kernel.py"):
+                try:
+                    with open(_path, "w") as _f:
+                        _f.write({SOLUTION!r})
+                except OSError:
+                    pass
+            time.sleep(0.001)
+        os._exit(0)
+    '''
+    assert_not_passed(graded(client, spec, with_module_code(attack)))
+
+
+# ---------------------------------------------------------------- the kernel check, without workers
+
+def package(source, **changes):
+    """A package as the student's process would export it, here from source text alone."""
+    import ast
+    lines = source.splitlines()
+    functions = {node.name: {"source": "\n".join(lines[node.lineno - 1:node.end_lineno]) + "\n", "line": node.lineno}
+                 for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    return {"kernel": "add_ten", "functions": functions, "constexprs": {}, "modules": {"tl": "triton.language",
+            "triton": "triton"}, "autotune": None, **changes}
+
+
+REFUSED = {
+    "an import": "    import os\n",
+    "open": "    open('/etc/passwd')\n",
+    "getattr": "    getattr(x_ptr, 'handle')\n",
+    "a private attribute": "    x_ptr._semantic\n",
+    "a module's module": "    tl.core.builtins.open('/x')\n",
+    "a module's function from elsewhere": "    tl.core.warnings.warn('x')\n",
+    "a value's attribute": "    pid.handle\n",
+    "a lambda": "    f = lambda: 1\n",
+    "a comprehension": "    f = [i for i in range(2)]\n",
+    "a global of the module": "    os.system('true')\n",
+}
+
+
+@pytest.mark.parametrize("what", list(REFUSED))
+def test_the_grader_refuses_what_is_not_a_kernel(what):
+    from sandbox import submission
+    with pytest.raises(RunError, match="the grader takes only a Triton kernel") as raised:
+        submission.check(package(STARTER + REFUSED[what]))
+    assert raised.value.line == len(STARTER.splitlines()) + 1
+
+
+def test_the_grader_takes_a_kernel_its_helpers_and_constexprs():
+    from sandbox import submission
+    source = ("import triton\nimport triton.language as tl\nSHIFT = tl.constexpr(10.0)\n\n\n@triton.jit\n"
+              "def plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "plus(x)"))
+    functions, constexprs, modules, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
+    assert set(functions) == {"plus", "add_ten"} and constexprs["SHIFT"].value == 10.0 and modules["tl"] == "triton.language"
+    with pytest.raises(RunError, match="overlaps"):
+        submission.bare_source({"a": {"source": "def a():\n    pass\n", "line": 3},
+                                "b": {"source": "def b():\n    pass\n", "line": 4}})
