@@ -189,7 +189,8 @@ class Job:
         self.address = address  # the client's address (app.owners.address_key); None: the server's own work
         # from_link: its source is someone else's shared link, unedited: the worker neither lends it
         # its owner's compiled kernels nor keeps what it compiles. A graded run is one always: a
-        # puzzle's hidden expressions (a teacher's, for a teacher's puzzle) run in it.
+        # puzzle's expressions (a teacher's, for a teacher's puzzle) run in it (the page's launch in
+        # the student's run process, the hidden tests in the grader's).
         self.from_link = bool(from_link) or "grading" in spec
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
