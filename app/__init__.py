@@ -34,7 +34,7 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app import api, assets, clients, course, db, editor, errors, events, puzzles, security
+    from app import api, assets, classes, clients, course, db, editor, errors, events, puzzles, security
 
     security.init_app(app)  # before anything that signs or reads a session
     db.init_app(app)
@@ -42,6 +42,7 @@ def create_app(test_config=None):
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(course.bp)
+    app.register_blueprint(classes.bp)
     errors.init_app(app)
     app.extensions["write_limiter"] = clients.WriteLimiter(app.config["WRITES_PER_MINUTE"])
 

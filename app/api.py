@@ -3,7 +3,7 @@ import json
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
-from app import gallery, share
+from app import classes, gallery, share
 from app.clients import TooManyWrites, charge_write
 from app.course import graded
 from app.db import StorageFull
@@ -82,8 +82,12 @@ def run():
         # beside the spec's fields: it is the request's, not the spec's.
         spec = spec_from(body, beside=("from_link",))
         spec = graded(spec)  # a spec naming a puzzle gets its hidden check (and runs as from_link)
-        return jsonify(dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
-                                        address=current_address()))
+        member = classes.counted(spec)  # a class's student: the grader's verdict is kept
+        result = dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
+                                  address=current_address())
+        if member is not None:
+            classes.recorder(member, spec)(result)
+        return jsonify(result)
     except SpecError as e:
         return refused(400, e)
     except OwnerQueueFull as e:

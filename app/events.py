@@ -3,8 +3,11 @@ as it is ready) / run_result go to the requesting client only. `compile` → ack
 compile_result: the spec compiled ahead of a run, or the error a run would meet compiling.
 `stop` {run_id} → ack {stopped}: ends that client's run, waiting or running. A client that disconnects
 takes its waiting runs with it."""
+import functools
+
 from flask import current_app, request
 
+from app import classes
 from app.course import graded
 from app.dispatcher import QueueFull
 from app.errors import error_body
@@ -36,6 +39,22 @@ def spec_of(data, event):
     return normalize(data.get("spec") if isinstance(data, dict) else None)
 
 
+def keeping(dispatcher, spec):
+    """For a graded run of a class's student: a listener that delivers as usual and, with the result,
+    keeps the grader's verdict (app.classes). The embedded dispatcher's runs only: a Celery
+    worker's results reach their client from the worker's host."""
+    member = classes.counted(spec)
+    if member is None or not hasattr(dispatcher, "jobs"):
+        return {}
+    keep, send = classes.recorder(member, spec), functools.partial(dispatcher.deliver, request.sid)
+
+    def listener(run_id, type, content):
+        if type == "result":  # kept before the student sees it: the dashboard is never behind the page
+            keep(content["result"])
+        send(run_id, type, content)
+    return {"listener": listener}
+
+
 def register(socketio):
     @socketio.on("run")
     def run(data):
@@ -45,10 +64,10 @@ def register(socketio):
             return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
         # from_link: the page says the source came unedited from someone else's shared link.
         from_link = bool(data.get("from_link"))
+        dispatcher = current_app.extensions["dispatcher"]
         try:
-            return {"run_id": current_app.extensions["dispatcher"].submit(spec, current_owner(), client=request.sid,
-                                                                          from_link=from_link,
-                                                                          address=current_address())}
+            return {"run_id": dispatcher.submit(spec, current_owner(), client=request.sid, from_link=from_link,
+                                                address=current_address(), **keeping(dispatcher, spec))}
         except QueueFull as e:  # the whole queue, or this owner's or this address's share of it
             return {"error": error_body(str(e), phase="limit", type=type(e).__name__)}
 

@@ -19,3 +19,33 @@ CREATE TABLE IF NOT EXISTS solution (
     detail TEXT,                    -- what failed, or why there is no trace
     updated REAL NOT NULL           -- unix time
 );
+
+CREATE TABLE IF NOT EXISTS class (
+    code TEXT PRIMARY KEY,          -- what students type to join: 6 letters and digits, no look-alikes
+    teacher_digest TEXT NOT NULL,   -- sha256 of the teacher link's key (the key itself is never stored)
+    title TEXT NOT NULL,
+    puzzles TEXT NOT NULL,          -- JSON [{"name", "due"}], in the class's order; due: unix time or null
+    created REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS student (
+    id TEXT PRIMARY KEY,            -- random, kept in the student's signed session cookie
+    class_code TEXT NOT NULL REFERENCES class (code),
+    name TEXT NOT NULL,             -- the display name, unique in its class (case aside)
+    joined REAL NOT NULL,
+    removed INTEGER NOT NULL DEFAULT 0  -- removed by the teacher: their runs count no more
+);
+CREATE INDEX IF NOT EXISTS student_by_class ON student (class_code);
+
+CREATE TABLE IF NOT EXISTS submission (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student_id TEXT NOT NULL REFERENCES student (id),
+    puzzle TEXT NOT NULL,
+    ok INTEGER NOT NULL,            -- the grader's verdict (result.puzzle.ok)
+    failing TEXT,                   -- the label of the first test that failed, or null
+    verdict TEXT NOT NULL,          -- JSON: result.puzzle's tests and diff (the grader's)
+    source TEXT NOT NULL,           -- the kernel's source, as submitted
+    kernel_ms REAL,                 -- the grader's median time of a passing kernel
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS submission_by_student ON submission (student_id, puzzle);

@@ -1,0 +1,366 @@
+"""A class: a teacher's list of puzzles, a code students join with a display name, and every graded
+run of theirs on those puzzles, as the grader judged it.
+
+A teacher creates one (`POST /api/classes`) and gets a code to share and a teacher link, a secret:
+the session that created the class or opened that link is its teacher (the session cookie is
+signed). A student joins with the code and a name (no account: their signed session cookie keeps
+which student they are); from then on their graded runs of the class's puzzles are submissions.
+What is stored of a run is the grader's verdict (`result.puzzle`, which nothing of the student's
+process can set: sandbox.grader) and the source it graded.
+"""
+import csv
+import hashlib
+import io
+import json
+import logging
+import secrets
+import sqlite3
+import time
+import unicodedata
+from contextlib import closing
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, current_app, redirect, session, url_for
+
+from app import db as database
+from app import puzzles
+from app.clients import TooManyWrites, charge_write
+from app.db import StorageFull, get_db
+from app.errors import error_response
+
+bp = Blueprint("classes", __name__)
+log = logging.getLogger(__name__)
+
+CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed from a slide
+CODE_LENGTH = 6
+MAX_TITLE = 120
+MAX_NAME = 40
+MAX_PUZZLES = 40
+MAX_TEACHING = 16  # classes one session may teach at once (the cookie stays small)
+
+
+class ClassError(ValueError):
+    """A request about a class that cannot be done: `status` (400, 403, 404, 409) and the `field` at fault."""
+
+    def __init__(self, message, status=400, field=None):
+        super().__init__(message)
+        self.status, self.field = status, field
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Whose graded run this is: a student of a class, as their session says."""
+    code: str
+    student: str
+
+
+# ---------------------------------------------------------------- checking what a request gives
+
+def text(value, field, limit):
+    if not isinstance(value, str) or not value.strip():
+        raise ClassError(f"{field} must be text and cannot be empty", field=field)
+    value = " ".join(value.split())
+    if len(value) > limit:
+        raise ClassError(f"{field} is longer than {limit} characters", field=field)
+    if any(unicodedata.category(c).startswith("C") for c in value):
+        raise ClassError(f"{field} holds a control character", field=field)
+    return value
+
+
+def puzzle_list(value):
+    """[{"name", "due"}] from a list of puzzle names or of {"name", "due"} (due: unix time or null)."""
+    if not (isinstance(value, list) and 1 <= len(value) <= MAX_PUZZLES):
+        raise ClassError(f"puzzles must be a list of 1 to {MAX_PUZZLES} puzzle names", field="puzzles")
+    chosen = []
+    for index, item in enumerate(value):
+        field = f"puzzles[{index}]"
+        entry = {"name": item, "due": None} if isinstance(item, str) else item
+        if not (isinstance(entry, dict) and set(entry) <= {"name", "due"} and isinstance(entry.get("name"), str)):
+            raise ClassError(f"{field} must be a puzzle's name or {{\"name\", \"due\"}}", field=field)
+        due = entry.get("due")
+        if due is not None and (isinstance(due, bool) or not isinstance(due, (int, float)) or not 0 < due < 1e11):
+            raise ClassError(f"{field}.due must be a time (seconds since 1970) or null", field=f"{field}.due")
+        if puzzles.find(entry["name"]) is None:
+            raise ClassError(f"there is no puzzle named '{entry['name'][:80]}'", field=f"{field}.name")
+        if any(c["name"] == entry["name"] for c in chosen):
+            raise ClassError(f"the puzzle '{entry['name']}' is in the list twice", field=f"{field}.name")
+        chosen.append({"name": entry["name"], "due": due})
+    return chosen
+
+
+def digest(key):
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- storage
+
+def create(db, title, chosen):
+    """A new class; returns (its code, the teacher link's key)."""
+    key = secrets.token_urlsafe(24)
+    for _ in range(20):
+        code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+        try:
+            database.insert(db, "INSERT INTO class (code, teacher_digest, title, puzzles, created) VALUES (?, ?, ?, ?, ?)",
+                            (code, digest(key), title, json.dumps(chosen), time.time()))
+            return code, key
+        except sqlite3.IntegrityError:
+            continue  # the code is taken: another one
+    raise ClassError("could not make a class code; try again", status=503)
+
+
+def find(db, code):
+    """The class of `code` ({"code", "title", "puzzles", "teacher_digest"}), or ClassError 404."""
+    row = db.execute("SELECT code, title, puzzles, teacher_digest FROM class WHERE code = ?",
+                     (str(code).upper()[:16],)).fetchone()
+    if row is None:
+        raise ClassError(f"there is no class with the code '{str(code)[:16]}'", status=404)
+    return {**dict(row), "puzzles": json.loads(row["puzzles"])}
+
+
+def public(found):
+    """What a student sees of a class: its title and its puzzles (their titles, in order, due times)."""
+    return {"code": found["code"], "title": found["title"],
+            "puzzles": [{"name": p["name"], "title": (puzzles.find(p["name"]) or {}).get("title", p["name"]),
+                         "due": p["due"]} for p in found["puzzles"]]}
+
+
+def students(db, code):
+    return [dict(row) for row in db.execute(
+        "SELECT id, name, joined FROM student WHERE class_code = ? AND removed = 0 ORDER BY joined, id", (code,))]
+
+
+def name_taken(db, code, name, but=None):
+    return any(s["name"].casefold() == name.casefold() and s["id"] != but for s in students(db, code))
+
+
+def join(db, code, name):
+    """A new student of the class; returns their id. A name another student has is refused (409)."""
+    if name_taken(db, code, name):
+        raise ClassError(f"someone in this class is called '{name}' already: choose another name", 409, "name")
+    student = secrets.token_hex(16)
+    database.insert(db, "INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)",
+                    (student, code, name, time.time()))
+    return student
+
+
+def rename(db, code, student, name):
+    if name_taken(db, code, name, but=student):
+        raise ClassError(f"someone in this class is called '{name}' already", 409, "name")
+    if db.execute("UPDATE student SET name = ? WHERE id = ? AND class_code = ? AND removed = 0",
+                  (name, student, code)).rowcount == 0:
+        raise ClassError("there is no such student in this class", 404)
+
+
+def remove(db, code, student):
+    if db.execute("UPDATE student SET removed = 1 WHERE id = ? AND class_code = ? AND removed = 0",
+                  (student, code)).rowcount == 0:
+        raise ClassError("there is no such student in this class", 404)
+
+
+def record(path, membership, puzzle, source, result):
+    """Keep a graded run of a student of a class (from the thread that delivers its result: its own
+    connection). Nothing is kept of a run the grader did not judge, of a removed student, or of a
+    puzzle the class does not have."""
+    verdict = result.get("puzzle")
+    if not isinstance(verdict, dict) or verdict.get("name") != puzzle:
+        return False
+    failing = next((t.get("label") for t in verdict.get("tests") or [] if not t.get("ok")), None)
+    timing = verdict.get("timing") or {}
+    kernel_ms = (timing.get("kernel_ms") or {}).get("median") if verdict.get("ok") else None
+    with closing(database.connect(path)) as conn:
+        row = conn.execute("SELECT c.puzzles FROM student s JOIN class c ON c.code = s.class_code "
+                           "WHERE s.id = ? AND s.class_code = ? AND s.removed = 0",
+                           (membership.student, membership.code)).fetchone()
+        if row is None or puzzle not in [p["name"] for p in json.loads(row["puzzles"])]:
+            return False
+        conn.execute("INSERT INTO submission (student_id, puzzle, ok, failing, verdict, source, kernel_ms, created) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (membership.student, puzzle, int(bool(verdict.get("ok"))), failing,
+                      json.dumps({"tests": verdict.get("tests"), "diff": verdict.get("diff")}), source, kernel_ms,
+                      time.time()))
+    return True
+
+
+def progress(db, found):
+    """Each student's state per puzzle: `not started`, `trying` (attempts, the last verdict, the test
+    that fails) or `solved` (when, in how many tries)."""
+    names = [p["name"] for p in found["puzzles"]]
+    rows = db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created FROM submission m "
+                      "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
+                      "ORDER BY m.id", (found["code"],)).fetchall()
+    cells = {}
+    for row in rows:
+        if row["puzzle"] not in names:
+            continue
+        cell = cells.setdefault((row["student"], row["puzzle"]), {"state": "trying", "attempts": 0, "last": None,
+                                                                 "solved_at": None, "tries_to_solve": None})
+        cell["attempts"] += 1
+        cell["last"] = {"ok": bool(row["ok"]), "failing": row["failing"], "at": row["created"]}
+        if row["ok"] and cell["solved_at"] is None:
+            cell.update(state="solved", solved_at=row["created"], tries_to_solve=cell["attempts"])
+    empty = {"state": "not started", "attempts": 0, "last": None, "solved_at": None, "tries_to_solve": None}
+    return {**public(found),
+            "students": [{"id": s["id"], "name": s["name"], "joined": s["joined"],
+                          "puzzles": {name: cells.get((s["id"], name), empty) for name in names}}
+                         for s in students(db, found["code"])]}
+
+
+def export_csv(db, found):
+    """Every submission of the class, one row each: for a teacher's spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)"])
+    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.kernel_ms, m.created FROM submission m "
+                          "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
+                          "ORDER BY m.id", (found["code"],)):
+        writer.writerow([spreadsheet_safe(row["name"]), row["puzzle"], "yes" if row["ok"] else "no",
+                         row["failing"] or "", "" if row["kernel_ms"] is None else f"{row['kernel_ms']:.6g}",
+                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"]))])
+    return out.getvalue()
+
+
+def spreadsheet_safe(value):
+    """A student's text as a cell a spreadsheet shows and never evaluates (=, +, -, @ start formulas)."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+# ---------------------------------------------------------------- sessions: who teaches, who is a student
+
+def teaching(code):
+    return code in session.get("teaching", [])
+
+
+def start_teaching(code):
+    session["teaching"] = ([c for c in session.get("teaching", []) if c != code] + [code])[-MAX_TEACHING:]
+
+
+def membership():
+    """This session's student, or None."""
+    found = session.get("student")
+    if isinstance(found, dict) and isinstance(found.get("class"), str) and isinstance(found.get("id"), str):
+        return Membership(found["class"], found["id"])
+    return None
+
+
+def counted(spec):
+    """The membership a graded run of `spec` counts for, or None (no puzzle, no class)."""
+    return membership() if spec["options"]["puzzle"] is not None and "grading" in spec else None
+
+
+def recorder(member, spec):
+    """record(result) for a graded run of a class's student: the database path is read now, in the
+    request; the result comes later, on another thread."""
+    path = current_app.config["DATABASE"]
+
+    def keep(result):
+        try:
+            record(path, member, spec["options"]["puzzle"], spec["source"], result)
+        except sqlite3.Error:  # the run's result still reaches its student
+            log.exception("a submission of class %s could not be kept", member.code)
+    return keep
+
+
+# ---------------------------------------------------------------- the API
+
+def body():
+    from app.api import json_body
+    found = json_body()
+    if not isinstance(found, dict):
+        raise ClassError("the body must be a JSON object")
+    return found
+
+
+def only_fields(found, allowed):
+    unknown = [key for key in found if key not in allowed]
+    if unknown:
+        raise ClassError(f"unknown field {str(unknown[0])[:40]!r}: the body has only {', '.join(allowed)}",
+                         field=str(unknown[0])[:40])
+
+
+def teacher_of(code):
+    found = find(get_db(), code)
+    if not teaching(found["code"]):
+        raise ClassError("only the class's teacher sees this: open the teacher link of the class", 403)
+    return found
+
+
+@bp.errorhandler(ClassError)
+def class_error(e):
+    return error_response(e.status, str(e), **({"field": e.field} if e.field else {}))
+
+
+@bp.errorhandler(TooManyWrites)
+def too_many_writes(e):
+    response, status = error_response(429, str(e))
+    response.headers["Retry-After"] = str(e.retry_after)
+    return response, status
+
+
+@bp.errorhandler(StorageFull)
+def storage_full(e):
+    return error_response(507, str(e))
+
+
+@bp.post("/api/classes")
+def create_class():
+    found = body()
+    only_fields(found, ("title", "puzzles"))
+    title, chosen = text(found.get("title"), "title", MAX_TITLE), puzzle_list(found.get("puzzles"))
+    charge_write(len(title) + len(json.dumps(chosen)))
+    code, key = create(get_db(), title, chosen)
+    start_teaching(code)
+    return {"code": code, "teacher_url": url_for("classes.teacher_link", code=code, key=key, _external=True)}
+
+
+@bp.get("/classes/<code>/teach/<key>")
+def teacher_link(code, key):
+    found = find(get_db(), code)
+    if not secrets.compare_digest(digest(key), found["teacher_digest"]):
+        raise ClassError("this teacher link is not the class's", 403)
+    start_teaching(found["code"])
+    return redirect(url_for("classes.class_progress", code=found["code"]))
+
+
+@bp.get("/api/classes/<code>")
+def get_class(code):
+    return public(find(get_db(), code))
+
+
+@bp.post("/api/classes/<code>/join")
+def join_class(code):
+    found_class = find(get_db(), code)
+    found = body()
+    only_fields(found, ("name",))
+    name = text(found.get("name"), "name", MAX_NAME)
+    charge_write(len(name))
+    student = join(get_db(), found_class["code"], name)
+    session["student"] = {"class": found_class["code"], "id": student}
+    return {"student": {"id": student, "name": name}, "class": public(found_class)}
+
+
+@bp.get("/api/classes/<code>/progress")
+def class_progress(code):
+    return progress(get_db(), teacher_of(code))
+
+
+@bp.patch("/api/classes/<code>/students/<student>")
+def rename_student(code, student):
+    found_class = teacher_of(code)
+    found = body()
+    only_fields(found, ("name",))
+    rename(get_db(), found_class["code"], student, text(found.get("name"), "name", MAX_NAME))
+    return {"ok": True}
+
+
+@bp.delete("/api/classes/<code>/students/<student>")
+def remove_student(code, student):
+    remove(get_db(), teacher_of(code)["code"], student)
+    return {"ok": True}
+
+
+@bp.get("/api/classes/<code>/export.csv")
+def export_class(code):
+    found = teacher_of(code)
+    return Response(export_csv(get_db(), found), mimetype="text/csv",
+                    headers={"Content-Disposition": f"attachment; filename=class-{found['code']}.csv"})
+

@@ -1,0 +1,129 @@
+"""A class: its storage and API (create, the teacher link, join, progress, rename, remove, export)
+and graded runs of its students counted from the grader's verdict, through real workers."""
+import csv
+import io
+from urllib.parse import urlsplit
+
+import pytest
+
+from app import puzzles
+
+CONSTANT_ADD = puzzles.builtin("constant_add")
+
+
+def new_class(client, title="Kernels 101", chosen=("constant_add", "softmax")):
+    made = client.post("/api/classes", json={"title": title, "puzzles": list(chosen)})
+    assert made.status_code == 200, made.json
+    return made.json
+
+
+def joined(app, code, name):
+    student = app.test_client()
+    answer = student.post(f"/api/classes/{code}/join", json={"name": name})
+    assert answer.status_code == 200, answer.json
+    return student, answer.json["student"]["id"]
+
+
+def graded(client, source, name="constant_add"):
+    spec = client.get(f"/api/puzzles/{name}").json["spec"]
+    result = client.post("/api/run", json={**spec, "source": source, "options": {**spec["options"], "ir": False}})
+    assert result.status_code == 200, result.get_data(as_text=True)[:1000]
+    return result.json
+
+
+def progress_of(client, code):
+    answer = client.get(f"/api/classes/{code}/progress")
+    assert answer.status_code == 200, answer.json
+    return {s["name"]: s["puzzles"] for s in answer.json["students"]}
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ({"title": "", "puzzles": ["constant_add"]}, "title", "cannot be empty"),
+    ({"title": "A", "puzzles": []}, "puzzles", "1 to 40"),
+    ({"title": "A", "puzzles": ["no_such"]}, "puzzles[0].name", "no puzzle named 'no_such'"),
+    ({"title": "A", "puzzles": ["constant_add", "constant_add"]}, "puzzles[1].name", "twice"),
+    ({"title": "A", "puzzles": [{"name": "softmax", "due": "tomorrow"}]}, "puzzles[0].due", "a time"),
+    ({"title": "A", "puzzles": ["softmax"], "secret": 1}, "secret", "unknown field"),
+])
+def test_a_class_that_cannot_be_made_is_refused_naming_its_field(client, body, field, words):
+    answer = client.post("/api/classes", json=body)
+    assert answer.status_code == 400 and answer.json["error"]["field"] == field
+    assert words in answer.json["error"]["message"]
+
+
+def test_the_teacher_and_only_the_teacher_sees_the_progress(app, client):
+    made = new_class(client, chosen=[{"name": "softmax", "due": 1_900_000_000}, "constant_add"])
+    code = made["code"]
+    assert len(code) == 6 and made["teacher_url"].startswith("http")
+    assert client.get(f"/api/classes/{code.lower()}/progress").status_code == 200  # the creator's session
+    stranger = app.test_client()
+    assert stranger.get(f"/api/classes/{code}/progress").status_code == 403
+    assert stranger.get(f"/classes/{code}/teach/not-the-key").status_code == 403
+    opened = stranger.get(urlsplit(made["teacher_url"]).path)
+    assert opened.status_code == 302
+    seen = stranger.get(f"/api/classes/{code}/progress").json
+    assert [p["name"] for p in seen["puzzles"]] == ["softmax", "constant_add"]
+    assert seen["puzzles"][0]["due"] == 1_900_000_000 and seen["puzzles"][1]["title"] == "Constant add"
+    public = app.test_client().get(f"/api/classes/{code}").json
+    assert public["title"] == "Kernels 101" and "students" not in public
+    assert app.test_client().get("/api/classes/NOPE99").status_code == 404
+
+
+def test_students_join_by_name_and_the_teacher_renames_and_removes(app, client):
+    code = new_class(client)["code"]
+    _, ada = joined(app, code, "Ada")
+    taken = app.test_client().post(f"/api/classes/{code}/join", json={"name": "  ada "})
+    assert taken.status_code == 409 and "Ada" not in taken.json["error"]["message"].split("'")[0]
+    _, grace = joined(app, code, "Grace")
+    assert list(progress_of(client, code)) == ["Ada", "Grace"]
+    assert app.test_client().patch(f"/api/classes/{code}/students/{ada}", json={"name": "X"}).status_code == 403
+    assert client.patch(f"/api/classes/{code}/students/{ada}", json={"name": "Grace"}).status_code == 409
+    assert client.patch(f"/api/classes/{code}/students/{ada}", json={"name": "Ada L."}).status_code == 200
+    assert client.delete(f"/api/classes/{code}/students/{grace}").status_code == 200
+    assert list(progress_of(client, code)) == ["Ada L."]
+    assert client.delete(f"/api/classes/{code}/students/{grace}").status_code == 404
+
+
+def test_graded_runs_count_for_the_class_as_the_grader_judged_them(app, client):
+    code = new_class(client)["code"]
+    student, _ = joined(app, code, "=cmd|' /C calc'!A0")
+    outsider = app.test_client()
+    cells = progress_of(client, code)["=cmd|' /C calc'!A0"]
+    assert cells["constant_add"]["state"] == cells["softmax"]["state"] == "not started"
+    wrong = graded(student, CONSTANT_ADD["starter"])
+    assert not wrong["puzzle"]["ok"]
+    cell = progress_of(client, code)["=cmd|' /C calc'!A0"]["constant_add"]
+    assert cell["state"] == "trying" and cell["attempts"] == 1
+    assert cell["last"] == {"ok": False, "failing": "N=20", "at": cell["last"]["at"]}
+    assert graded(student, CONSTANT_ADD["solution"])["puzzle"]["ok"]
+    assert graded(outsider, CONSTANT_ADD["solution"])["puzzle"]["ok"]  # not a student: counts nowhere
+    assert graded(student, CONSTANT_ADD["solution"], "outer_sum")["puzzle"]["ok"] is False  # not the class's puzzle
+    cell = progress_of(client, code)["=cmd|' /C calc'!A0"]["constant_add"]
+    assert cell["state"] == "solved" and cell["tries_to_solve"] == 2 and cell["attempts"] == 2
+    exported = client.get(f"/api/classes/{code}/export.csv")
+    assert exported.status_code == 200 and exported.mimetype == "text/csv"
+    rows = list(csv.reader(io.StringIO(exported.get_data(as_text=True))))
+    assert [r[:4] for r in rows[1:]] == [["'=cmd|' /C calc'!A0", "constant_add", "no", "N=20"],
+                                          ["'=cmd|' /C calc'!A0", "constant_add", "yes", ""]]
+    assert app.test_client().get(f"/api/classes/{code}/export.csv").status_code == 403
+
+
+def test_a_graded_run_over_socketio_counts_too(make_app):
+    from app import socketio
+    app = make_app(WORKERS=1)  # its own: Socket.IO's test client takes over its server's sending
+    client = app.test_client()
+    code = new_class(client, chosen=["constant_add"])["code"]
+    student, _ = joined(app, code, "Linus")
+    spec = student.get("/api/puzzles/constant_add").json["spec"]
+    sio = socketio.test_client(app, flask_test_client=student)
+    ack = sio.emit("run", {"spec": {**spec, "source": CONSTANT_ADD["solution"]}}, callback=True)
+    assert "run_id" in ack, ack
+    events = []
+    for _ in range(600):
+        events += sio.get_received()
+        if any(e["name"] == "run_result" for e in events):
+            break
+        socketio.sleep(0.1)
+    sio.disconnect()
+    assert next(e for e in events if e["name"] == "run_result")["args"][0]["result"]["puzzle"]["ok"]
+    assert progress_of(client, code)["Linus"]["constant_add"]["state"] == "solved"
