@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from flask import Blueprint, Response, current_app, redirect, session, url_for
 
 from app import db as database
-from app import puzzles
+from app import puzzles, socketio
 from app.clients import TooManyWrites, charge_write
 from app.db import StorageFull, get_db
 from app.errors import error_response
@@ -36,6 +36,7 @@ CODE_LENGTH = 6
 MAX_TITLE = 120
 MAX_NAME = 40
 MAX_PUZZLES = 40
+MAX_PUSH = 2000  # characters of a pushed hint
 MAX_TEACHING = 16  # classes one session may teach at once (the cookie stays small)
 
 
@@ -202,7 +203,52 @@ def progress(db, found):
     return {**public(found),
             "students": [{"id": s["id"], "name": s["name"], "joined": s["joined"],
                           "puzzles": {name: cells.get((s["id"], name), empty) for name in names}}
-                         for s in students(db, found["code"])]}
+                         for s in students(db, found["code"])],
+            "failures": failures(db, found, names)}
+
+
+def failures(db, found, names):
+    """Per puzzle, the students still failing it grouped by how their latest submission fails
+    (failure_kind), the largest group first: its words, its students and one example's source."""
+    latest = {}
+    for row in db.execute("SELECT s.id AS student, s.name, m.puzzle, m.ok, m.verdict, m.source, m.created "
+                          "FROM submission m JOIN student s ON s.id = m.student_id "
+                          "WHERE s.class_code = ? AND s.removed = 0 ORDER BY m.id", (found["code"],)):
+        solved = latest.get((row["student"], row["puzzle"]), {}).get("solved") or bool(row["ok"])
+        latest[(row["student"], row["puzzle"])] = {**dict(row), "solved": solved}
+    groups = {name: {} for name in names}
+    for (student, puzzle), row in latest.items():
+        if row["solved"] or puzzle not in groups:
+            continue
+        kind = failure_kind(json.loads(row["verdict"]))
+        group = groups[puzzle].setdefault(kind, {"kind": kind, "students": [], "example": None})
+        group["students"].append({"id": student, "name": row["name"]})
+        group["example"] = group["example"] or {"student": row["name"], "source": row["source"], "at": row["created"]}
+    return {name: sorted(({**g, "count": len(g["students"])} for g in found_groups.values()),
+                         key=lambda g: (-g["count"], g["kind"]))
+            for name, found_groups in groups.items()}
+
+
+def failure_kind(verdict):
+    """How a verdict fails, in words that are the same for every kernel failing the same way: the
+    first failing test's error phase (out of bounds named as such) or wrong values, which elements
+    of which output the grader's comparison with the solution found missed, extra or written twice,
+    and whether only hidden sizes fail."""
+    tests = verdict.get("tests") or []
+    first = next((t for t in tests if not t.get("ok")), None)
+    if first is None:
+        return "passes"
+    error = first.get("error")
+    if error is None:
+        what = "wrong values"
+    elif "out of bounds" in (error.get("message") or "") or "valid offsets" in (error.get("message") or ""):
+        what = "out of bounds"
+    else:
+        what = f"a {error.get('phase')} error"
+    marks = [f"{kind} {output}" for output, found in sorted((verdict.get("diff") or {}).items())
+             for kind in ("missed", "extra", "twice") if (found.get(kind) or {}).get("count")]
+    only_hidden = all(t.get("ok") for t in tests if not str(t.get("label", "")).startswith("hidden test"))
+    return what + (": " + ", ".join(marks) if marks else "") + ("; only on sizes not shown" if only_hidden else "")
 
 
 def export_csv(db, found):
@@ -247,6 +293,12 @@ def counted(spec):
     return membership() if spec["options"]["puzzle"] is not None and "grading" in spec else None
 
 
+def room(kind, key):
+    """The Socket.IO room of a class's teachers (`teachers`), of its students' pages (`students`),
+    or of one student's pages (`student`, by id)."""
+    return f"class-{kind}:{key}"
+
+
 def recorder(member, spec):
     """record(result) for a graded run of a class's student: the database path is read now, in the
     request; the result comes later, on another thread."""
@@ -254,9 +306,12 @@ def recorder(member, spec):
 
     def keep(result):
         try:
-            record(path, member, spec["options"]["puzzle"], spec["source"], result)
+            kept = record(path, member, spec["options"]["puzzle"], spec["source"], result)
         except sqlite3.Error:  # the run's result still reaches its student
             log.exception("a submission of class %s could not be kept", member.code)
+            return
+        if kept:  # the dashboards read the progress again
+            socketio.emit("class_progress", {"code": member.code}, to=room("teachers", member.code))
     return keep
 
 
@@ -356,6 +411,30 @@ def rename_student(code, student):
 def remove_student(code, student):
     remove(get_db(), teacher_of(code)["code"], student)
     return {"ok": True}
+
+
+@bp.post("/api/classes/<code>/push")
+def push(code):
+    """A hint or a link from the teacher to every open page of the class's students, or to some:
+    `{"text", "link"?, "students"?: [ids]}`. Returns how many students it was sent to."""
+    found_class = teacher_of(code)
+    found = body()
+    only_fields(found, ("text", "link", "students"))
+    message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH), "link": None}
+    if found.get("link") is not None:
+        message["link"] = text(found["link"], "link", MAX_TITLE * 4)
+        if not message["link"].startswith(("https://", "http://", "/")):
+            raise ClassError("link must be an address (https://... or /...)", field="link")
+    roster = {s["id"] for s in students(get_db(), found_class["code"])}
+    chosen = found.get("students")
+    if chosen is None:
+        socketio.emit("class_message", message, to=room("students", found_class["code"]))
+        return {"sent_to": len(roster)}
+    if not (isinstance(chosen, list) and all(isinstance(s, str) and s in roster for s in chosen)):
+        raise ClassError("students must be a list of ids of the class's students", field="students")
+    for student in set(chosen):
+        socketio.emit("class_message", message, to=room("student", student))
+    return {"sent_to": len(set(chosen))}
 
 
 @bp.get("/api/classes/<code>/export.csv")

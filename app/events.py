@@ -6,6 +6,7 @@ takes its waiting runs with it."""
 import functools
 
 from flask import current_app, request
+from flask_socketio import join_room
 
 from app import classes
 from app.course import graded
@@ -91,6 +92,24 @@ def register(socketio):
             return {"error": error_body("this server compiles when you run, not ahead", phase="limit",
                                         type="NotCompiledAhead")}
         return {"compile_id": compile_id}
+
+    @socketio.on("connect")
+    def connect(*_auth):
+        """A class's student's page hears what the teacher pushes (app.classes)."""
+        member = classes.membership()
+        if member is not None:
+            join_room(classes.room("students", member.code))
+            join_room(classes.room("student", member.student))
+
+    @socketio.on("watch_class")
+    def watch_class(data):
+        """A teacher's dashboard: `class_progress` {code} each time a submission of the class is kept.
+        Ack {"watching": true}, or false for a session that does not teach the class."""
+        code = data.get("code") if isinstance(data, dict) else None
+        if not (isinstance(code, str) and classes.teaching(code)):
+            return {"watching": False}
+        join_room(classes.room("teachers", code))
+        return {"watching": True}
 
     @socketio.on("stop")
     def stop(data):

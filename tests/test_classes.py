@@ -115,6 +115,10 @@ def test_a_graded_run_over_socketio_counts_too(make_app):
     code = new_class(client, chosen=["constant_add"])["code"]
     student, _ = joined(app, code, "Linus")
     spec = student.get("/api/puzzles/constant_add").json["spec"]
+    dashboard = socketio.test_client(app, flask_test_client=client)
+    assert dashboard.emit("watch_class", {"code": code}, callback=True) == {"watching": True}
+    assert socketio.test_client(app, flask_test_client=student).emit("watch_class", {"code": code},
+                                                                      callback=True) == {"watching": False}
     sio = socketio.test_client(app, flask_test_client=student)
     ack = sio.emit("run", {"spec": {**spec, "source": CONSTANT_ADD["solution"]}}, callback=True)
     assert "run_id" in ack, ack
@@ -127,3 +131,59 @@ def test_a_graded_run_over_socketio_counts_too(make_app):
     sio.disconnect()
     assert next(e for e in events if e["name"] == "run_result")["args"][0]["result"]["puzzle"]["ok"]
     assert progress_of(client, code)["Linus"]["constant_add"]["state"] == "solved"
+    assert received(dashboard, "class_progress")[0]["args"][0] == {"code": code}  # the dashboard hears of it
+
+
+def test_failures_are_grouped_by_how_they_fail(app, client):
+    code = new_class(client, chosen=["constant_add"])["code"]
+    nothing = [joined(app, code, name)[0] for name in ("Ann", "Bob")]
+    unmasked, _ = joined(app, code, "Cy")
+    sizes, _ = joined(app, code, "Dee")
+    for student in nothing:
+        graded(student, CONSTANT_ADD["starter"])
+    graded(unmasked, CONSTANT_ADD["solution"].replace(", mask=mask)", ")"))
+    graded(sizes, CONSTANT_ADD["solution"].replace("tl.store(out_ptr + offsets, x + 10.0, mask=mask)",
+                                                   "if n < 400:\n        tl.store(out_ptr + offsets, x + 10.0, mask=mask)"))
+    groups = client.get(f"/api/classes/{code}/progress").json["failures"]["constant_add"]
+    assert [(g["kind"], g["count"]) for g in groups] == [
+        ("wrong values: missed out", 2), ("out of bounds", 1), ("wrong values; only on sizes not shown", 1)]
+    assert sorted(s["name"] for s in groups[0]["students"]) == ["Ann", "Bob"]
+    assert groups[0]["example"]["source"] == CONSTANT_ADD["starter"]
+    graded(unmasked, CONSTANT_ADD["solution"])  # solved: no longer in a group
+    assert [g["kind"] for g in client.get(f"/api/classes/{code}/progress").json["failures"]["constant_add"]] == [
+        "wrong values: missed out", "wrong values; only on sizes not shown"]
+
+
+def received(sio, name, timeout_s=5):
+    from app import socketio
+    for _ in range(int(timeout_s * 10)):
+        found = [e for e in sio.get_received() if e["name"] == name]
+        if found:
+            return found
+        socketio.sleep(0.1)
+    return []
+
+
+def test_the_teacher_pushes_a_hint_to_the_class_or_to_some_students(make_app):
+    from app import socketio
+    app = make_app(wait=False, START_WORKERS=False)
+    teacher = app.test_client()
+    code = new_class(teacher, chosen=["constant_add"])["code"]
+    (ann, ann_id), (bob, _) = joined(app, code, "Ann"), joined(app, code, "Bob")
+    other_class = new_class(app.test_client(), chosen=["softmax"])["code"]
+    elsewhere, _ = joined(app, other_class, "Cy")
+    pages = {name: socketio.test_client(app, flask_test_client=c) for name, c in
+             (("ann", ann), ("bob", bob), ("elsewhere", elsewhere), ("stranger", app.test_client()))}
+    sent = teacher.post(f"/api/classes/{code}/push", json={"text": "Mask the tail: offsets < n", "link": "/puzzles"})
+    assert sent.status_code == 200 and sent.json == {"sent_to": 2}
+    for name in ("ann", "bob"):
+        message = received(pages[name], "class_message")
+        assert message and message[0]["args"][0] == {"code": code, "text": "Mask the tail: offsets < n", "link": "/puzzles"}
+    assert not received(pages["elsewhere"], "class_message", 0.5) and not received(pages["stranger"], "class_message", 0.5)
+    assert teacher.post(f"/api/classes/{code}/push", json={"text": "Only Ann", "students": [ann_id]}).json == {"sent_to": 1}
+    assert received(pages["ann"], "class_message") and not received(pages["bob"], "class_message", 0.5)
+    assert ann.post(f"/api/classes/{code}/push", json={"text": "fake"}).status_code == 403
+    bad = teacher.post(f"/api/classes/{code}/push", json={"text": "x", "link": "javascript:alert(1)"})
+    assert bad.status_code == 400 and bad.json["error"]["field"] == "link"
+    for page in pages.values():
+        page.disconnect()
