@@ -95,14 +95,15 @@ def digest(key):
 
 # ---------------------------------------------------------------- storage
 
-def create(db, title, chosen):
+def create(db, title, chosen, leaderboard=False):
     """A new class; returns (its code, the teacher link's key)."""
     key = secrets.token_urlsafe(24)
     for _ in range(20):
         code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
         try:
-            database.insert(db, "INSERT INTO class (code, teacher_digest, title, puzzles, created) VALUES (?, ?, ?, ?, ?)",
-                            (code, digest(key), title, json.dumps(chosen), time.time()))
+            database.insert(db, "INSERT INTO class (code, teacher_digest, title, puzzles, leaderboard, created) "
+                                "VALUES (?, ?, ?, ?, ?, ?)",
+                            (code, digest(key), title, json.dumps(chosen), int(leaderboard), time.time()))
             return code, key
         except sqlite3.IntegrityError:
             continue  # the code is taken: another one
@@ -111,16 +112,16 @@ def create(db, title, chosen):
 
 def find(db, code):
     """The class of `code` ({"code", "title", "puzzles", "teacher_digest"}), or ClassError 404."""
-    row = db.execute("SELECT code, title, puzzles, teacher_digest FROM class WHERE code = ?",
+    row = db.execute("SELECT code, title, puzzles, leaderboard, teacher_digest FROM class WHERE code = ?",
                      (str(code).upper()[:16],)).fetchone()
     if row is None:
         raise ClassError(f"there is no class with the code '{str(code)[:16]}'", status=404)
-    return {**dict(row), "puzzles": json.loads(row["puzzles"])}
+    return {**dict(row), "puzzles": json.loads(row["puzzles"]), "leaderboard": bool(row["leaderboard"])}
 
 
 def public(found):
     """What a student sees of a class: its title and its puzzles (their titles, in order, due times)."""
-    return {"code": found["code"], "title": found["title"],
+    return {"code": found["code"], "title": found["title"], "leaderboard": found["leaderboard"],
             "puzzles": [{"name": p["name"], "title": (puzzles.find(p["name"]) or {}).get("title", p["name"]),
                          "due": p["due"]} for p in found["puzzles"]]}
 
@@ -166,19 +167,18 @@ def record(path, membership, puzzle, source, result):
     if not isinstance(verdict, dict) or verdict.get("name") != puzzle:
         return False
     failing = next((t.get("label") for t in verdict.get("tests") or [] if not t.get("ok")), None)
-    timing = verdict.get("timing") or {}
-    kernel_ms = (timing.get("kernel_ms") or {}).get("median") if verdict.get("ok") else None
+    timing = verdict.get("timing") if verdict.get("ok") and isinstance(verdict.get("timing"), dict) else None
     with closing(database.connect(path)) as conn:
         row = conn.execute("SELECT c.puzzles FROM student s JOIN class c ON c.code = s.class_code "
                            "WHERE s.id = ? AND s.class_code = ? AND s.removed = 0",
                            (membership.student, membership.code)).fetchone()
         if row is None or puzzle not in [p["name"] for p in json.loads(row["puzzles"])]:
             return False
-        conn.execute("INSERT INTO submission (student_id, puzzle, ok, failing, verdict, source, kernel_ms, created) "
+        conn.execute("INSERT INTO submission (student_id, puzzle, ok, failing, verdict, source, timing, created) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (membership.student, puzzle, int(bool(verdict.get("ok"))), failing,
-                      json.dumps({"tests": verdict.get("tests"), "diff": verdict.get("diff")}), source, kernel_ms,
-                      time.time()))
+                      json.dumps({"tests": verdict.get("tests"), "diff": verdict.get("diff")}), source,
+                      None if timing is None else json.dumps(timing), time.time()))
     return True
 
 
@@ -251,16 +251,54 @@ def failure_kind(verdict):
     return what + (": " + ", ".join(marks) if marks else "") + ("; only on sizes not shown" if only_hidden else "")
 
 
+def leaderboard(db, found, puzzle):
+    """The class's correct kernels of `puzzle`, each student's fastest, ranked by the grader's GPU
+    time: a kernel whose time's noise band (p20..p80) overlaps the one ranked before it shares its
+    rank. Times of Triton's interpreter rank nothing (`ranked` false, `why` says so)."""
+    best = {}
+    for row in db.execute("SELECT s.id, s.name, m.timing, m.created FROM submission m JOIN student s ON s.id = m.student_id "
+                          "WHERE s.class_code = ? AND s.removed = 0 AND m.puzzle = ? AND m.ok = 1 ORDER BY m.id",
+                          (found["code"], puzzle)):
+        timing = json.loads(row["timing"]) if row["timing"] else None
+        entry = {"student": row["name"], "at": row["created"], "timing": timing}
+        kept = best.get(row["id"])
+        if kept is None or (ranked_time(timing) or float("inf")) < (ranked_time(kept["timing"]) or float("inf")):
+            best[row["id"]] = entry
+    timed = sorted((e for e in best.values() if ranked_time(e["timing"]) is not None),
+                   key=lambda e: ranked_time(e["timing"]))
+    untimed = sorted((e for e in best.values() if ranked_time(e["timing"]) is None), key=lambda e: e["at"])
+    rank, previous = 0, None
+    for index, entry in enumerate(timed):
+        summary = entry["timing"]["kernel_ms"]
+        if previous is None or summary.get("p20", summary["median"]) > previous.get("p80", previous["median"]):
+            rank = index + 1  # beyond the noise of the one before: a rank of its own
+        entry["rank"], previous = rank, summary
+    for entry in untimed:
+        entry["rank"] = None
+    why = None if timed or not untimed else (
+        "this server runs kernels in Triton's interpreter, whose times say nothing of a GPU's: correct "
+        "kernels are listed by when they passed, not ranked by time")
+    return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
+
+
+def ranked_time(timing):
+    """The median GPU time of a timing the grader marked as one to rank by, else None."""
+    if not (isinstance(timing, dict) and timing.get("ranked") and isinstance(timing.get("kernel_ms"), dict)):
+        return None
+    return timing["kernel_ms"].get("median")
+
+
 def export_csv(db, found):
     """Every submission of the class, one row each: for a teacher's spreadsheet."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)"])
-    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.kernel_ms, m.created FROM submission m "
+    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.timing, m.created FROM submission m "
                           "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
                           "ORDER BY m.id", (found["code"],)):
+        kernel_ms = json.loads(row["timing"])["kernel_ms"]["median"] if row["timing"] else None
         writer.writerow([spreadsheet_safe(row["name"]), row["puzzle"], "yes" if row["ok"] else "no",
-                         row["failing"] or "", "" if row["kernel_ms"] is None else f"{row['kernel_ms']:.6g}",
+                         row["failing"] or "", "" if kernel_ms is None else f"{kernel_ms:.6g}",
                          time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"]))])
     return out.getvalue()
 
@@ -359,10 +397,12 @@ def storage_full(e):
 @bp.post("/api/classes")
 def create_class():
     found = body()
-    only_fields(found, ("title", "puzzles"))
+    only_fields(found, ("title", "puzzles", "leaderboard"))
     title, chosen = text(found.get("title"), "title", MAX_TITLE), puzzle_list(found.get("puzzles"))
+    if not isinstance(found.get("leaderboard", False), bool):
+        raise ClassError("leaderboard must be true or false", field="leaderboard")
     charge_write(len(title) + len(json.dumps(chosen)))
-    code, key = create(get_db(), title, chosen)
+    code, key = create(get_db(), title, chosen, found.get("leaderboard", False))
     start_teaching(code)
     return {"code": code, "teacher_url": url_for("classes.teacher_link", code=code, key=key, _external=True)}
 
@@ -435,6 +475,20 @@ def push(code):
     for student in set(chosen):
         socketio.emit("class_message", message, to=room("student", student))
     return {"sent_to": len(set(chosen))}
+
+
+@bp.get("/api/classes/<code>/leaderboard/<puzzle>")
+def class_leaderboard(code, puzzle):
+    """For the class's teacher and students, where the class has a leaderboard."""
+    found = find(get_db(), code)
+    member = membership()
+    if not (teaching(found["code"]) or (member is not None and member.code == found["code"])):
+        raise ClassError("only the class's teacher and students see its leaderboard", 403)
+    if not found["leaderboard"]:
+        raise ClassError("this class has no leaderboard (its teacher chose none)", 404)
+    if puzzle not in [p["name"] for p in found["puzzles"]]:
+        raise ClassError(f"the class has no puzzle named '{puzzle[:80]}'", 404)
+    return leaderboard(get_db(), found, puzzle)
 
 
 @bp.get("/api/classes/<code>/export.csv")

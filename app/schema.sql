@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS class (
     teacher_digest TEXT NOT NULL,   -- sha256 of the teacher link's key (the key itself is never stored)
     title TEXT NOT NULL,
     puzzles TEXT NOT NULL,          -- JSON [{"name", "due"}], in the class's order; due: unix time or null
+    leaderboard INTEGER NOT NULL DEFAULT 0,  -- whether its students see a leaderboard per puzzle
     created REAL NOT NULL
 );
 
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS submission (
     failing TEXT,                   -- the label of the first test that failed, or null
     verdict TEXT NOT NULL,          -- JSON: result.puzzle's tests and diff (the grader's)
     source TEXT NOT NULL,           -- the kernel's source, as submitted
-    kernel_ms REAL,                 -- the grader's median time of a passing kernel
+    timing TEXT,                    -- JSON: the grader's time of a passing kernel (result.puzzle.timing), or null
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS submission_by_student ON submission (student_id, puzzle);

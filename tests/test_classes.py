@@ -187,3 +187,49 @@ def test_the_teacher_pushes_a_hint_to_the_class_or_to_some_students(make_app):
     assert bad.status_code == 400 and bad.json["error"]["field"] == "link"
     for page in pages.values():
         page.disconnect()
+
+
+def test_the_leaderboard_on_this_host(app, client):
+    """In the interpreter correct kernels are listed, not ranked, and the answer says why; on a GPU
+    (test_the_leaderboard_ranks_gpu_times) by the grader's time."""
+    code = new_class(client, chosen=["constant_add"])["code"]
+    assert client.get(f"/api/classes/{code}/leaderboard/constant_add").status_code == 404  # none chosen
+    code = client.post("/api/classes", json={"title": "Race", "puzzles": ["constant_add"], "leaderboard": True}).json["code"]
+    student, _ = joined(app, code, "Ann")
+    result = graded(student, CONSTANT_ADD["solution"])
+    board = student.get(f"/api/classes/{code}/leaderboard/constant_add").json
+    assert [e["student"] for e in board["entries"]] == ["Ann"]
+    if result["device"]["kind"] == "interpreter":
+        assert board["ranked"] is False and "interpreter" in board["why"] and board["entries"][0]["rank"] is None
+    assert app.test_client().get(f"/api/classes/{code}/leaderboard/constant_add").status_code == 403
+    assert client.get(f"/api/classes/{code}/leaderboard/softmax").status_code == 404
+
+
+def test_times_within_each_others_noise_share_a_rank(tmp_path):
+    """The ranking, from kept submissions whose GPU timings are given (the grader's are tested above)."""
+    from app import classes
+    from app.db import connect, init_db
+    path = str(tmp_path / "board.sqlite")
+    init_db(path)
+    db = connect(path)
+    code, _ = classes.create(db, "Race", [{"name": "constant_add", "due": None}], leaderboard=True)
+    times = {"Ann": (1.00, 0.98, 1.02), "Bob": (1.01, 0.99, 1.03), "Cy": (1.50, 1.45, 1.55), "Dee": None}
+    for name, band in times.items():
+        member = classes.Membership(code, classes.join(db, code, name))
+        timing = band and {"device": "gpu", "ranked": True, "kernel_ms": dict(zip(("median", "p20", "p80"), band))}
+        verdict = {"name": "constant_add", "ok": True, "tests": [], "diff": None, "timing": timing}
+        assert classes.record(path, member, "constant_add", "source", {"puzzle": verdict})
+    board = classes.leaderboard(db, classes.find(db, code), "constant_add")
+    assert board["ranked"] and board["why"] is None
+    assert [(e["student"], e["rank"]) for e in board["entries"]] == [("Ann", 1), ("Bob", 1), ("Cy", 3), ("Dee", None)]
+
+
+@pytest.mark.gpu
+def test_the_leaderboard_ranks_gpu_times(app, client):
+    code = client.post("/api/classes", json={"title": "Race", "puzzles": ["constant_add"], "leaderboard": True}).json["code"]
+    for name in ("Ann", "Bob"):
+        student, _ = joined(app, code, name)
+        assert graded(student, CONSTANT_ADD["solution"])["puzzle"]["timing"]["ranked"]
+    board = client.get(f"/api/classes/{code}/leaderboard/constant_add").json
+    assert board["ranked"] and all(e["rank"] in (1, 2) for e in board["entries"])
+    assert all(e["timing"]["kernel_ms"]["p20"] <= e["timing"]["kernel_ms"]["median"] for e in board["entries"])
