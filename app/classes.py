@@ -20,7 +20,7 @@ import unicodedata
 from contextlib import closing
 from dataclasses import dataclass
 
-from flask import Blueprint, Response, current_app, redirect, session, url_for
+from flask import Blueprint, Response, current_app, redirect, render_template, session, url_for
 
 from app import db as database
 from app import puzzles, socketio
@@ -404,7 +404,8 @@ def create_class():
     charge_write(len(title) + len(json.dumps(chosen)))
     code, key = create(get_db(), title, chosen, found.get("leaderboard", False))
     start_teaching(code)
-    return {"code": code, "teacher_url": url_for("classes.teacher_link", code=code, key=key, _external=True)}
+    return {"code": code, "teacher_url": url_for("classes.teacher_link", code=code, key=key, _external=True),
+            "join_url": url_for("classes.class_page", code=code, _external=True)}
 
 
 @bp.get("/classes/<code>/teach/<key>")
@@ -413,7 +414,14 @@ def teacher_link(code, key):
     if not secrets.compare_digest(digest(key), found["teacher_digest"]):
         raise ClassError("this teacher link is not the class's", 403)
     start_teaching(found["code"])
-    return redirect(url_for("classes.class_progress", code=found["code"]))
+    return redirect(url_for("classes.class_page", code=found["code"]))
+
+
+@bp.get("/classes/<code>")
+def class_page(code):
+    """The class's page: its dashboard for its teacher, the join form for anyone else (static/js/class.js)."""
+    found = find(get_db(), code)
+    return render_template("class.html", code=found["code"], title=found["title"])
 
 
 @bp.get("/api/classes/<code>")

@@ -233,3 +233,58 @@ def test_the_leaderboard_ranks_gpu_times(app, client):
     board = client.get(f"/api/classes/{code}/leaderboard/constant_add").json
     assert board["ranked"] and all(e["rank"] in (1, 2) for e in board["entries"])
     assert all(e["timing"]["kernel_ms"]["p20"] <= e["timing"]["kernel_ms"]["median"] for e in board["entries"])
+
+
+@pytest.mark.browser
+def test_a_class_in_the_browser(browser, live_server):
+    """A teacher makes a class and opens its dashboard; three students join in their own browsers;
+    one solves the puzzle, two fail it the same way: the dashboard follows within a second, groups
+    the two, and a hint the teacher pushes to them appears on their pages."""
+    import time
+
+    from tests.helpers import set_source
+    shots = "/tmp/shots"
+    teacher = browser.new_context(viewport={"width": 1280, "height": 860})
+    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "GPU class", "puzzles": ["constant_add"]})
+    assert made.ok, made.text()
+    code = made.json()["code"]
+    dashboard = teacher.new_page()
+    dashboard.goto(made.json()["teacher_url"])
+    dashboard.wait_for_selector("#class-table")
+    students = {}
+    for name in ("Ann", "Bob", "Cy"):
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        page = context.new_page()
+        page.goto(f"{live_server}/classes/{code}")
+        page.fill("#class-name", name)
+        page.click("#class-join")
+        page.wait_for_selector("#class-joined")
+        page.goto(f"{live_server}/puzzles/constant_add")
+        page.wait_for_selector(".puzzle-statement")
+        students[name] = (context, page)
+    dashboard.reload()  # the roster: joins are not pushed, submissions are
+    dashboard.wait_for_selector('#class-table tr[data-student="Cy"]')
+    for name, source in (("Ann", CONSTANT_ADD["solution"]), ("Bob", CONSTANT_ADD["starter"]), ("Cy", CONSTANT_ADD["starter"])):
+        page = students[name][1]
+        set_source(page, source)
+        page.evaluate("document.querySelector('#puzzle-verdict')?.remove()")
+        page.click("#run-button")
+        page.wait_for_selector("#puzzle-verdict", timeout=60_000)
+        seen = time.monotonic()
+        want = "solved" if name == "Ann" else "trying"
+        dashboard.wait_for_function(f"() => document.querySelector('#class-table tr[data-student=\"{name}\"] .class-cell')"
+                                    f"?.classList.contains('{want}')", timeout=5000)
+        assert time.monotonic() - seen < 1.0, f"the dashboard took {time.monotonic() - seen:.2f} s to show {name}'s run"
+    group = dashboard.wait_for_selector('.class-groups[data-puzzle="constant_add"] .class-group')
+    assert "2 students" in group.inner_text() and "Bob" in group.inner_text() and "Cy" in group.inner_text()
+    dashboard.screenshot(path=f"{shots}/class-dashboard.png")
+    group.query_selector(".class-push-text").fill("Store the sums: tl.store(out_ptr + offsets, x + 10.0, mask=mask)")
+    group.query_selector("button").click()
+    for name in ("Bob", "Cy"):
+        banner = students[name][1].wait_for_selector(".class-message", timeout=5000)
+        assert "tl.store" in banner.inner_text()
+    students["Bob"][1].screenshot(path=f"{shots}/class-pushed-hint.png")
+    assert students["Ann"][1].query_selector(".class-message") is None
+    for context, _ in students.values():
+        context.close()
+    teacher.close()

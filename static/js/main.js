@@ -185,6 +185,15 @@ function withPart(result, part, content) {
   return next;
 }
 
+// What a class's teacher pushed to this student's pages: a hint, or a link, above the editor until dismissed.
+function showClassMessage(message) {
+  const link = message.link ? h("a", { href: message.link, class: "class-message-link" }, "open") : null;
+  const banner = h("div", { class: "class-message", role: "status" }, h("b", {}, "From your teacher: "),
+    message.link === message.text ? null : message.text, link && " ", link,
+    h("button", { type: "button", class: "button small", onclick: () => banner.remove() }, "Dismiss"));
+  document.body.prepend(banner);
+}
+
 function connect() {
   const socket = io();
   let currentRun = null;
@@ -214,6 +223,7 @@ function connect() {
   socket.on("run_stdout", receive("run-stdout"));
   socket.on("run_partial", receive("run-partial"));
   socket.on("run_result", receive("run-result"));
+  socket.on("class_message", showClassMessage);
   socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
 
   // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a

@@ -1,0 +1,107 @@
+// A class's page: its teacher's dashboard (a row per student, a column per puzzle, live; failures
+// grouped by how they fail; a push to the class or to a group), or, for anyone else, the form to
+// join it and the class's puzzles.
+import { h, replaceChildren } from "./dom.js";
+
+const page = document.querySelector("#class-page");
+const code = page.dataset.code;
+const body = document.querySelector("#class-body");
+
+async function api(path, options = {}) {
+  const response = await fetch(`/api/classes/${code}${path}`, {
+    ...options, headers: { "Content-Type": "application/json", ...(options.headers || {}) },
+  });
+  const answer = await response.json().catch(() => ({}));
+  return { ok: response.ok, status: response.status, answer };
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleString();
+}
+
+function cell(state) {
+  if (state.state === "solved") {
+    return h("td", { class: "class-cell solved", title: `solved ${when(state.solved_at)}` },
+      `solved in ${state.tries_to_solve} ${state.tries_to_solve === 1 ? "try" : "tries"}`);
+  }
+  if (state.state === "trying") {
+    return h("td", { class: "class-cell trying" }, `trying (${state.attempts})`,
+      state.last && state.last.failing ? h("span", { class: "class-failing" }, `fails ${state.last.failing}`) : null);
+  }
+  return h("td", { class: "class-cell" }, "not started");
+}
+
+function pushForm(label, students) {
+  const input = h("input", { type: "text", class: "class-push-text", placeholder: "A hint, or a link to share" });
+  const note = h("span", { class: "class-push-note" });
+  const send = async () => {
+    const text = input.value.trim();
+    if (!text) return;
+    const link = /^(https?:\/\/|\/)\S+$/.test(text) ? text : null;
+    const { ok, answer } = await api("/push", { method: "POST", body: JSON.stringify({ text, link, students }) });
+    note.textContent = ok ? `sent to ${answer.sent_to}` : answer.error.message;
+    if (ok) input.value = "";
+  };
+  return h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button small", onclick: send }, label), note);
+}
+
+function dashboard(progress) {
+  const names = progress.puzzles.map((p) => p.name);
+  const table = h("table", { class: "class-table", id: "class-table" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title)))),
+    h("tbody", {}, progress.students.map((student) => h("tr", { dataset: { student: student.name } },
+      h("th", {}, student.name), names.map((name) => cell(student.puzzles[name]))))));
+  const groups = progress.puzzles.map((p) => {
+    const found = progress.failures[p.name] || [];
+    if (!found.length) return null;
+    return h("section", { class: "class-groups", dataset: { puzzle: p.name } }, h("h3", {}, `${p.title}: how it fails`),
+      h("ul", {}, found.map((group) => h("li", { class: "class-group" },
+        h("b", {}, `${group.count} ${group.count === 1 ? "student" : "students"}`), ` · ${group.kind} `,
+        h("span", { class: "class-who" }, `(${group.students.map((s) => s.name).join(", ")})`),
+        h("details", {}, h("summary", {}, `an example: ${group.example.student}'s kernel`), h("pre", {}, group.example.source)),
+        pushForm("Push to this group", group.students.map((s) => s.id))))));
+  });
+  replaceChildren(body,
+    h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
+      h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV")),
+    pushForm("Push to the class", null), table,
+    progress.students.length ? null : h("p", { class: "course-summary" }, "No student has joined yet."), groups);
+}
+
+function joinForm(info) {
+  const input = h("input", { type: "text", id: "class-name", placeholder: "Your name", maxlength: "40" });
+  const note = h("p", { class: "class-push-note", id: "class-join-note" });
+  const join = async () => {
+    const { ok, answer } = await api("/join", { method: "POST", body: JSON.stringify({ name: input.value }) });
+    if (!ok) { note.textContent = answer.error.message; return; }
+    replaceChildren(body, h("p", { class: "course-summary", id: "class-joined" },
+      `You are in, ${answer.student.name}. Your graded runs of these puzzles count for the class:`), puzzles(info));
+  };
+  replaceChildren(body, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
+    h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button", id: "class-join", onclick: join }, "Join")),
+    note, puzzles(info));
+}
+
+function puzzles(info) {
+  return h("ol", { class: "course-list" }, info.puzzles.map((p, i) => h("li", { class: "course-item" },
+    h("a", { href: `/puzzles/${p.name}` }, h("span", { class: "course-number" }, String(i + 1)),
+      h("span", { class: "course-title" }, p.title),
+      p.due ? h("span", { class: "badge" }, `due ${when(p.due)}`) : null))));
+}
+
+async function load() {
+  const { ok, status, answer } = await api("/progress");
+  if (ok) { dashboard(answer); return true; }
+  if (status !== 403) { replaceChildren(body, h("p", {}, answer.error ? answer.error.message : "The class did not load.")); return false; }
+  const info = await api("");
+  if (info.ok) joinForm(info.answer);
+  return false;
+}
+
+load().then((teaching) => {
+  if (!teaching) return;
+  const socket = io();
+  const watch = () => socket.emit("watch_class", { code });
+  socket.on("connect", watch);
+  socket.on("class_progress", (data) => { if (data.code === code) load(); });
+});
