@@ -2,6 +2,7 @@
 // grouped by how they fail; a push to the class or to a group), or, for anyone else, the form to
 // join it and the class's puzzles.
 import { h, replaceChildren } from "./dom.js";
+import { formatMoment, plural } from "./format.js";
 
 const page = document.querySelector("#class-page");
 const code = page.dataset.code;
@@ -15,14 +16,10 @@ async function api(path, options = {}) {
   return { ok: response.ok, status: response.status, answer };
 }
 
-function when(seconds) {
-  return new Date(seconds * 1000).toLocaleString();
-}
-
 function cell(state) {
   if (state.state === "solved") {
-    return h("td", { class: "class-cell solved", title: `solved ${when(state.solved_at)}` },
-      `solved in ${state.tries_to_solve} ${state.tries_to_solve === 1 ? "try" : "tries"}`);
+    return h("td", { class: "class-cell solved", title: `solved ${formatMoment(state.solved_at)}` },
+      `solved in ${plural(state.tries_to_solve, "try", "tries")}`);
   }
   if (state.state === "trying") {
     return h("td", { class: "class-cell trying" }, `trying (${state.attempts})`,
@@ -56,7 +53,7 @@ function dashboard(progress) {
     if (!found.length) return null;
     return h("section", { class: "class-groups", dataset: { puzzle: p.name } }, h("h3", {}, `${p.title}: how it fails`),
       h("ul", {}, found.map((group) => h("li", { class: "class-group" },
-        h("b", {}, `${group.count} ${group.count === 1 ? "student" : "students"}`), ` · ${group.kind} `,
+        h("b", {}, plural(group.count, "student")), ` · ${group.kind} `,
         h("span", { class: "class-who" }, `(${group.students.map((s) => s.name).join(", ")})`),
         h("details", {}, h("summary", {}, `an example: ${group.example.student}'s kernel`), h("pre", {}, group.example.source)),
         pushForm("Push to this group", group.students.map((s) => s.id))))));
@@ -86,7 +83,7 @@ function puzzles(info) {
   return h("ol", { class: "course-list" }, info.puzzles.map((p, i) => h("li", { class: "course-item" },
     h("a", { href: `/puzzles/${p.name}` }, h("span", { class: "course-number" }, String(i + 1)),
       h("span", { class: "course-title" }, p.title),
-      p.due ? h("span", { class: "badge" }, `due ${when(p.due)}`) : null))));
+      p.due ? h("span", { class: "badge" }, `due ${formatMoment(p.due)}`) : null))));
 }
 
 async function load() {

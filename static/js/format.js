@@ -78,3 +78,8 @@ export function timeAgo(then, now = Date.now()) {
   }
   return `${plural(s, "second")} ago`;
 }
+
+// A moment given in seconds since the epoch (the server's times), in the reader's own words for a date and time.
+export function formatMoment(seconds) {
+  return new Date(seconds * 1000).toLocaleString();
+}
