@@ -31,9 +31,11 @@ def graded(client, spec, source, **options):
 
 
 def assert_not_passed(result):
-    assert result["puzzle"] is not None or result["status"] == "error", result
-    assert result["puzzle"]["ok"] is False, json.dumps(result["puzzle"])[:2000]
     assert result["status"] != "ok"
+    if result["puzzle"] is None:  # the run itself ended in an error (a timeout): nothing was graded
+        assert result["status"] == "error", result
+        return
+    assert result["puzzle"]["ok"] is False, json.dumps(result["puzzle"])[:2000]
 
 
 def with_module_code(code, kernel=STARTER):
@@ -51,8 +53,8 @@ def test_the_solution_passes_and_the_grader_times_it(client, spec):
 STACK_WALK = '''
 import gc, sys
 _seen = []
-for _obj in gc.get_objects():
-    if isinstance(_obj, dict):
+for _obj in gc.get_objects():  # every dict that could hold a spec, a test or the grading
+    if isinstance(_obj, dict) and any(k in _obj for k in ("grading", "tests", "reference", "hidden", "inputs")):
         _seen.append(repr(_obj)[:20000])
 for _frame in sys._current_frames().values():
     while _frame is not None:
