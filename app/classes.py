@@ -485,6 +485,21 @@ def push(code):
     return {"sent_to": len(set(chosen))}
 
 
+@bp.get("/api/classes/<code>/students/<student>/latest/<puzzle>")
+def latest_submission(code, student, puzzle):
+    """A student's latest kernel of a puzzle, for the class's teacher: its source and the grader's
+    verdict, and the puzzle's spec with that source (to run in the editor, for its diagram)."""
+    found = teacher_of(code)
+    row = get_db().execute("SELECT m.source, m.ok, m.verdict, m.created FROM submission m JOIN student s "
+                           "ON s.id = m.student_id WHERE s.class_code = ? AND s.id = ? AND m.puzzle = ? "
+                           "ORDER BY m.id DESC LIMIT 1", (found["code"], student, puzzle)).fetchone()
+    if row is None:
+        raise ClassError("this student has no kernel of this puzzle yet", 404)
+    spec = {**puzzles.starter_spec(puzzles.find(puzzle)), "source": row["source"]}
+    return {"source": row["source"], "ok": bool(row["ok"]), "at": row["created"], "verdict": json.loads(row["verdict"]),
+            "spec": spec}
+
+
 @bp.get("/api/classes/<code>/leaderboard/<puzzle>")
 def class_leaderboard(code, puzzle):
     """For the class's teacher and students, where the class has a leaderboard."""

@@ -86,7 +86,7 @@ def test_students_join_by_name_and_the_teacher_renames_and_removes(app, client):
 
 def test_graded_runs_count_for_the_class_as_the_grader_judged_them(app, client):
     code = new_class(client)["code"]
-    student, _ = joined(app, code, "=cmd|' /C calc'!A0")
+    student, student_id = joined(app, code, "=cmd|' /C calc'!A0")
     outsider = app.test_client()
     cells = progress_of(client, code)["=cmd|' /C calc'!A0"]
     assert cells["constant_add"]["state"] == cells["softmax"]["state"] == "not started"
@@ -100,6 +100,10 @@ def test_graded_runs_count_for_the_class_as_the_grader_judged_them(app, client):
     assert graded(student, CONSTANT_ADD["solution"], "outer_sum")["puzzle"]["ok"] is False  # not the class's puzzle
     cell = progress_of(client, code)["=cmd|' /C calc'!A0"]["constant_add"]
     assert cell["state"] == "solved" and cell["tries_to_solve"] == 2 and cell["attempts"] == 2
+    latest = client.get(f"/api/classes/{code}/students/{student_id}/latest/constant_add").json
+    assert latest["ok"] and latest["source"] == CONSTANT_ADD["solution"] == latest["spec"]["source"]
+    assert latest["spec"]["options"]["puzzle"] == "constant_add" and latest["spec"]["reference"] == {}
+    assert app.test_client().get(f"/api/classes/{code}/students/{student_id}/latest/constant_add").status_code == 403
     exported = client.get(f"/api/classes/{code}/export.csv")
     assert exported.status_code == 200 and exported.mimetype == "text/csv"
     rows = list(csv.reader(io.StringIO(exported.get_data(as_text=True))))
@@ -277,6 +281,8 @@ def test_a_class_in_the_browser(browser, live_server):
         assert time.monotonic() - seen < 1.0, f"the dashboard took {time.monotonic() - seen:.2f} s to show {name}'s run"
     group = dashboard.wait_for_selector('.class-groups[data-puzzle="constant_add"] .class-group')
     assert "2 students" in group.inner_text() and "Bob" in group.inner_text() and "Cy" in group.inner_text()
+    dashboard.click('#class-table tr[data-student="Bob"] .class-cell')
+    assert "add 10, store the result" in dashboard.wait_for_selector("#class-latest .class-source").inner_text()
     dashboard.screenshot(path=f"{shots}/class-dashboard.png")
     group.query_selector(".class-push-text").fill("Store the sums: tl.store(out_ptr + offsets, x + 10.0, mask=mask)")
     group.query_selector("button").click()

@@ -16,16 +16,34 @@ async function api(path, options = {}) {
   return { ok: response.ok, status: response.status, answer };
 }
 
-function cell(state) {
+function cell(state, student, puzzle) {
+  const open = state.state === "not started" ? null : () => showLatest(student, puzzle);
   if (state.state === "solved") {
-    return h("td", { class: "class-cell solved", title: `solved ${formatMoment(state.solved_at)}` },
+    return h("td", { class: "class-cell solved", title: `solved ${formatMoment(state.solved_at)}`, onclick: open },
       `solved in ${plural(state.tries_to_solve, "try", "tries")}`);
   }
   if (state.state === "trying") {
-    return h("td", { class: "class-cell trying" }, `trying (${state.attempts})`,
+    return h("td", { class: "class-cell trying", onclick: open }, `trying (${state.attempts})`,
       state.last && state.last.failing ? h("span", { class: "class-failing" }, `fails ${state.last.failing}`) : null);
   }
   return h("td", { class: "class-cell" }, "not started");
+}
+
+// A student's latest kernel of a puzzle, below the table, with a link that opens it in the editor
+// (a shared snippet of the puzzle's launch with that source: Run there draws its diagram).
+async function showLatest(student, puzzle) {
+  const { ok, answer } = await api(`/students/${student.id}/latest/${puzzle.name}`);
+  const pane = document.querySelector("#class-latest");
+  if (!ok) { replaceChildren(pane, h("p", {}, answer.error.message)); return; }
+  const openIt = async () => {
+    const response = await fetch("/api/snippets", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ spec: answer.spec, ui: { pane: "diagram", pid: null } }) });
+    const made = await response.json();
+    if (response.ok) window.open(made.url, "_blank", "noopener");
+  };
+  replaceChildren(pane, h("h3", {}, `${student.name}: ${puzzle.title}, ${answer.ok ? "passes" : "fails"} (${formatMoment(answer.at)})`),
+    h("button", { type: "button", class: "button small", onclick: openIt }, "Open in the editor with its diagram"),
+    h("pre", { class: "class-source" }, answer.source));
 }
 
 function pushForm(label, students) {
@@ -43,11 +61,10 @@ function pushForm(label, students) {
 }
 
 function dashboard(progress) {
-  const names = progress.puzzles.map((p) => p.name);
   const table = h("table", { class: "class-table", id: "class-table" },
     h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title)))),
     h("tbody", {}, progress.students.map((student) => h("tr", { dataset: { student: student.name } },
-      h("th", {}, student.name), names.map((name) => cell(student.puzzles[name]))))));
+      h("th", {}, student.name), progress.puzzles.map((p) => cell(student.puzzles[p.name], student, p))))));
   const groups = progress.puzzles.map((p) => {
     const found = progress.failures[p.name] || [];
     if (!found.length) return null;
@@ -62,7 +79,8 @@ function dashboard(progress) {
     h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
       h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV")),
     pushForm("Push to the class", null), table,
-    progress.students.length ? null : h("p", { class: "course-summary" }, "No student has joined yet."), groups);
+    progress.students.length ? null : h("p", { class: "course-summary" }, "No student has joined yet."),
+    document.querySelector("#class-latest") || h("section", { id: "class-latest", class: "class-latest" }), groups);
 }
 
 function joinForm(info) {
