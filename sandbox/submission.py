@@ -12,6 +12,7 @@ in a namespace of nothing but `tl`, `triton` and the constexprs. What it loads i
 - no attribute starts with `_`; an attribute of a Triton module is a Triton language object (never
   another module or function that Triton's own modules import), and any other is one of a Triton
   tensor's, dtype's or constexpr's public attributes;
+- no attribute is set (`tl.core.load = ...` would change Triton for the grader);
 - no import, class, nested function, lambda, comprehension, `global`, `try`, `raise` or `with`;
 - and Triton's front end accepts it (sandbox.grader compiles it to TTIR before anything runs it).
 
@@ -220,6 +221,8 @@ def check_function(name, function, allowed, modules):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in local | allowed:
             raise refused(f"{name} reads {sub.id!r}, which is not a parameter, a local, a constexpr, a Triton module "
                           f"or a @triton.jit function of the source", line)
+        if isinstance(sub, ast.Attribute) and not isinstance(sub.ctx, ast.Load):
+            raise refused(f"{name} sets the attribute {sub.attr!r}: a kernel sets none", line)
         if isinstance(sub, ast.Attribute):
             check_attribute(sub, modules, local, line)
     return function

@@ -219,6 +219,7 @@ REFUSED = {
     "a lambda": "    f = lambda: 1\n",
     "a comprehension": "    f = [i for i in range(2)]\n",
     "a global of the module": "    os.system('true')\n",
+    "an attribute set on Triton": "    tl.core.load = tl.core.store\n",
 }
 
 
