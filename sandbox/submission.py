@@ -152,7 +152,7 @@ def check(package):
     if package["kernel"] not in functions:
         raise refused(f"there is no @triton.jit function named {package['kernel']!r} in the source")
     names = list(functions) + list(constexprs) + list(modules)
-    if not all(isinstance(n, str) and n.isidentifier() and not n.startswith("_") for n in names) or len(set(names)) != len(names):
+    if not all(isinstance(n, str) and n.isidentifier() and not n.startswith("__") for n in names) or len(set(names)) != len(names):
         raise refused("a name of the module is not one a kernel can use")
     if sum(len(str(f.get("source", ""))) for f in functions.values() if isinstance(f, dict)) > MAX_SOURCE_BYTES:
         raise refused("the kernel's source is too long")

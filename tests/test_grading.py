@@ -50,6 +50,35 @@ def test_the_solution_passes_and_the_grader_times_it(client, spec):
     assert timing["ranked"] == (timing["device"] == "gpu")  # the interpreter's clock ranks nothing
 
 
+HELPED = '''import triton
+import triton.language as tl
+
+TEN = tl.constexpr(10.0)
+
+
+@triton.jit
+def _plus_ten(x):
+    return x + TEN
+
+
+@triton.autotune(configs=[triton.Config({}, num_warps=2), triton.Config({}, num_warps=4)], key=["n"])
+@triton.jit
+def add_ten(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, _plus_ten(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
+'''
+
+
+def test_a_kernel_with_helpers_constexprs_and_autotune_configs_is_graded_whole(client, spec):
+    """What the grader takes of a module: its @triton.jit helpers, its constexprs, its autotune configs."""
+    result = graded(client, spec, HELPED)
+    assert result["status"] == "ok" and result["puzzle"]["ok"], result["puzzle"]["tests"]
+    broken = graded(client, spec, HELPED.replace("TEN = tl.constexpr(10.0)", "TEN = tl.constexpr(9.0)"))
+    assert_not_passed(broken)
+
+
 STACK_WALK = '''
 import gc, sys
 _seen = []
@@ -234,9 +263,9 @@ def test_the_grader_refuses_what_is_not_a_kernel(what):
 def test_the_grader_takes_a_kernel_its_helpers_and_constexprs():
     from sandbox import submission
     source = ("import triton\nimport triton.language as tl\nSHIFT = tl.constexpr(10.0)\n\n\n@triton.jit\n"
-              "def plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "plus(x)"))
+              "def _plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "_plus(x)"))
     functions, constexprs, modules, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
-    assert set(functions) == {"plus", "add_ten"} and constexprs["SHIFT"].value == 10.0 and modules["tl"] == "triton.language"
+    assert set(functions) == {"_plus", "add_ten"} and constexprs["SHIFT"].value == 10.0 and modules["tl"] == "triton.language"
     with pytest.raises(RunError, match="overlaps"):
         submission.bare_source({"a": {"source": "def a():\n    pass\n", "line": 3},
                                 "b": {"source": "def b():\n    pass\n", "line": 4}})
