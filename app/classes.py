@@ -446,6 +446,24 @@ def class_progress(code):
     return progress(get_db(), teacher_of(code))
 
 
+@bp.patch("/api/classes/<code>")
+def edit_class(code):
+    """The teacher changes the class's title, or its puzzles (their order, due times, which ones):
+    submissions of a puzzle taken out are kept, and count again if it comes back."""
+    found_class = teacher_of(code)
+    found = body()
+    only_fields(found, ("title", "puzzles", "leaderboard"))
+    title = text(found["title"], "title", MAX_TITLE) if "title" in found else found_class["title"]
+    chosen = puzzle_list(found["puzzles"]) if "puzzles" in found else found_class["puzzles"]
+    leaderboard = found.get("leaderboard", found_class["leaderboard"])
+    if not isinstance(leaderboard, bool):
+        raise ClassError("leaderboard must be true or false", field="leaderboard")
+    get_db().execute("UPDATE class SET title = ?, puzzles = ?, leaderboard = ? WHERE code = ?",
+                     (title, json.dumps(chosen), int(leaderboard), found_class["code"]))
+    socketio.emit("class_progress", {"code": found_class["code"]}, to=room("teachers", found_class["code"]))
+    return public(find(get_db(), found_class["code"]))
+
+
 @bp.patch("/api/classes/<code>/students/<student>")
 def rename_student(code, student):
     found_class = teacher_of(code)

@@ -294,3 +294,17 @@ def test_a_class_in_the_browser(browser, live_server):
     for context, _ in students.values():
         context.close()
     teacher.close()
+
+
+def test_the_teacher_reorders_dates_and_changes_the_puzzles(app, client):
+    code = new_class(client)["code"]
+    edited = client.patch(f"/api/classes/{code}", json={"title": "Kernels 102", "puzzles": [
+        {"name": "softmax", "due": 1_900_000_000}, "constant_add", "matmul"], "leaderboard": True})
+    assert edited.status_code == 200, edited.json
+    assert edited.json["title"] == "Kernels 102" and edited.json["leaderboard"] is True
+    assert [(p["name"], p["due"]) for p in edited.json["puzzles"]] == [
+        ("softmax", 1_900_000_000), ("constant_add", None), ("matmul", None)]
+    assert app.test_client().patch(f"/api/classes/{code}", json={"title": "Mine now"}).status_code == 403
+    refused = client.patch(f"/api/classes/{code}", json={"puzzles": ["no_such"]})
+    assert refused.status_code == 400 and refused.json["error"]["field"] == "puzzles[0].name"
+    assert app.test_client().get(f"/api/classes/{code}").json["title"] == "Kernels 102"
