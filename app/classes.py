@@ -276,8 +276,8 @@ def leaderboard(db, found, puzzle):
     for entry in untimed:
         entry["rank"] = None
     why = None if timed or not untimed else (
-        "this server runs kernels in Triton's interpreter, whose times say nothing of a GPU's: correct "
-        "kernels are listed by when they passed, not ranked by time")
+        "This server runs kernels in Triton's interpreter, whose times say nothing of a GPU's: correct "
+        "kernels are listed by when they passed, not ranked by time.")
     return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
 
 

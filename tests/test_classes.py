@@ -249,7 +249,8 @@ def test_a_class_in_the_browser(browser, live_server):
     from tests.helpers import set_source
     shots = "/tmp/shots"
     teacher = browser.new_context(viewport={"width": 1280, "height": 860})
-    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "GPU class", "puzzles": ["constant_add"]})
+    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "GPU class", "puzzles": ["constant_add"],
+                                                                     "leaderboard": True})
     assert made.ok, made.text()
     code = made.json()["code"]
     dashboard = teacher.new_page()
@@ -281,6 +282,10 @@ def test_a_class_in_the_browser(browser, live_server):
         assert time.monotonic() - seen < 1.0, f"the dashboard took {time.monotonic() - seen:.2f} s to show {name}'s run"
     group = dashboard.wait_for_selector('.class-groups[data-puzzle="constant_add"] .class-group')
     assert "2 students" in group.inner_text() and "Bob" in group.inner_text() and "Cy" in group.inner_text()
+    dashboard.wait_for_function("() => document.querySelector('.class-board li')?.textContent.includes('Ann')")
+    board = dashboard.inner_text('.class-board[data-puzzle="constant_add"]')
+    ranked = teacher.request.get(f"{live_server}/api/classes/{code}/leaderboard/constant_add").json()
+    assert ("#1 Ann" in board) if ranked["ranked"] else (ranked["why"] in board)  # on a CPU host: why not ranked
     dashboard.click('#class-table tr[data-student="Bob"] .class-cell')
     assert "add 10, store the result" in dashboard.wait_for_selector("#class-latest .class-source").inner_text()
     dashboard.screenshot(path=f"{shots}/class-dashboard.png")

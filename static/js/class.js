@@ -2,7 +2,7 @@
 // grouped by how they fail; a push to the class or to a group), or, for anyone else, the form to
 // join it and the class's puzzles.
 import { h, replaceChildren } from "./dom.js";
-import { formatMoment, plural } from "./format.js";
+import { formatMoment, formatMs, plural } from "./format.js";
 
 const page = document.querySelector("#class-page");
 const code = page.dataset.code;
@@ -83,6 +83,22 @@ function dashboard(progress) {
     document.querySelector("#class-latest") || h("section", { id: "class-latest", class: "class-latest" }), groups);
 }
 
+// The class's leaderboard of each puzzle, where it has one: ranked by the grader's GPU time, or,
+// in the interpreter, listed with the reason nothing is ranked.
+async function leaderboards(info) {
+  if (!info.leaderboard) return null;
+  const boards = await Promise.all(info.puzzles.map(async (p) => [p, await api(`/leaderboard/${p.name}`)]));
+  return h("section", { class: "class-boards", id: "class-boards" }, boards.map(([p, { ok, answer }]) => {
+    if (!ok) return null;
+    const rows = answer.entries.map((entry) => h("li", {},
+      entry.rank === null ? "" : h("b", {}, `#${entry.rank} `), entry.student,
+      entry.rank === null ? "" : ` · ${formatMs(entry.timing.kernel_ms.median)} (p20–p80 ${formatMs(entry.timing.kernel_ms.p20)}–${formatMs(entry.timing.kernel_ms.p80)})`));
+    return h("div", { class: "class-board", dataset: { puzzle: p.name } }, h("h3", {}, `${p.title}: leaderboard`),
+      answer.why ? h("p", { class: "class-push-note class-board-why" }, answer.why) : null,
+      rows.length ? h("ol", {}, rows) : h("p", { class: "class-push-note" }, "No correct kernel yet."));
+  }));
+}
+
 function joinForm(info) {
   const input = h("input", { type: "text", id: "class-name", placeholder: "Your name", maxlength: "40" });
   const note = h("p", { class: "class-push-note", id: "class-join-note" });
@@ -90,7 +106,8 @@ function joinForm(info) {
     const { ok, answer } = await api("/join", { method: "POST", body: JSON.stringify({ name: input.value }) });
     if (!ok) { note.textContent = answer.error.message; return; }
     replaceChildren(body, h("p", { class: "course-summary", id: "class-joined" },
-      `You are in, ${answer.student.name}. Your graded runs of these puzzles count for the class:`), puzzles(info));
+      `You are in, ${answer.student.name}. Your graded runs of these puzzles count for the class:`), puzzles(info),
+      await leaderboards(info));
   };
   replaceChildren(body, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
     h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button", id: "class-join", onclick: join }, "Join")),
@@ -106,7 +123,13 @@ function puzzles(info) {
 
 async function load() {
   const { ok, status, answer } = await api("/progress");
-  if (ok) { dashboard(answer); return true; }
+  if (ok) {
+    dashboard(answer);
+    const boards = await leaderboards(answer);
+    document.querySelector("#class-boards")?.remove();  // a reload's, when two overlap
+    if (boards) body.append(boards);
+    return true;
+  }
   if (status !== 403) { replaceChildren(body, h("p", {}, answer.error ? answer.error.message : "The class did not load.")); return false; }
   const info = await api("");
   if (info.ok) joinForm(info.answer);
