@@ -295,6 +295,9 @@ def test_a_class_in_the_browser(browser, live_server):
         banner = students[name][1].wait_for_selector(".class-message", timeout=5000)
         assert "tl.store" in banner.inner_text()
     students["Bob"][1].screenshot(path=f"{shots}/class-pushed-hint.png")
+    dashboard.once("dialog", lambda dialog: dialog.accept())  # Remove asks first
+    dashboard.click('#class-table tr[data-student="Cy"] .class-remove')
+    dashboard.wait_for_function("() => !document.querySelector('#class-table tr[data-student=\"Cy\"]')")
     assert students["Ann"][1].query_selector(".class-message") is None
     for context, _ in students.values():
         context.close()

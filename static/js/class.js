@@ -60,11 +60,30 @@ function pushForm(label, students) {
   return h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button small", onclick: send }, label), note);
 }
 
+// Rename or remove a student of the roster (the teacher's; the table reloads).
+function rosterButtons(student) {
+  const rename = async () => {
+    const name = window.prompt(`A new name for ${student.name}`, student.name);
+    if (!name || name === student.name) return;
+    const { ok, answer } = await api(`/students/${student.id}`, { method: "PATCH", body: JSON.stringify({ name }) });
+    if (!ok) window.alert(answer.error.message);
+    load();
+  };
+  const remove = async () => {
+    if (!window.confirm(`Remove ${student.name} from the class? Their runs will count no more.`)) return;
+    await api(`/students/${student.id}`, { method: "DELETE" });
+    load();
+  };
+  return h("span", { class: "class-roster-buttons" },
+    h("button", { type: "button", class: "button small class-rename", onclick: rename }, "Rename"),
+    h("button", { type: "button", class: "button small class-remove", onclick: remove }, "Remove"));
+}
+
 function dashboard(progress) {
   const table = h("table", { class: "class-table", id: "class-table" },
     h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title)))),
     h("tbody", {}, progress.students.map((student) => h("tr", { dataset: { student: student.name } },
-      h("th", {}, student.name), progress.puzzles.map((p) => cell(student.puzzles[p.name], student, p))))));
+      h("th", {}, student.name, rosterButtons(student)), progress.puzzles.map((p) => cell(student.puzzles[p.name], student, p))))));
   const groups = progress.puzzles.map((p) => {
     const found = progress.failures[p.name] || [];
     if (!found.length) return null;
