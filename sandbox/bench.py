@@ -36,43 +36,50 @@ PEAK_TFLOPS = {
 DOT_KIND_BY_ELEMENT_SIZE = {4: "tf32", 2: "fp16/bf16", 1: "fp8"}
 
 
-def time_gpu(fn, *, warmup_ms=25, rep_ms=100):
+def time_gpu(fn, *, warmup_ms=25, rep_ms=100, refresh=None):
     """{"median", "p20", "p80", "n"} in ms of `fn` on the GPU, taken as triton.testing.do_bench takes
     them: warm-up outside the samples, a 256 MB buffer written before each timed call so that no call
     finds its data in L2, CUDA events around each call, as many calls as fit in `rep_ms`. (Stopping
     once the median looked settled was tried: a small kernel's time drifts over those 100 ms, and
-    the early median was 14% off do_bench's on the H100.)"""
+    the early median was 14% off do_bench's on the H100.) `refresh()`, where given, runs before each
+    call beside the flush, outside the events: the grader restores the inputs and outputs there, so
+    that no call finds what an earlier one wrote."""
     driver = triton.runtime.driver.active
     device = driver.get_device_interface()
     with output_dropped():
         fn()
         device.synchronize()
         flush = driver.get_empty_cache_for_benchmark()
-        estimate_ms = max(estimate_call_ms(fn, device, driver, flush), 1e-6)
+        estimate_ms = max(estimate_call_ms(fn, device, driver, flush, refresh), 1e-6)
         for _ in range(max(1, int(warmup_ms / estimate_ms))):
             fn()
-        times = timed_calls(fn, device, driver, flush, max(MIN_GPU_REPS, int(rep_ms / estimate_ms)))
+        times = timed_calls(fn, device, driver, flush, max(MIN_GPU_REPS, int(rep_ms / estimate_ms)), refresh)
     return summarize(times)
 
 
-def estimate_call_ms(fn, device, driver, flush, count=5):
+def estimate_call_ms(fn, device, driver, flush, refresh=None, count=5):
     """A call's time with its L2 flush, as do_bench estimates it to count its repetitions."""
     start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
     start.record()
     for _ in range(count):
         driver.clear_cache(flush)
+        if refresh is not None:
+            refresh()
         fn()
     end.record()
     device.synchronize()
     return start.elapsed_time(end) / count
 
 
-def timed_calls(fn, device, driver, flush, count):
-    """Milliseconds of `count` calls of `fn`, each after L2 is flushed, by CUDA events (do_bench's way)."""
+def timed_calls(fn, device, driver, flush, count, refresh=None):
+    """Milliseconds of `count` calls of `fn`, each after L2 is flushed (and `refresh()`), by CUDA events
+    (do_bench's way)."""
     starts = [device.Event(enable_timing=True) for _ in range(count)]
     ends = [device.Event(enable_timing=True) for _ in range(count)]
     for start, end in zip(starts, ends):
         driver.clear_cache(flush)
+        if refresh is not None:
+            refresh()
         start.record()
         fn()
         end.record()

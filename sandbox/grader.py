@@ -13,8 +13,9 @@ Triton's front end must accept them), and the puzzle's own tests from the server
 arguments, grid, hidden reference and tolerance (never the submission's `options.atol`). Each test
 runs in the interpreter with the bounds check (the first one traced, for the page's comparison with
 the solution); on a GPU the compiled kernel is then launched on copies of the same inputs and that
-is what is checked and timed. The reference is evaluated after the launch, from copies of the
-inputs the kernel never saw. Its output is nobody's: the worker drops what the grader prints.
+is what is checked and timed (the last test, a puzzle's largest, each timed launch starting from
+the inputs and outputs as they were built: no launch finds what an earlier one wrote). The
+reference is evaluated after the launch, from copies of the inputs the kernel never saw. Its output is nobody's: the worker drops what the grader prints.
 """
 import math
 import os
@@ -156,9 +157,16 @@ def gpu_launch(graded, spec, before, grid, options, timed):
     except Exception as e:
         raise launch_error(e, graded.path, "compile" if "CompilationError" in type(e).__name__ else "launch") from None
     kernel_ms = None
-    if timed:
+    if timed:  # the first launch's outputs are kept for the check; each timed launch starts afresh
+        outputs = {name: t.clone() for name, t in tensors.items()}
+        pristine = {name: t.to("cuda") for name, t in before.items()}
         timed_grid = grids.last if graded.compiled.autotuner else grid
-        kernel_ms = bench.time_gpu(lambda: launch(graded.compiled, timed_grid, args, options))
+
+        def refresh():
+            for name, tensor in tensors.items():
+                tensor.copy_(pristine[name])
+        kernel_ms = bench.time_gpu(lambda: launch(graded.compiled, timed_grid, args, options), refresh=refresh)
+        tensors = outputs
     return tensors, kernel_ms
 
 

@@ -46,5 +46,5 @@ PUZZLE = {
         "The last program's block runs past the end: pass `mask=offsets < n` to both the load and the store.",
     ],
     "tests": [{"N": 20}, {"N": 8}, {"N": 333}],
-    "hidden": [{"N": 1531}, {"N": 1}],
+    "hidden": [{"N": 1}, {"N": 1531}],
 }
