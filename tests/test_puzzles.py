@@ -249,6 +249,15 @@ def test_a_teachers_puzzle_is_checked_before_it_is_saved(client, spec):
     with client.application.app_context():
         outcome = solutions.outcome(puzzles.find(made.json["name"]))  # kept from the check: no run under way
     assert outcome["state"] == "ok" and json.loads(outcome["trace"])["grid"] == [1, 1, 1]
+    # Sizes the page never shows: graded, never named.
+    hidden = client.post("/api/puzzles", json={**body, "title": "Add, with a hidden size", "hidden": [{"N": 5000}]})
+    assert hidden.status_code == 200, hidden.json
+    public = client.get(f"/api/puzzles/{hidden.json['name']}").json
+    assert public["tests"] == ["N=7", "N=1000"] and public["hidden_tests"] == 1 and "5000" not in json.dumps(public)
+    only_shown = VECTOR_ADD.replace("mask = offs < n", "mask = (offs < n) & (n < 2000)")
+    result = client.post("/api/run", json={**public["spec"], "source": only_shown}).json
+    assert [t["ok"] for t in result["puzzle"]["tests"]] == [True, True, False] and not result["puzzle"]["ok"]
+    assert "5000" not in json.dumps(result["puzzle"]["tests"])
 
 
 # ---- the course in a browser ------------------------------------------------------------------
