@@ -9,9 +9,10 @@ in a namespace of nothing but `tl`, `triton` and the constexprs. What it loads i
 - every name a function reads is one of its parameters or locals, a constexpr or `@triton.jit`
   function of the source, a Triton module the source imported, or one of the few builtins Triton's
   front end knows (`range`, `min`, `max`, `len`, `int`, `float`, `print`);
-- no attribute starts with `_`; an attribute of a Triton module is a Triton language object (never
-  another module or function that Triton's own modules import), and any other is one of a Triton
-  tensor's, dtype's or constexpr's public attributes;
+- no attribute starts with `_`; an attribute of a Triton module is part of the language (a builtin,
+  a jit function of Triton's library, a dtype, a class of the language: never another module, nor a
+  plain function a Triton module holds, such as `tl.str_to_ty`, which evaluates text), and any other
+  is one of a Triton tensor's, dtype's or constexpr's public attributes;
 - no attribute is set (`tl.core.load = ...` would change Triton for the grader);
 - no import, class, nested function, lambda, comprehension, `global`, `try`, `raise` or `with`;
 - and Triton's front end accepts it (sandbox.grader compiles it to TTIR before anything runs it).
@@ -253,13 +254,21 @@ def check_attribute(node, modules, local, line):
 
 
 def triton_object(value):
+    """Is `value`, reached through a Triton module, part of the language: a Triton module, a builtin
+    (tl.load), a @triton.jit function of Triton's library (tl.sum), a dtype or constexpr, a number, a
+    class of the language (tl.static_range), or triton.cdiv / triton.next_power_of_2? Not a plain
+    function a Triton module happens to hold: tl.str_to_ty, say, evaluates text as Python."""
     if isinstance(value, types.ModuleType):
         return is_triton_module(value.__name__)
-    if isinstance(value, (tl.dtype, tl.constexpr)) or value in (triton.cdiv, triton.next_power_of_2):
+    if any(value is helper for helper in (triton.cdiv, triton.next_power_of_2)):
         return True
-    # A @triton.jit function of Triton's standard library (an InterpretedFunction in the interpreter).
-    defined = getattr(value, "fn", value) if isinstance(value, triton.runtime.KernelInterface) else value
-    return (getattr(defined, "__module__", None) or "").startswith("triton.language")
+    if isinstance(value, (tl.dtype, tl.constexpr)) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return True
+    if getattr(value, "__triton_builtin__", False) is True:
+        return True
+    if isinstance(value, triton.runtime.KernelInterface):
+        return (getattr(getattr(value, "fn", None), "__module__", None) or "").startswith("triton.language")
+    return isinstance(value, type) and value.__module__.startswith("triton.language")
 
 
 _module_ids = itertools.count()

@@ -249,6 +249,8 @@ REFUSED = {
     "a comprehension": "    f = [i for i in range(2)]\n",
     "a global of the module": "    os.system('true')\n",
     "an attribute set on Triton": "    tl.core.load = tl.core.store\n",
+    "a Triton function that evaluates text": "    tl.str_to_ty('tensordesc<fp32[16],print(1)>', None)\n",
+    "a decorator of Triton's": "    tl.core.builtin(x_ptr)\n",
 }
 
 
