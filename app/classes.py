@@ -364,7 +364,7 @@ def body():
 
 
 def only_fields(found, allowed):
-    unknown = [key for key in found if key not in allowed]
+    unknown = sorted(str(key) for key in found if key not in allowed)
     if unknown:
         raise ClassError(f"unknown field {str(unknown[0])[:40]!r}: the body has only {', '.join(allowed)}",
                          field=str(unknown[0])[:40])
@@ -431,10 +431,10 @@ def get_class(code):
 
 @bp.post("/api/classes/<code>/join")
 def join_class(code):
-    found_class = find(get_db(), code)
-    found = body()
+    found = body()  # the body is checked before the class is looked up: a bad request is a 400 wherever it goes
     only_fields(found, ("name",))
     name = text(found.get("name"), "name", MAX_NAME)
+    found_class = find(get_db(), code)
     charge_write(len(name))
     student = join(get_db(), found_class["code"], name)
     session["student"] = {"class": found_class["code"], "id": student}
@@ -464,6 +464,15 @@ def edit_class(code):
     return public(find(get_db(), found_class["code"]))
 
 
+@bp.get("/api/classes/<code>/students/<student>")
+def get_student(code, student):
+    """One student's row of the progress, for the class's teacher."""
+    found = next((s for s in progress(get_db(), teacher_of(code))["students"] if s["id"] == student), None)
+    if found is None:
+        raise ClassError("there is no such student in this class", 404)
+    return found
+
+
 @bp.patch("/api/classes/<code>/students/<student>")
 def rename_student(code, student):
     found_class = teacher_of(code)
@@ -483,9 +492,9 @@ def remove_student(code, student):
 def push(code):
     """A hint or a link from the teacher to every open page of the class's students, or to some:
     `{"text", "link"?, "students"?: [ids]}`. Returns how many students it was sent to."""
-    found_class = teacher_of(code)
     found = body()
     only_fields(found, ("text", "link", "students"))
+    found_class = teacher_of(code)
     message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH), "link": None}
     if found.get("link") is not None:
         message["link"] = text(found["link"], "link", MAX_TITLE * 4)

@@ -79,6 +79,9 @@ def test_students_join_by_name_and_the_teacher_renames_and_removes(app, client):
     assert app.test_client().patch(f"/api/classes/{code}/students/{ada}", json={"name": "X"}).status_code == 403
     assert client.patch(f"/api/classes/{code}/students/{ada}", json={"name": "Grace"}).status_code == 409
     assert client.patch(f"/api/classes/{code}/students/{ada}", json={"name": "Ada L."}).status_code == 200
+    row = client.get(f"/api/classes/{code}/students/{ada}").json
+    assert row["name"] == "Ada L." and row["puzzles"]["constant_add"]["state"] == "not started"
+    assert app.test_client().get(f"/api/classes/{code}/students/{ada}").status_code == 403
     assert client.delete(f"/api/classes/{code}/students/{grace}").status_code == 200
     assert list(progress_of(client, code)) == ["Ada L."]
     assert client.delete(f"/api/classes/{code}/students/{grace}").status_code == 404
