@@ -36,6 +36,7 @@ CODE_LENGTH = 6
 MAX_TITLE = 120
 MAX_NAME = 40
 MAX_PUZZLES = 40
+MAX_STUDENTS = 1000  # in one class
 MAX_PUSH = 2000  # characters of a pushed hint
 MAX_TEACHING = 16  # classes one session may teach at once (the cookie stays small)
 
@@ -137,8 +138,11 @@ def name_taken(db, code, name, but=None):
 
 def join(db, code, name):
     """A new student of the class; returns their id. A name another student has is refused (409)."""
-    if name_taken(db, code, name):
+    roster = students(db, code)
+    if any(s["name"].casefold() == name.casefold() for s in roster):
         raise ClassError(f"someone in this class is called '{name}' already: choose another name", 409, "name")
+    if len(roster) >= MAX_STUDENTS:
+        raise ClassError(f"this class is full: it has {MAX_STUDENTS} students", 409, "name")
     student = secrets.token_hex(16)
     database.insert(db, "INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)",
                     (student, code, name, time.time()))
@@ -435,7 +439,9 @@ def join_class(code):
     only_fields(found, ("name",))
     name = text(found.get("name"), "name", MAX_NAME)
     found_class = find(get_db(), code)
-    charge_write(len(name))
+    # Not a write of WRITES_PER_MINUTE: a classroom behind one address joins within a minute. A
+    # class's roster is bounded instead, and the database's size as always.
+    database.check_room(get_db(), len(name) + 100, current_app.config)
     student = join(get_db(), found_class["code"], name)
     session["student"] = {"class": found_class["code"], "id": student}
     return {"student": {"id": student, "name": name}, "class": public(found_class)}

@@ -319,3 +319,18 @@ def test_the_teacher_reorders_dates_and_changes_the_puzzles(app, client):
     refused = client.patch(f"/api/classes/{code}", json={"puzzles": ["no_such"]})
     assert refused.status_code == 400 and refused.json["error"]["field"] == "puzzles[0].name"
     assert app.test_client().get(f"/api/classes/{code}").json["title"] == "Kernels 102"
+
+
+def test_a_class_is_full_at_its_roster_bound(tmp_path, monkeypatch):
+    from app import classes
+    from app.db import connect, init_db
+    path = str(tmp_path / "full.sqlite")
+    init_db(path)
+    db = connect(path)
+    monkeypatch.setattr(classes, "MAX_STUDENTS", 2)
+    code, _ = classes.create(db, "Small", [{"name": "constant_add", "due": None}])
+    classes.join(db, code, "Ann")
+    classes.join(db, code, "Bob")
+    with pytest.raises(classes.ClassError, match="full") as raised:
+        classes.join(db, code, "Cy")
+    assert raised.value.status == 409
