@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sandbox import check, grader, isolation, pipeline, protocol, settings, shared_kernels, submission
+from sandbox.kernel import write_source
 
 JOB_FD, MESSAGE_FD = 3, 4
 # The environment a run gets, by name, nothing by prefix: what the C library, CUDA and Triton's tools
@@ -394,7 +395,6 @@ def export_kernel(source, kernel_name, scratch, kind):
     "error": why there is none}."""
     path = os.path.join(scratch, "submission.py")
     try:
-        from sandbox.kernel import write_source
         write_source(source, path)
         return {"package": submission.export(path, kernel_name, interpret=kind != "gpu"), "error": None}
     except Exception as e:  # noqa: BLE001  (the module's own failure, said to the grader)
