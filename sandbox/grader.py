@@ -114,7 +114,9 @@ def test_spec(test, seed):
 
 
 def failed(error):
-    return {"status": "error", "error": error.to_dict(), "check": None, "trace": None, "kernel_ms": None}
+    """A test that stopped with `error`; an out-of-bounds stop keeps its trace up to the stopped access
+    (the comparison with the solution shows what the kernel wrote before it)."""
+    return {"status": "error", "error": error.to_dict(), "check": None, "trace": error.trace, "kernel_ms": None}
 
 
 def run_test(graded, test, seed, kind, limits, record, timed):

@@ -15,10 +15,10 @@ UNMASKED_STORE = VECTOR_ADD.replace("tl.store(out_ptr + offs, x + y, mask=mask)"
 STORE_PAST_THE_END = ("tl.store(out_ptr + offsets, x + 10.0, mask=mask)", "tl.store(out_ptr + offsets, x + 10.0)")
 
 
-def test_the_store_that_stopped_a_puzzle_run_wrote_nothing():
+def test_the_store_that_stopped_a_puzzle_run_wrote_nothing(app):
     puzzle = puzzles.builtin("constant_add")
-    expected = graded_run(puzzle, puzzle["solution"])["trace"]
-    result = graded_run(puzzle, puzzle["solution"].replace(*STORE_PAST_THE_END), expected)
+    expected = graded_run(app, puzzle, puzzle["solution"])["trace"]
+    result = graded_run(app, puzzle, puzzle["solution"].replace(*STORE_PAST_THE_END), expected)
     diff = result["puzzle"]["diff"]["out"]
     assert diff["extra"]["count"] == 0  # not elements 20..23, past the end of out
     assert diff["missed"] == {"count": 4, "runs": [[16, 4]]}  # the stopped program's real elements
