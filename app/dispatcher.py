@@ -416,6 +416,7 @@ class Slot:
     def __init__(self, index, dispatcher, gpu=None):
         self.index, self.dispatcher, self.gpu = index, dispatcher, gpu
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
+        self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
         self.busy_since = None  # monotonic time it took its current job
         self.job = None  # the job it runs now
         self.references = ReferenceTimes()  # its worker's runs' reference timings
@@ -432,7 +433,8 @@ class Slot:
     def info(self):
         worker = self.worker
         return {"slot": self.index, "state": self.state, "pid": worker.proc.pid if worker else None,
-                "runs": self.runs, "restarts": self.restarts, "busy_s": self.busy_s(), "stuck": self.stuck(),
+                "runs": self.runs, "restarts": self.restarts, "failed_starts": self.failed_starts,
+                "busy_s": self.busy_s(), "stuck": self.stuck(),
                 "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming}
 
     def _start_worker(self):
@@ -460,7 +462,7 @@ class Slot:
     def _loop(self):
         while not self.dispatcher.stopping.is_set():
             if not self.ensure_worker():
-                time.sleep(2)
+                self.dispatcher.stopping.wait(restart_delay_s(self.failed_starts))
                 continue
             job = self.dispatcher.jobs.get()
             if job is None:
@@ -472,9 +474,12 @@ class Slot:
         try:
             if self.worker is None or self.worker.proc.poll() is not None:
                 self._start_worker()
+            self.failed_starts = 0
             return True
         except Exception:
-            log.exception("worker slot %s could not start a worker", self.index)
+            self.failed_starts += 1
+            log.exception("worker slot %s could not start a worker (%s in a row; next try in %g s)", self.index,
+                          self.failed_starts, restart_delay_s(self.failed_starts))
             self.worker, self.state = None, "dead"
             return False
 
@@ -751,6 +756,16 @@ class Dispatcher:
         for slot in self.slots:
             if slot.worker:
                 slot.worker.stop()
+
+
+RESTART_FIRST_S, RESTART_MAX_S = 1.0, 60.0
+
+
+def restart_delay_s(failed_starts):
+    """How long a slot waits before starting a worker again after `failed_starts` failures in a row:
+    doubling from RESTART_FIRST_S up to RESTART_MAX_S, so a host that cannot start workers (a broken
+    driver, a full disk) is not kept busy starting them, yet recovers by itself once it can."""
+    return min(RESTART_MAX_S, RESTART_FIRST_S * 2 ** max(0, failed_starts - 1))
 
 
 def wait_bound_s(config):

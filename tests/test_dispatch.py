@@ -212,6 +212,31 @@ def test_healthz_says_not_ok_while_a_slot_is_stuck():
     assert not health["ok"] and health["workers"][0]["stuck"] and health["workers"][0]["busy_s"] > 28
 
 
+def test_a_worker_that_will_not_start_is_tried_again_ever_less_often_and_healthz_says_so(monkeypatch):
+    """The worker's start fails (a broken driver, a full disk: simulated at the start itself, which
+    every other test does for real); the slot waits 1, 2, 4, ... s (here 0.05, 0.1, ...) between tries."""
+    monkeypatch.setattr(dispatcher_module, "RESTART_FIRST_S", 0.05)
+    starts = []
+
+    def cannot_start(slot):
+        starts.append(time.monotonic())
+        raise RuntimeError("worker failed to start")
+
+    monkeypatch.setattr(dispatcher_module.Slot, "_start_worker", cannot_start)
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "WORKERS": 1})
+    dispatcher = app.extensions["dispatcher"].start()
+    try:
+        time.sleep(1.0)
+    finally:
+        dispatcher.stop()
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert 4 <= len(starts) <= 6, starts  # 0.05 + 0.1 + 0.2 + 0.4 s: not one try every 0.05 s
+    assert all(later > 1.5 * earlier for earlier, later in zip(gaps, gaps[1:])), gaps
+    worker = dispatcher.health()["workers"][0]
+    assert worker["state"] == "dead" and worker["failed_starts"] == len(starts)
+    assert dispatcher_module.restart_delay_s(30) == dispatcher_module.RESTART_MAX_S
+
+
 def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(monkeypatch, spec):
     # No worker ever takes the job; the wait bound (shrunk here) still ends the request.
     monkeypatch.setattr(dispatcher_module, "GRACE_S", 0)
