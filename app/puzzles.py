@@ -230,18 +230,25 @@ def from_spec(body):
                   hidden=body.get("hidden") or [], options=options)
 
 
+UNDEFINED_LOADS = ("a load without `other` read masked-off lanes: they are undefined (garbage on a GPU; "
+                   "NaN, or 23130 for integers, when graded), so say what they hold with `other=`")
+
+
 def failure(test):
     """Why one test of a graded run failed, in words (sandbox.puzzles summary)."""
     if test["error"]:
         line = f" at line {test['error']['line']}" if test["error"].get("line") else ""
         return f"{test['error']['phase']} error{line}: {test['error']['message']}"
     if test["numel"] is None:  # a hidden test says no more
-        return "its outputs differ from the reference"
-    reasons = [f"{test['mismatched']} of {test['numel']} elements wrong"] if test["mismatched"] or not test["raced"] else []
+        reasons = ["its outputs differ from the reference"]
+    else:
+        reasons = [f"{test['mismatched']} of {test['numel']} elements wrong"] if test["mismatched"] or not test["raced"] else []
     if test["unwritten"]:
         reasons.append(f"{test['unwritten']} never written")
     if test["raced"]:
         reasons.append(f"{test['raced']} stored by several programs without an atomic")
+    if test.get("undefined_loads"):
+        reasons.append(UNDEFINED_LOADS)
     return ", ".join(reasons)
 
 

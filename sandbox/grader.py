@@ -12,9 +12,11 @@ module's constexprs (sandbox.submission checks that they are a kernel's and noth
 Triton's front end must accept them), and the puzzle's own tests from the server: their inputs,
 arguments, grid, hidden reference and tolerance (never the submission's `options.atol`). Each test
 runs in the interpreter with the bounds check (the first one traced, for the page's comparison with
-the solution); on a GPU the compiled kernel is then launched on copies of the same inputs and that
-is what is checked and timed (the last test, a puzzle's largest, each timed launch starting from
-the inputs and outputs as they were built: no launch finds what an earlier one wrote). The
+the solution), the masked-off lanes of a load without `other` poisoned (NaN; 23130 for
+integers), not the interpreter's 0: on a GPU they are undefined. On a GPU the compiled kernel is
+then launched on copies of the same inputs and that is what is checked and timed (the last test,
+a puzzle's largest, each timed launch starting from the inputs and outputs as they were built: no
+launch finds what an earlier one wrote). The
 reference is evaluated after the launch, from copies of the inputs the kernel never saw. Its output is nobody's: the worker drops what the grader prints.
 """
 import math
@@ -32,7 +34,7 @@ from sandbox import check as checking
 from sandbox.errors import RunError
 from sandbox.ir import compile_error, parse_arch, specialize
 from sandbox.kernel import as_run_error, launch_error, silenced, write_source
-from sandbox.pipeline import launch, traced_launch
+from sandbox.pipeline import launch, tracing_launch
 from sandbox.trace import LIMITS as TRACE_LIMITS
 
 NAMESPACE = {"torch": torch, "triton": triton, "tl": tl, "math": math}  # what a puzzle's expressions see
@@ -120,7 +122,8 @@ def failed(error):
 
 
 def run_test(graded, test, seed, kind, limits, record, timed):
-    """One test: {"status", "error", "check", "trace" (recorded or None), "kernel_ms"}."""
+    """One test: {"status", "error", "check", "trace" (recorded or None), "kernel_ms", "undefined_lanes"
+    (masked-off lanes loaded without `other`: in the interpreter they read a poison value, not 0)}."""
     spec = test_spec(test, seed)
     options = {"trace": record, "trace_pid": None, **graded.launch}
     try:
@@ -131,7 +134,8 @@ def run_test(graded, test, seed, kind, limits, record, timed):
             grid = build.build_grid(spec, args, scope)
             start = time.perf_counter()
             try:
-                trace = traced_launch(graded.interpreted, grid, args, inputs, graded.path, options, limits)
+                trace, tracer = tracing_launch(graded.interpreted, grid, args, inputs, graded.path, options, limits,
+                                               poison=True)
             except Exception as e:
                 raise launch_error(e, graded.path) from None
             kernel_ms = {"median": (time.perf_counter() - start) * 1e3, "n": 1}  # the interpreter's one launch
@@ -144,7 +148,7 @@ def run_test(graded, test, seed, kind, limits, record, timed):
     except RunError as e:
         return failed(e)
     return {"status": "ok" if check["ok"] else "mismatch", "error": None, "check": check, "trace": trace,
-            "kernel_ms": kernel_ms if timed else None}
+            "kernel_ms": kernel_ms if timed else None, "undefined_lanes": tracer.undefined_lanes}
 
 
 def gpu_launch(graded, spec, before, grid, options, timed):

@@ -134,13 +134,18 @@ class Background:
 def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
     """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
     With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
+    return tracing_launch(kernel, grid, args, tensors, path, options, limits, budget_s=budget_s)[0]
+
+
+def tracing_launch(kernel, grid, args, tensors, path, options, limits, **tracer_options):
+    """traced_launch's launch: (the trace or None, the Tracer that ran it)."""
     launch_tensors = build.launch_tensors(tensors, args)
     owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, launch_tensors)
     only = options.get("trace_pid")
-    with Tracer(launch_tensors, path, owners=owners, record=options["trace"], budget_s=budget_s,
-                only=None if only is None else index_of(only, grid), **limits) as tracer:
+    with Tracer(launch_tensors, path, owners=owners, record=options["trace"],
+                only=None if only is None else index_of(only, grid), **limits, **tracer_options) as tracer:
         launch(kernel, grid, args, options)
-    return tracer.result(grid) if options["trace"] else None
+    return (tracer.result(grid) if options["trace"] else None), tracer
 
 
 def reference_key(exprs, inputs, device, timer):

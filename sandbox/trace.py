@@ -61,6 +61,29 @@ def _runs_bytes(runs):
     return 2 + len(runs) * (2 * digits + 4)
 
 
+UNDEFINED_INT = 0x5A5A  # 23130
+
+
+def undefined_fill(dtype):
+    """What a masked-off lane of a load without `other` reads in a graded run, as the bits the
+    interpreter stores for `dtype`: a NaN for floats (bfloat16's and float8's NaN patterns, kept
+    as integers); for integers UNDEFINED_INT, or the dtype's largest value where that is less (a
+    sum goes far wrong, yet even a block of 65536 such lanes sums within int32, where the
+    interpreter would stop with an overflow); True for booleans; None for pointers (left as the
+    interpreter has them)."""
+    if dtype.is_bf16():
+        return 0x7FC0
+    if dtype.is_fp8():
+        return 0x7F  # NaN in e4m3 and e5m2; the largest finite value in the fnuz formats
+    if dtype.is_floating():
+        return np.nan
+    if dtype.is_bool():
+        return True
+    if dtype.is_int():
+        return min(UNDEFINED_INT, np.iinfo(interpreter._get_np_dtype(dtype)).max)
+    return None
+
+
 def _array(handle_or_array):
     """The numpy data of an interpreter TensorHandle (block-pointer masks come as bare arrays)."""
     if isinstance(handle_or_array, np.ndarray):
@@ -247,11 +270,13 @@ class Tracer:
     `tensors`: name -> CPU tensor (other values are ignored); `source_path`: the file the kernel
     was imported from (lines are reported for frames in it). With `record=False` only the bounds
     sanitizer runs. An out-of-bounds access raises RunError("launch", ..., type="OutOfBounds") out
-    of the `with` block (unwrapped from the interpreter's InterpreterError).
+    of the `with` block (unwrapped from the interpreter's InterpreterError). With `poison=True` the
+    masked-off lanes of a load without `other` read a poison value (`undefined_fill`), not the
+    interpreter's 0: on a GPU they are undefined; `undefined_lanes` counts them.
     """
 
     def __init__(self, tensors, source_path, *, owners=None, record=True, only=None,
-                 max_programs=LIMITS["max_programs"], max_bytes=LIMITS["max_bytes"], budget_s=None):
+                 max_programs=LIMITS["max_programs"], max_bytes=LIMITS["max_bytes"], budget_s=None, poison=False):
         for name, t in tensors.items():
             if isinstance(t, torch.Tensor) and t.device.type != "cpu":
                 raise ValueError(f"tensor '{name}' is on {t.device}: the trace needs CPU tensors "
@@ -274,9 +299,21 @@ class Tracer:
         self.program = None  # (index, record, bytes, recording) of the running program
         self.programs_before = []  # of an out-of-bounds error's trace
         self.block_pointer = False
+        self.poison = poison
+        self.undefined_lanes = 0
         self.saved = {}
 
     # -- hooks
+
+    def undefined(self, ptrs, mask):
+        """The `other` of a load that gave none: its masked-off lanes poisoned (None where all are on)."""
+        off = ptrs.data.size - np.count_nonzero(np.broadcast_to(_array(mask), ptrs.data.shape))
+        dtype = ptrs.get_element_ty()
+        fill = undefined_fill(dtype)
+        if not off or fill is None:
+            return None
+        self.undefined_lanes += off
+        return interpreter.TensorHandle(np.full(ptrs.data.shape, fill, dtype=interpreter._get_np_dtype(dtype)), dtype)
 
     def __enter__(self):
         patch_interpreter_compat()
@@ -285,9 +322,11 @@ class Tracer:
         builder = interpreter.InterpreterBuilder
         tracer = self
 
-        def create_masked_load(self, ptrs, mask, *rest, **kwargs):
+        def create_masked_load(self, ptrs, mask, other, *rest, **kwargs):
             tracer.access("load", ptrs, mask, self)
-            return tracer.saved["create_masked_load"](self, ptrs, mask, *rest, **kwargs)
+            if other is None and tracer.poison:
+                other = tracer.undefined(ptrs, mask)
+            return tracer.saved["create_masked_load"](self, ptrs, mask, other, *rest, **kwargs)
 
         def create_masked_store(self, ptrs, value, mask, *rest, **kwargs):
             tracer.access("store", ptrs, mask, self)

@@ -83,7 +83,7 @@ def grader_outcome_ok(content):
 
 def failed_grading(grading, error):
     """The verdict when there is none from the grader: every test failed with `error`."""
-    summary = {"ok": False, "status": "error", "mismatched": 0, "unwritten": 0, "numel": 0, "raced": 0,
+    summary = {"ok": False, "status": "error", "mismatched": 0, "unwritten": 0, "numel": 0, "raced": 0, "undefined_loads": False,
                "error": {"phase": error.phase, "message": error.message, "line": error.line}}
     return {"puzzle": {"name": grading["puzzle"], "ok": False, "diff": None, "timing": None,
                        "tests": [{**summary, "label": test["label"]} for test in grading["tests"]]},

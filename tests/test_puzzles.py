@@ -93,6 +93,24 @@ def test_a_statements_demand_is_checked(app, name):
         assert tests[0]["raced"] == 1 and tests[0]["mismatched"] == 0  # right values, one at a time
 
 
+def test_masked_off_lanes_loaded_without_other_fail_a_graded_test(app):
+    """The interpreter fills a load's masked-off lanes with 0 where no `other` is given; on a GPU they
+    are undefined. Graded, they read a poison value: the row sum without `other=0.0` fails, and says why."""
+    puzzle = puzzles.builtin("row_sum")
+    solved = graded_run(app, puzzle, puzzle["solution"])
+    assert solved["puzzle"]["ok"], solved["puzzle"]["tests"]
+    assert not any(t["undefined_loads"] for t in solved["puzzle"]["tests"])
+    assert ", other=0.0)" in puzzle["solution"]
+    forgot = graded_run(app, puzzle, puzzle["solution"].replace(", other=0.0)", ")"), solved["trace"])
+    tests = forgot["puzzle"]["tests"]
+    assert forgot["status"] == "mismatch" and not forgot["puzzle"]["ok"]
+    # N = 64 fills its block: no lane is masked off and the test passes; the others fail, every row wrong.
+    assert [t["ok"] for t in tests] == [False, True, False, False], tests
+    assert tests[0]["mismatched"] == tests[0]["numel"] == 6 and tests[0]["undefined_loads"]
+    assert "a load without `other` read masked-off lanes: they are undefined" in puzzles.failure(tests[0])
+    assert tests[3]["numel"] is None and tests[3]["undefined_loads"]  # a hidden test says why, not how big
+
+
 def test_course_covers_the_topics():
     names = puzzles.builtin_names()
     assert len(names) >= 12

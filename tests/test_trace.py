@@ -42,6 +42,14 @@ def row_sum_kernel(a_ptr, out_ptr, N, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
+def row_sum_without_other_kernel(a_ptr, out_ptr, N, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    values = tl.load(a_ptr + row * N + cols, mask=cols < N)
+    tl.store(out_ptr + row, tl.sum(values, axis=0))
+
+
+@triton.jit
 def scale_2d_kernel(a_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     cols = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -160,6 +168,31 @@ def test_row_sum_one_program_per_row(kernels):
     assert (store["tensor"], store["offsets"], store["masked"]) == ("out", [[1, 1]], [])
     assert trace["tensors"]["a"] == {"shape": [3, 5], "dtype": "float32", "role": "input"}
     assert torch.allclose(out, a.sum(axis=1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.int8])
+def test_masked_off_lanes_without_other_read_poison_when_asked(kernels, dtype):
+    """The interpreter's 0 in a masked-off lane of a load without `other` would pass a sum that a GPU's
+    undefined lanes break; with `poison` they read NaN (floats) or 23130 (integers)."""
+    a = torch.arange(1, 3 * 5 + 1).reshape(3, 5).to(dtype)
+    out = torch.zeros(3, dtype=dtype)
+
+    def row_sums(kernel, poison):
+        with Tracer({"a": a, "out": out}, kernels.path, record=False, poison=poison) as tracer:
+            kernel[(3,)](a, out, 5, BLOCK_N=8)
+        return out.clone(), tracer.undefined_lanes
+
+    expected = a.sum(dim=1, dtype=dtype)
+    sums, undefined = row_sums(kernels.row_sum_without_other_kernel, False)
+    assert torch.equal(sums, expected) and undefined == 0
+    sums, undefined = row_sums(kernels.row_sum_without_other_kernel, True)
+    assert undefined == 3 * 3
+    if dtype.is_floating_point:
+        assert sums.isnan().all()
+    else:
+        assert (sums != expected).all()
+    sums, undefined = row_sums(kernels.row_sum_kernel, True)  # other=0.0: nothing poisoned
+    assert torch.equal(sums, expected) and undefined == 0
 
 
 def test_2d_grid_offsets_are_flat_and_in_row_major_lane_order(kernels):

@@ -47,16 +47,20 @@ function hintsBlock() {
   return puzzle.hints.length ? h("div", { class: "puzzle-hints" }, h("ol", {}, shown), more) : null;
 }
 
+const UNDEFINED_LOADS = "a load without other read masked-off lanes: they are undefined (garbage on a GPU; NaN, "
+  + "or 23130 for integers, when graded), so say what they hold with other=";
+
 function testRow(label, test) {
   if (!test) return h("li", { class: "puzzle-test pending" }, h("span", { class: "verdict" }, "·"), label, h("span", { class: "why" }, "not run yet"));
   let why = "passes";
   if (test.error) why = `${test.error.phase} error${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
-  else if (!test.ok && test.numel == null) why = "its outputs differ from the reference";  // a hidden size
   else if (!test.ok) {
     const reasons = [];
-    if (test.mismatched || !test.raced) reasons.push(`${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`);
+    if (test.numel == null) reasons.push("its outputs differ from the reference");  // a hidden size
+    else if (test.mismatched || !test.raced) reasons.push(`${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`);
     if (test.unwritten) reasons.push(`${formatCount(test.unwritten)} never written`);
     if (test.raced) reasons.push(`${formatCount(test.raced)} stored by several programs without an atomic (a race: on a GPU one store wins)`);
+    if (test.undefined_loads) reasons.push(UNDEFINED_LOADS);
     why = reasons.join(", ");
   }
   return h("li", { class: `puzzle-test ${test.ok ? "ok" : "bad"}` }, h("span", { class: "verdict" }, test.ok ? "✓" : "✗"),
