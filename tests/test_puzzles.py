@@ -107,6 +107,7 @@ def test_masked_off_lanes_loaded_without_other_fail_a_graded_test(app):
     # N = 64 fills its block: no lane is masked off and the test passes; the others fail, every row wrong.
     assert [t["ok"] for t in tests] == [False, True, False, False], tests
     assert tests[0]["mismatched"] == tests[0]["numel"] == 6 and tests[0]["undefined_loads"]
+    assert tests[0]["unwritten"] == 0  # every row was stored: its NaN is not the never-written poison
     assert "a load without `other` read masked-off lanes: they are undefined" in puzzles.failure(tests[0])
     assert tests[3]["numel"] is None and tests[3]["undefined_loads"]  # a hidden test says why, not how big
 
@@ -329,6 +330,22 @@ def test_solve_a_puzzle_wrong_then_right(browser, live_server):
     shot(page, "course")
     context.close()
     assert not errors, errors
+
+
+@pytest.mark.browser
+def test_a_load_without_other_says_why_it_failed(browser, live_server):
+    puzzle = puzzles.builtin("row_sum")
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server}/puzzles/row_sum")
+    page.wait_for_selector(".puzzle-statement")
+    set_source(page, puzzle["solution"].replace(", other=0.0)", ")"))
+    assert "Not yet" in run_puzzle(page)
+    failing = page.locator(".puzzle-test.bad")
+    assert failing.count() == 3  # N = 64 fills its block: nothing masked off
+    assert "6 of 6 elements wrong, a load without other read masked-off lanes" in failing.first.inner_text()
+    shot(page, "puzzle-undefined-lanes")
+    context.close()
 
 
 @pytest.mark.browser
