@@ -13,9 +13,10 @@ Triton's front end must accept them), and the puzzle's own tests from the server
 arguments, grid, hidden reference and tolerance (never the submission's `options.atol`). Each test
 runs in the interpreter with the bounds check (the first one traced, for the page's comparison with
 the solution), the masked-off lanes of a load without `other` poisoned (NaN; 23130 for
-integers), not the interpreter's 0: on a GPU they are undefined. On a GPU the compiled kernel is
-then launched on copies of the same inputs and that is what is checked and timed (the last test,
-a puzzle's largest, each timed launch starting from the inputs and outputs as they were built: no
+integers), not the interpreter's 0: on a GPU they are undefined (a test that fails with such lanes
+runs again with the 0s, to say whether they are why). On a GPU the compiled kernel is then
+launched on copies of the same inputs and that is what is checked and timed (the last test, a
+puzzle's largest, each timed launch starting from the inputs and outputs as they were built: no
 launch finds what an earlier one wrote). The
 reference is evaluated after the launch, from copies of the inputs the kernel never saw. Its output is nobody's: the worker drops what the grader prints.
 """
@@ -122,44 +123,58 @@ def failed(error):
 
 
 def run_test(graded, test, seed, kind, limits, record, timed):
-    """One test: {"status", "error", "check", "trace" (recorded or None), "kernel_ms", "undefined_lanes"
-    (masked-off lanes loaded without `other`: in the interpreter they read a poison value, not 0)}."""
+    """One test: {"status", "error", "check", "trace" (recorded or None), "kernel_ms", "undefined_loads"
+    (it failed with the masked-off lanes of its loads without `other` poisoned, and passes where they
+    read the interpreter's 0: it depends on values a GPU leaves undefined)}."""
     spec = test_spec(test, seed)
     options = {"trace": record, "trace_pid": None, **graded.launch}
+    undefined = False
     try:
         with silenced():
-            inputs, poisoned = build.build_inputs(spec, NAMESPACE, "cpu")
-            before = {name: t.clone() for name, t in inputs.items()}
-            args, scope = build.build_args(spec, graded.interpreted, {**NAMESPACE, **inputs})
-            grid = build.build_grid(spec, args, scope)
-            start = time.perf_counter()
-            try:
-                trace, tracer = tracing_launch(graded.interpreted, grid, args, inputs, graded.path, options, limits,
-                                               poison=True)
-            except Exception as e:
-                raise launch_error(e, graded.path) from None
-            kernel_ms = {"median": (time.perf_counter() - start) * 1e3, "n": 1}  # the interpreter's one launch
-            outputs, device = inputs, "cpu"
+            before, outputs, poisoned, grid, trace, tracer, kernel_ms = interpreted(graded, spec, options, limits,
+                                                                                     poison=True)
+            device = "cpu"
             if kind == "gpu":
                 (outputs, kernel_ms), device = gpu_launch(graded, spec, before, grid, options, timed), "cuda"
             expected = references(test["reference"], before, device)
-            check = checking.compare({name: outputs[name] for name in expected}, expected, poisoned,
-                                     atol=test["options"].get("atol"), rtol=test["options"].get("rtol"))
-            if tracer.undefined_lanes:
-                uncount_unwritten(check, outputs)
+            check = compared(test, outputs, expected, poisoned)
+            if not check["ok"] and tracer.undefined_lanes and kind != "gpu":
+                # Again with the interpreter's 0s: its check is the one to show, NaNs from poisoned
+                # lanes (which look like never-written elements) aside.
+                _, zeroed, *_ = interpreted(graded, spec, {**options, "trace": False}, limits, poison=False)
+                clean = compared(test, zeroed, expected, poisoned)
+                undefined = clean["ok"]
+                if undefined:
+                    for output in check["outputs"].values():
+                        output["unwritten"] = 0
+                else:
+                    check = clean
     except RunError as e:
         return failed(e)
     return {"status": "ok" if check["ok"] else "mismatch", "error": None, "check": check, "trace": trace,
-            "kernel_ms": kernel_ms if timed else None, "undefined_lanes": tracer.undefined_lanes}
+            "kernel_ms": kernel_ms if timed else None, "undefined_loads": undefined}
 
 
-def uncount_unwritten(check, outputs):
-    """A float output's never-written elements are told by the NaN put there before the launch; a
-    NaN from a poisoned lane, stored, looks the same, so after such loads they are not counted
-    (they are still among the mismatched)."""
-    for name, output in check["outputs"].items():
-        if outputs[name].dtype.is_floating_point:
-            output["unwritten"] = 0
+def interpreted(graded, spec, options, limits, poison):
+    """The kernel in the interpreter on the test's inputs: (the inputs before, after, the poisoned
+    outputs' names, the grid, the trace or None, the Tracer, the launch's time)."""
+    inputs, poisoned = build.build_inputs(spec, NAMESPACE, "cpu")
+    before = {name: t.clone() for name, t in inputs.items()}
+    args, scope = build.build_args(spec, graded.interpreted, {**NAMESPACE, **inputs})
+    grid = build.build_grid(spec, args, scope)
+    start = time.perf_counter()
+    try:
+        trace, tracer = tracing_launch(graded.interpreted, grid, args, inputs, graded.path, options, limits,
+                                       poison=poison)
+    except Exception as e:
+        raise launch_error(e, graded.path) from None
+    kernel_ms = {"median": (time.perf_counter() - start) * 1e3, "n": 1}  # the interpreter's one launch
+    return before, inputs, poisoned, grid, trace, tracer, kernel_ms
+
+
+def compared(test, outputs, expected, poisoned):
+    return checking.compare({name: outputs[name] for name in expected}, expected, poisoned,
+                            atol=test["options"].get("atol"), rtol=test["options"].get("rtol"))
 
 
 def gpu_launch(graded, spec, before, grid, options, timed):

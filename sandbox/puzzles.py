@@ -14,7 +14,7 @@ MAX_DIFF_RUNS = 4096  # run-length runs per list: a display test is small, but a
 def summary(label, result, hidden=False):
     """One test's line of the verdict. A hidden test says only whether it passed, and an error's
     phase and line: its counts and an error's message would give its size away. `undefined_loads`:
-    the kernel loaded masked-off lanes without `other` (a failure's likely cause)."""
+    it fails only because masked-off lanes loaded without `other` are poisoned (sandbox.grader)."""
     check = result.get("check") or {}
     outputs = check.get("outputs") or {}
     error = result.get("error")
@@ -23,7 +23,7 @@ def summary(label, result, hidden=False):
     counts = {key: None if hidden else sum(o[key] for o in outputs.values()) for key in ("mismatched", "unwritten", "numel")}
     return {"label": label, "ok": result["status"] == "ok" and bool(check.get("ok")), "status": result["status"],
             "error": None if error is None else {"phase": error["phase"], "message": error["message"], "line": error["line"]},
-            **counts, "raced": 0, "undefined_loads": bool(result.get("undefined_lanes"))}
+            **counts, "raced": 0, "undefined_loads": bool(result.get("undefined_loads"))}
 
 
 def with_races(summary, trace, expected, outputs):

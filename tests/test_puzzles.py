@@ -138,6 +138,7 @@ def test_diff_marks_missed_extra_and_twice(app):
     tests = result["puzzle"]["tests"]
     assert [t["ok"] for t in tests] == [False] * 5
     assert tests[0]["unwritten"] == 1 and tests[0]["label"] == "N=20"
+    assert not tests[0]["undefined_loads"]  # its load without `other` is not why it fails
 
 
 def test_substitute_replaces_names_only():
