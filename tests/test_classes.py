@@ -153,7 +153,7 @@ def test_failures_are_grouped_by_how_they_fail(app, client):
                                                    "if n < 400:\n        tl.store(out_ptr + offsets, x + 10.0, mask=mask)"))
     groups = client.get(f"/api/classes/{code}/progress").json["failures"]["constant_add"]
     assert [(g["kind"], g["count"]) for g in groups] == [
-        ("wrong values: missed out", 2), ("out of bounds", 1), ("wrong values; only on sizes not shown", 1)]
+        ("wrong values: missed out", 2), ("out of bounds: missed out", 1), ("wrong values; only on sizes not shown", 1)]
     assert sorted(s["name"] for s in groups[0]["students"]) == ["Ann", "Bob"]
     assert groups[0]["example"]["source"] == CONSTANT_ADD["starter"]
     graded(unmasked, CONSTANT_ADD["solution"])  # solved: no longer in a group

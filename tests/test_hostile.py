@@ -993,7 +993,9 @@ def a_spinning_run_leaves_a_bystander_its_share(h):
     thread = threading.Thread(target=lambda: box.update(result=h.target.run(spin, spinner)))
     thread.start()
     time.sleep(3)  # its processes forked and spinning
-    loaded = statistics.median(bystander_s() for _ in range(3))
+    # The best of three: a run that took the bystander's share would slow every one of them; other
+    # work on the host (the whole suite runs beside) slows one now and then.
+    loaded = min(bystander_s() for _ in range(3))
     thread.join(60)
     isolation = h.target.client.get("/healthz").get_json()["isolation"] or []
     if any("cpu" in step for step in isolation if step.startswith("cgroup")):

@@ -44,7 +44,7 @@ PUZZLE = {
     "args": {"x_ptr": "x", "out_ptr": "out", "N": "N", "BLOCK": 16},
     "grid": "(M,)",
     "reference": {"out": "x.sum(dim=1)"},
-    "options": {"atol": 1e-5, "rtol": 1e-5},
+    "options": {"atol": 1e-3, "rtol": 1e-4},  # 3,001 floats summed in another order than torch's
     "hints": [
         "The loop body is Python syntax but runs inside the kernel: `acc += block` adds lane by lane.",
         "Row `row` starts at `row * N`; this chunk's elements are at `row * N + cols`.",
