@@ -21,21 +21,34 @@ def dispatcher():
     return current_app.extensions["dispatcher"]
 
 
-@bp.errorhandler(SpecError)
+# What a request may be refused for, wherever it is raised (this blueprint's routes and the course's):
+# one answer each, app-wide.
+@bp.app_errorhandler(SpecError)
 def bad_spec(e):
     return refused(400, e)
 
 
-@bp.errorhandler(TooManyWrites)
+@bp.app_errorhandler(TooManyWrites)
 def too_many_writes(e):
     response, status = refused(429, e)
     response.headers["Retry-After"] = str(e.retry_after)
     return response, status
 
 
-@bp.errorhandler(StorageFull)
+@bp.app_errorhandler(StorageFull)
 def storage_full(e):
     return refused(507, e)
+
+
+@bp.app_errorhandler(QueueFull)
+def queue_full(e):
+    """The whole queue (503), or this owner's or this address's share of it (429, OwnerQueueFull)."""
+    return refused(429 if isinstance(e, OwnerQueueFull) else 503, e)
+
+
+@bp.app_errorhandler(RunLost)
+def run_lost(e):
+    return refused(503, e, phase="timeout")
 
 
 def json_body():
@@ -75,27 +88,18 @@ def spec_from(body, beside=()):
 
 @bp.post("/api/run")
 def run():
-    try:
-        body = json_body()
-        # from_link: the source is someone else's shared link, unedited (the worker neither lends this
-        # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
-        # beside the spec's fields: it is the request's, not the spec's.
-        spec = spec_from(body, beside=("from_link",))
-        spec = graded(spec)  # a spec naming a puzzle gets its hidden check (and runs as from_link)
-        member = classes.counted(spec)  # a class's student: the grader's verdict is kept
-        result = dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
-                                  address=current_address())
-        if member is not None:
-            classes.recorder(member, spec)(result)
-        return jsonify(result)
-    except SpecError as e:
-        return refused(400, e)
-    except OwnerQueueFull as e:
-        return refused(429, e)
-    except QueueFull as e:
-        return refused(503, e)
-    except RunLost as e:
-        return refused(503, e, phase="timeout")
+    body = json_body()
+    # from_link: the source is someone else's shared link, unedited (the worker neither lends this
+    # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
+    # beside the spec's fields: it is the request's, not the spec's.
+    spec = spec_from(body, beside=("from_link",))
+    spec = graded(spec)  # a spec naming a puzzle gets its hidden check (and runs as from_link)
+    member = classes.counted(spec)  # a class's student: the grader's verdict is kept
+    result = dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
+                              address=current_address())
+    if member is not None:
+        classes.recorder(member, spec)(result)
+    return jsonify(result)
 
 
 @bp.get("/api/spec")

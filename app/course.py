@@ -3,13 +3,10 @@ specs; the reference and the solution never do."""
 from flask import Blueprint, abort, current_app, render_template, url_for
 
 from app import puzzles
-from app.clients import TooManyWrites, charge_write
-from app.db import StorageFull
-from app.dispatcher import OwnerQueueFull, QueueFull, RunLost
+from app.clients import charge_write
 from app.editor import render_editor
 from app.errors import error_response, refused
 from app.owners import current_address, current_owner
-from sandbox.spec import SpecError
 
 bp = Blueprint("course", __name__)
 
@@ -64,19 +61,7 @@ def make_puzzle():
         puzzle = puzzles.from_spec(json_body())
         solved = puzzles.check_draft(puzzle, run)
         name = puzzles.save(puzzle, charge=charge_write)
-    except (puzzles.PuzzleError, SpecError) as e:
+    except puzzles.PuzzleError as e:  # the rest (a malformed spec, a full queue, ...): app.api's handlers
         return refused(400, e)
-    except OwnerQueueFull as e:
-        return refused(429, e)
-    except QueueFull as e:
-        return refused(503, e)
-    except RunLost as e:
-        return refused(503, e, phase="timeout")
-    except TooManyWrites as e:
-        response, status = refused(429, e)
-        response.headers["Retry-After"] = str(e.retry_after)
-        return response, status
-    except StorageFull as e:
-        return refused(507, e)
     solutions().keep(puzzles.find(name), solved)
     return {"name": name, "url": url_for("course.puzzle_page", name=name, _external=True)}
