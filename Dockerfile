@@ -3,7 +3,7 @@
 #   docker run --gpus all -p 8000:8000 -e SECRET_KEY=... -v playground-data:/srv/instance triton-playground
 # Scale out (README, "Scale out"): the same image as one Celery worker per GPU, on any host (its
 # healthcheck is the web process's: off for a worker; /healthz lists the workers online):
-#   docker run --gpus '"device=0"' --no-healthcheck -e REDIS_URL=redis://:password@redis-host:6379/0 triton-playground python3 -m app.celery_worker
+#   docker run --gpus '"device=0"' --no-healthcheck -e REDIS_URL=redis://:password@redis-host:6379/0 triton-playground python3 -m app.dispatch.celery_worker
 FROM nvidia/cuda:12.8.1-base-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1

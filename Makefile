@@ -41,9 +41,9 @@ install: $(VENV)/.installed
 run: install $(if $(REDIS_URL),$(VENV)/.scale-installed)
 	$(PY) -m app.serve
 
-# scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker); app/celery_worker.py
+# scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker); app/dispatch/celery_worker.py
 worker: $(VENV)/.scale-installed
-	$(PY) -m app.celery_worker
+	$(PY) -m app.dispatch.celery_worker
 
 # everything: unit, integration (real workers, servers, the corpora), browser, and gpu on a GPU host
 test: $(VENV)/.dev-installed

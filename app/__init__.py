@@ -34,7 +34,9 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app import api, assets, classes, clients, course, db, editor, errors, events, puzzles, security
+    from app.web import api, assets, clients, editor, errors, events, security
+    from app.course import classes, puzzles, views as course
+    from app import db
 
     security.init_app(app)  # before anything that signs or reads a session
     db.init_app(app)
@@ -66,13 +68,13 @@ def make_dispatcher(config, deliver):
     process's own pool of workers."""
     if config["REDIS_URL"]:
         try:
-            from app.celery_dispatch import CeleryDispatcher
+            from app.dispatch.remote import CeleryDispatcher
         except ImportError as e:
             raise RuntimeError(f"REDIS_URL is set, and scale-out needs celery and redis ({e}): "
                                "pip install -r requirements-scale.txt (make run does when REDIS_URL is set)") from e
         return CeleryDispatcher(config, deliver)
-    from app.dispatcher import Dispatcher
-    return Dispatcher(config, deliver)
+    from app.dispatch.pool import Pool
+    return Pool(config, deliver)
 
 
 def message_queue(config):
@@ -80,5 +82,5 @@ def message_queue(config):
     connected here."""
     if not config["REDIS_URL"]:
         return {}
-    from app.runstate import SOCKETIO_CHANNEL
+    from app.dispatch.runstate import SOCKETIO_CHANNEL
     return {"message_queue": config["REDIS_URL"], "channel": SOCKETIO_CHANNEL}

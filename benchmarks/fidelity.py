@@ -3,7 +3,7 @@
     python -m benchmarks.fidelity [--rounds 3]
 
 For vector add over 2^26 fp32 elements and a 4096 x 4096 x 4096 fp16 matmul (128 x 128 x 64 tiles,
-8 warps, 3 stages), runs the spec through sandbox.pipeline.run_spec in this process, then launches
+8 warps, 3 stages), runs the spec through sandbox.run.pipeline.run_spec in this process, then launches
 the same kernel from the same source by hand and times it with do_bench. The two alternate for
 `--rounds` rounds; the table shows the median of each side's medians and their ratio (goal: within
 5% of 1), beside the PyTorch reference, the first round's compile time (Triton's disk cache may
@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.testing
 
-from sandbox import pipeline
+from sandbox.run import pipeline
 
 VECTOR_ADD = '''import triton
 import triton.language as tl

@@ -41,7 +41,7 @@ def percentile(values, q):
 def cold_start():
     """Seconds from launching `python -m sandbox.worker` to its ready message (its first run process warm)."""
     from app.config import from_environment
-    from app.dispatcher import worker_env
+    from app.dispatch.slot import worker_env
     env = worker_env(from_environment())  # the worker's settings, as the server passes them
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "sandbox.worker"], cwd=ROOT, stdin=subprocess.PIPE,

@@ -22,9 +22,10 @@ import time
 import torch
 import triton
 
-from app.gallery import load_example
-from sandbox.kernel import load_module, write_source
-from sandbox.trace import Tracer, interpreter_hygiene
+from app.web.gallery import load_example
+from sandbox.run.kernel import load_module, write_source
+from sandbox.trace.interpreter import Tracer
+from sandbox.trace.patches import interpreter_hygiene
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = "/usr/bin/chromium"

@@ -1,5 +1,7 @@
-"""Everything that touches user code: the worker process, the run pipeline and its isolation.
+"""Everything that touches user code, in four parts: the worker (worker/) forks jailed (jail/) run
+processes that run a spec (run/), trace it (trace/) or grade it (grading/).
 
-The web process imports only `sandbox.spec`, `sandbox.protocol` and `sandbox.pool` from here;
-none of them imports torch or triton or evaluates user code.
+The contracts both sides share live here at the top (spec, result, errors, protocol, settings,
+gpus): pure Python, none imports torch or triton or evaluates user code, so the web process (app/)
+imports only these.
 """

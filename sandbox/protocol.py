@@ -1,15 +1,15 @@
 """The server <-> worker protocol: JSON lines, one message per line, built by one function.
 
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
-sandbox.spec, the digest of the run's owner, `from_link`, and `checked_before`: this launch passed
+sandbox.spec, the digest of the run's owner, `from_link`, and `sanitized_before`: this launch passed
 the bounds check before; the worker's settings come once, in
-its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.warming: never a
+its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
 user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
-`stdout`, `checked` (the launch passed the bounds check), `partial` (a section of the result as soon as
+`stdout`, `sanitized` (the launch passed the bounds check), `partial` (a section of the result as soon as
 it is ready: {part, content}, each part at most once, sandbox.result.PARTS), `timed` (the
 reference's timing, {key, reference_ms}, which the worker's slot keeps for later runs of its owner:
-sandbox.pipeline.reference_key), and exactly one `result`
+sandbox.run.pipeline.reference_key), and exactly one `result`
 (sandbox.result), which is the run process's own line, passed on unchanged once its shape is checked. Between a run process and its worker there is also
 `ready` (warm, with the isolation steps taken).
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything,
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from sandbox import settings
 
 SERVER_TYPES = ("job", "warm", "compile")
-WORKER_TYPES = ("ready", "status", "stdout", "checked", "partial", "timed", "result", "warming", "compiled")
-# A run process's messages to its worker, once it has its job; `kernel` only from a graded run's (sandbox.submission).
-RUN_TYPES = ("status", "checked", "partial", "timed", "kernel", "result")
+WORKER_TYPES = ("ready", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled")
+# A run process's messages to its worker, once it has its job; `kernel` only from a graded run's (sandbox.grading.submission).
+RUN_TYPES = ("status", "sanitized", "partial", "timed", "kernel", "result")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 workers need it. Read from the environment. The one definition: the web process (app.config), the
 dispatcher, a Celery worker and the sandbox's workers and run processes all read it here.
 
-A setting marked `worker` reaches a worker through its environment (app.dispatcher.worker_env puts
+A setting marked `worker` reaches a worker through its environment (app.dispatch.slot.worker_env puts
 the server's values there; a `make worker` host reads its own environment): the sandbox reads it
 with `value(name)`, whose default is the one below. The README's configuration table is checked
 against SETTINGS by a test, its Workers column included.
@@ -57,7 +57,7 @@ SETTINGS = [
     Setting("SECRET_KEY", None, "Key that signs the session cookie, which names a run's owner. Unset: a random key made on the first start and kept in the instance folder (`instance/secret_key`, mode 0600), shared by the web processes of one host; set it (the same everywhere) when web processes run on several hosts. `dev` is refused outside tests."),
     Setting("FRAME_ANCESTORS", "*", "Who may put the embed (`?embed=1`) in a frame: the CSP `frame-ancestors` sources, e.g. `'self' https://course.example.edu`; `*` is any site. Every other page may be framed only by the playground itself."),
     Setting("REDIS_URL", None, "Scale out: a Redis URL (`redis://host:6379/0`) shared by every web process and Celery worker. Set, runs go to Celery workers (`make worker`, on any host) through it, and Socket.IO events through its message queue; unset, the web process runs its own workers."),
-    # The jail's limits of one run (sandbox.isolation.Limits), all its processes together.
+    # The jail's limits of one run (sandbox.jail.isolation.Limits), all its processes together.
     Setting("RUN_TASKS", 512, "Processes and threads of one run (a cgroup's `pids.max`; where none applies, RLIMIT_NPROC of the run's own uid).", worker=True),
     Setting("RUN_TASKS_WITHOUT_CPU_SHARE", 64, "Processes and threads of one run where no cgroup shares the CPU out (RLIMIT_NPROC of the run's uid): torch starts a thread per core.", worker=True),
     Setting("RUN_SCRATCH_MB", 512, "Size of a run's `/tmp` (a tmpfs: the source, the run's Triton cache, compiler temp files).", worker=True),

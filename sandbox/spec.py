@@ -14,7 +14,7 @@ DEFAULT_OPTIONS = {
     "num_warps": 4, "num_stages": 3, "device": "auto", "seed": 0,
     "check": True, "bench": True, "trace": True, "ir": True,
     "sanitize": True,             # GPU: bounds-check on CPU copies first even when the trace is off
-    "atol": None, "rtol": None,   # None: by dtype (see sandbox.check)
+    "atol": None, "rtol": None,   # None: by dtype (see sandbox.run.check)
     "flops": None,                # optional FLOP count expression, for TFLOP/s
     "arch": None,                 # IR target, e.g. "sm90"; None: the GPU's own, or sm90 without one
     "puzzle": None,               # the puzzle this source answers: the server adds its hidden check

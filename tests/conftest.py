@@ -49,7 +49,7 @@ def unit_tier(request, monkeypatch):
     if request.node.get_closest_marker("unit") is None:
         yield
         return
-    from app import dispatcher
+    from app.dispatch import slot as dispatcher
 
     def no_worker(*args, **kwargs):
         raise StartsAWorker(f"{request.node.nodeid} is a unit test and starts a worker: mark it integration")

@@ -391,7 +391,7 @@ def walk():
 attempt('cache', walk)
 """
 
-# The gallery's compiled kernels, lent read-only to every run (sandbox.shared_kernels): the run tries
+# The gallery's compiled kernels, lent read-only to every run (sandbox.worker.shared_kernels): the run tries
 # to change one entry for every later run, in place and through its own cache (an entry under the
 # same key, with every file and the group poisoned, which its owner's cache then keeps).
 SHARED_KERNELS = """
@@ -767,7 +767,7 @@ attempt('descriptors', descriptors)
 # the run's, so it can make its result anything (here through the last step of the run under way,
 # which the module, loaded during the run, replaces); its worker must not parse it, nor the web process.
 HUGE_RESULT = """
-import sandbox.pipeline as _pipeline
+import sandbox.run.pipeline as _pipeline
 _compile_ir = _pipeline.Run.compile_ir
 def _huge(self, *args, **kwargs):
     _compile_ir(self, *args, **kwargs)
@@ -791,7 +791,7 @@ print('GRADED-FINDINGS ' + json.dumps(seen), flush=True)
 
 # A teacher's solution whose trace is made far larger than TRACE_MAX_BYTES (its programs, repeated).
 PADDED_SOLUTION_TRACE = """
-import sandbox.pipeline as _pipeline
+import sandbox.run.pipeline as _pipeline
 _compile_ir = _pipeline.Run.compile_ir
 def _padded(self, *args, **kwargs):
     _compile_ir(self, *args, **kwargs)

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from sandbox.bench import MAX_CPU_REPS, bandwidth, peak_gbps, time_cpu, time_gpu
+from sandbox.run.bench import MAX_CPU_REPS, bandwidth, peak_gbps, time_cpu, time_gpu
 
 needs_gpu = [pytest.mark.gpu]
 

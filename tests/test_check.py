@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from sandbox.check import compare, tolerances
+from sandbox.run.check import compare, tolerances
 
 
 def test_exact_match_is_ok():

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app import puzzles
+from app.course import puzzles
 
 CONSTANT_ADD = puzzles.builtin("constant_add")
 
@@ -214,7 +214,7 @@ def test_the_leaderboard_on_this_host(app, client):
 
 def test_times_within_each_others_noise_share_a_rank(tmp_path):
     """The ranking, from kept submissions whose GPU timings are given (the grader's are tested above)."""
-    from app import classes
+    from app.course import classes
     from app.db import connect, init_db
     path = str(tmp_path / "board.sqlite")
     init_db(path)
@@ -322,7 +322,7 @@ def test_the_teacher_reorders_dates_and_changes_the_puzzles(app, client):
 
 
 def test_a_class_is_full_at_its_roster_bound(tmp_path, monkeypatch):
-    from app import classes
+    from app.course import classes
     from app.db import connect, init_db
     path = str(tmp_path / "full.sqlite")
     init_db(path)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from sandbox import sweep as sweeps
+from sandbox.run import sweep as sweeps
 from sandbox.spec import SpecError, normalize
 from tests.helpers import vector_add_spec
 
@@ -40,7 +40,7 @@ def test_best_is_the_fastest_matching_row_and_says_if_it_is_beyond_the_noise():
 
 
 def test_a_sweep_in_the_interpreter_checks_every_configuration():
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     spec = vector_add_spec(n=1000, block=256, device="interpreter")
     result = run_spec({**spec, "options": {**spec["options"], "sweep": {"BLOCK_SIZE": [128, 3], "num_warps": [2, 4]}}})
     assert result["status"] == "ok" and result["trace"]["grid"] == [4, 1, 1]  # the spec's own launch, traced

@@ -1,9 +1,9 @@
-"""Compile ahead (the `compile` event, sandbox.ahead): through the real server and its real workers,
+"""Compile ahead (the `compile` event, sandbox.worker.ahead): through the real server and its real workers,
 as the page sends it while its person types."""
 import time
 
 from app import socketio
-from sandbox.pipeline import COMPILED_AHEAD
+from sandbox.run.pipeline import COMPILED_AHEAD
 from tests.helpers import VECTOR_ADD, vector_add_spec
 from tests.test_runs import collect_until_result
 

@@ -27,10 +27,11 @@ def test_the_readme_says_which_settings_the_workers_need():
 
 
 def test_a_worker_reads_back_every_worker_setting_its_server_sets(monkeypatch, tmp_path):
-    """The server's values reach the workers (app.dispatcher.worker_env), which read them with the
+    """The server's values reach the workers (app.dispatch.slot.worker_env), which read them with the
     same definitions: each worker setting set to something other than its default comes back whole."""
-    from app.dispatcher import worker_env
-    from sandbox import isolation, protocol, settings
+    from app.dispatch.slot import worker_env
+    from sandbox.jail import isolation
+    from sandbox import protocol, settings
     changed = {s.name: (str(tmp_path) if s.default is None else "none" if isinstance(s.default, str)
                         else type(s.default)(s.default * 2 + 1)) for s in SETTINGS if s.worker}
     env = worker_env({**settings.from_environment({}), **changed, "DATABASE": str(tmp_path / "db")})
@@ -44,7 +45,9 @@ def test_a_worker_reads_back_every_worker_setting_its_server_sets(monkeypatch, t
 
 
 def test_the_sandbox_defaults_are_the_settings_defaults(monkeypatch):
-    from sandbox import isolation, protocol, settings, trace
+    from sandbox.jail import isolation
+    from sandbox import protocol, settings
+    from sandbox.trace import record as trace
     for name in settings.WORKER_SETTINGS:
         monkeypatch.delenv(name, raising=False)
     assert isolation.Limits.from_settings() == isolation.Limits()

@@ -2,17 +2,18 @@
 library's wrapper launches it. Each runs `ok`, checked against PyTorch and traced; and with the mask
 of one of its stores removed (at test time, in the source's text) it stops with the out-of-bounds
 error that names the program, the tensor and the line. In the interpreter here, and on a GPU host
-(`pytest -m gpu`) on the GPU, traced by the GPU tracer (sandbox.gpu_trace) with no fallback."""
+(`pytest -m gpu`) on the GPU, traced by the GPU tracer (sandbox.trace.gpu) with no fallback."""
 import math
 
 import pytest
 
-from sandbox import build, gpu_trace
 from sandbox.errors import RunError
-from sandbox.ir import compile_ir
-from sandbox.kernel import write_source
-from sandbox.pipeline import run_spec
+from sandbox.run import build
+from sandbox.run.ir import compile_ir
+from sandbox.run.kernel import write_source
+from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize
+from sandbox.trace import gpu as gpu_trace
 from tests.corpus import fla, liger, without_store_mask
 from tests.test_gpu_trace import instrumented_trace, interpreter_trace, same
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sandbox.pipeline import run_spec
+from sandbox.run.pipeline import run_spec
 from tests.corpus import without_store_mask
 from tests.test_corpus import DEVICES, ENTRIES
 

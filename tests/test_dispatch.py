@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from app import create_app, dispatcher as dispatcher_module, socketio
+from app import create_app, socketio
+from app.dispatch import interface, slot as dispatcher_module
 from tests.helpers import ENDLESS, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
@@ -179,7 +180,7 @@ def test_a_worker_line_past_the_limits_fails_the_run_in_hand_and_marks_the_worke
     import queue as queues
     import types
 
-    from app.dispatcher import WorkerProcess
+    from app.dispatch.slot import WorkerProcess
     from sandbox import protocol
     r, w = os.pipe()
     worker = WorkerProcess.__new__(WorkerProcess)
@@ -239,8 +240,8 @@ def test_a_worker_that_will_not_start_is_tried_again_ever_less_often_and_healthz
 
 def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(monkeypatch, spec):
     # No worker ever takes the job; the wait bound (shrunk here) still ends the request.
-    monkeypatch.setattr(dispatcher_module, "GRACE_S", 0)
-    monkeypatch.setattr(dispatcher_module, "WAIT_MARGIN_S", 0.5)
+    monkeypatch.setattr(interface, "GRACE_S", 0)
+    monkeypatch.setattr(interface, "WAIT_MARGIN_S", 0.5)
     app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_TIMEOUT_S": 0.2, "QUEUE_WAIT_S": 0.3})
     start = time.monotonic()
     response = app.test_client().post("/api/run", json=spec)

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from app.export import export_script
-from app.gallery import load_example
+from app.web.export import export_script
+from app.web.gallery import load_example
 
 pytestmark = pytest.mark.integration  # runs each exported script in its own Python
 
@@ -58,4 +58,5 @@ def test_script_embeds_the_source_and_spec_without_running_anything():
 def test_the_script_imports_each_module_once():
     script = export_script(load_example("vector_add")["spec"])
     imports = [line.split("#")[0].strip() for line in script.splitlines() if line.startswith(("import ", "from "))]
-    assert sorted(imports) == ["import os", "import sys", "import torch", "import triton", "import triton.language as tl"]
+    assert sorted(imports) == ["import math", "import os", "import re", "import sys", "import torch", "import triton",
+                               "import triton.language as tl"]

@@ -1,9 +1,9 @@
 """The examples gallery: every example lists, loads, normalizes, runs and passes its check."""
 import pytest
 
-from app.gallery import list_examples, load_example
-from sandbox.pipeline import run_spec
+from app.web.gallery import list_examples, load_example
 from sandbox.result import problems
+from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize
 
 EXAMPLES = [example["name"] for example in list_examples()]

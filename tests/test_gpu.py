@@ -1,8 +1,8 @@
 """The GPU path, through the real server and workers. Run on a GPU host: `pytest -m gpu`."""
 import pytest
 
-from app.gallery import load_example
-from sandbox.bench import PEAK_TFLOPS
+from app.web.gallery import load_example
+from sandbox.run.bench import PEAK_TFLOPS
 from tests.helpers import VECTOR_ADD, vector_add_spec
 from tests.test_timings import AUTOTUNED_ADD, without_block_size
 
@@ -44,7 +44,7 @@ def test_an_out_of_bounds_store_is_stopped_before_the_gpu_launch(client):
 
 def test_a_launch_too_big_to_trace_in_time_still_runs_with_a_note():
     """The interpreter's pass, for what the GPU tracer cannot see (here: a pointer picked by tl.where)."""
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     source = VECTOR_ADD.replace("x = tl.load(x_ptr + offs, mask=mask)",
                                 "x = tl.load(tl.where(n > 0, x_ptr, y_ptr) + offs, mask=mask)")
     result = run_spec(vector_add_spec(n=1 << 16, block=256, source=source), limits={"trace_budget_s": 0.0})

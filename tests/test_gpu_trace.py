@@ -1,4 +1,4 @@
-"""The instrumented launch (sandbox.gpu_trace) against the interpreter tracer (sandbox.trace).
+"""The instrumented launch (sandbox.trace.gpu) against the interpreter tracer (sandbox.trace).
 
 Here, without a GPU, the instrumented kernel runs in Triton's interpreter: the rewrite, the probes,
 the coverage counters and the decoding are the same code a GPU runs, and its builds must compile
@@ -8,12 +8,13 @@ import math
 import pytest
 import triton.language as tl
 
-from sandbox import build, gpu_trace, pipeline, provenance
 from sandbox.errors import RunError
-from sandbox.ir import compile_ir
-from sandbox.kernel import write_source
+from sandbox.run import build, pipeline
+from sandbox.run.ir import compile_ir
+from sandbox.run.kernel import write_source
 from sandbox.spec import normalize
-from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
+from sandbox.trace import gpu as gpu_trace, provenance
+from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
 from tests.helpers import VECTOR_ADD, vector_add_spec
 from tests.trace_corpus import BUGS, CORPUS
 
@@ -78,7 +79,7 @@ def test_both_tracers_stop_an_out_of_bounds_access_in_the_same_program(name, tmp
 
 def test_an_overrun_is_judged_by_the_tensor_the_pointer_comes_from(tmp_path):
     """Reading past x into y is x's overrun, reported whole; not a quiet read of y."""
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     n = 98432
     into_y = VECTOR_ADD.replace("x = tl.load(x_ptr + offs, mask=mask)", "x = tl.load(x_ptr + offs + n + 32, mask=mask)")
     result = run_spec(vector_add_spec(n=n, source=into_y, device="interpreter"))
@@ -203,7 +204,7 @@ def test_programs_too_big_for_their_slots_are_recorded_whole_by_a_second_launch(
 
 
 def run_on_gpu(raw, gpu_tracer):
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     return run_spec({**raw, "options": {**raw["options"], "device": "gpu"}},
                     limits={"gpu_tracer": gpu_tracer, "max_programs": 4096, "max_bytes": 2_000_000})
 

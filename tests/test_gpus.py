@@ -7,8 +7,11 @@ import threading
 import pytest
 
 from app import create_app
-from app import dispatcher as dispatcher_module
-from sandbox import gpus, isolation, pipeline
+from app.dispatch import pool as dispatcher_module
+from app.dispatch.slot import worker_env
+from sandbox import gpus
+from sandbox.jail import isolation
+from sandbox.run import pipeline
 from tests.helpers import VECTOR_ADD, vector_add_spec
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -66,7 +69,7 @@ def dispatcher_of(**config):
 def test_one_worker_per_gpu_by_default_each_pinned_to_its_gpu(two_gpus):
     dispatcher = dispatcher_of()
     assert [slot.gpu for slot in dispatcher.slots] == ["0", "1"]
-    env = dispatcher.worker_env(dispatcher.slots[1].gpu)
+    env = worker_env(dispatcher.config, dispatcher.slots[1].gpu)
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
 
 

@@ -5,14 +5,14 @@ or a kernel that is wrong on purpose) with module code or kernel code that tries
 read the hidden check, patch the checker, forge the verdict, replace the launch, loosen the
 tolerance, pick the seed, read or race the grader, detect the test size, print a fake table. Each
 must end with `puzzle.ok` false and a status that is not `ok`. The kernel check of the grader
-(sandbox.submission) is tested beside them, without workers, on kernels that try to leave Triton.
+(sandbox.grading.submission) is tested beside them, without workers, on kernels that try to leave Triton.
 """
 import json
 import textwrap
 
 import pytest
 
-from app import puzzles
+from app.course import puzzles
 from sandbox.errors import RunError
 
 PUZZLE = puzzles.builtin("constant_add")
@@ -105,14 +105,14 @@ def test_the_hidden_check_is_not_in_the_students_process(client, spec):
 
 def test_patching_the_checker_from_the_module(client, spec):
     attack = '''
-    import sandbox.check, sandbox.puzzles, sandbox.grader, sandbox.worker
+    import sandbox.run.check, sandbox.grading.verdict, sandbox.grading.grader, sandbox.worker
     def _all_ok(actual, expected, poisoned, atol=None, rtol=None):
         return {"ok": True, "outputs": {}}
-    sandbox.check.compare = _all_ok
-    sandbox.grader.checking.compare = _all_ok
-    sandbox.puzzles.summary = lambda label, result, hidden=False: {"label": label, "ok": True, "status": "ok",
+    sandbox.run.check.compare = _all_ok
+    sandbox.grading.grader.checking.compare = _all_ok
+    sandbox.grading.verdict.summary = lambda label, result, hidden=False: {"label": label, "ok": True, "status": "ok",
         "error": None, "mismatched": 0, "unwritten": 0, "numel": 1}
-    sandbox.worker.graded_result = lambda shown, outcome, expected: {**shown, "puzzle": {"ok": True}}
+    sandbox.worker.main.graded_result = lambda shown, outcome, expected: {**shown, "puzzle": {"ok": True}}
     '''
     assert_not_passed(graded(client, spec, with_module_code(attack)))
 
@@ -143,10 +143,10 @@ def test_a_forged_result_on_the_message_pipe(client, spec):
 
 def test_the_output_computed_in_torch_with_the_launch_replaced(client, spec):
     attack = '''
-    import sandbox.pipeline
+    import sandbox.run.pipeline
     def _launch(kernel, grid, args, options):
         args["out_ptr"].copy_(args["x_ptr"] + 10.0)
-    sandbox.pipeline.launch = _launch
+    sandbox.run.pipeline.launch = _launch
     '''
     result = graded(client, spec, with_module_code(attack), trace=False)
     assert_not_passed(result)
@@ -256,14 +256,14 @@ REFUSED = {
 
 @pytest.mark.parametrize("what", list(REFUSED))
 def test_the_grader_refuses_what_is_not_a_kernel(what):
-    from sandbox import submission
+    from sandbox.grading import submission
     with pytest.raises(RunError, match="the grader takes only a Triton kernel") as raised:
         submission.check(package(STARTER + REFUSED[what]))
     assert raised.value.line == len(STARTER.splitlines()) + 1
 
 
 def test_the_grader_takes_a_kernel_its_helpers_and_constexprs():
-    from sandbox import submission
+    from sandbox.grading import submission
     source = ("import triton\nimport triton.language as tl\nSHIFT = tl.constexpr(10.0)\n\n\n@triton.jit\n"
               "def _plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "_plus(x)"))
     functions, constexprs, modules, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from sandbox.isolation import Limits
-from sandbox.run_process import RUN_ENVIRONMENT
+from sandbox.jail.isolation import Limits
+from sandbox.worker.run_process import RUN_ENVIRONMENT
 from tests import hostile_cases as H
-from app.gallery import load_example
+from app.web.gallery import load_example
 from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
 pytestmark = pytest.mark.integration  # every attack runs in a real jailed run process
@@ -962,7 +962,7 @@ def another_owners_kernels_are_out_of_reach(h):
 def sparse_entries_are_not_collected_dense(h):
     """A run plants 64 cache entries of a 60 MB sparse file each (nothing on its tmpfs, 3.8 GB copied
     dense) and entries of files no Triton entry holds: none reaches its owner's cache on the host."""
-    from sandbox.kernel_cache import tree_bytes
+    from sandbox.worker.kernel_cache import tree_bytes
     mallory = h.target.new_client()
     context = h.context()
     result = h.target.run(hostile_spec(H.SPARSE_CACHE, context), mallory)
@@ -1070,7 +1070,7 @@ def shared_kernels_written_replaced_or_poisoned(h):
     erofs = Denied("EROFS")
     # Opening a file of another uid for writing fails on its permissions before the mount's read-only
     # flag is looked at; everything that changes the directory meets the read-only bind.
-    check(result, Expect({"lent": Returns("sandbox.shared_kernels:SharedFirstCache"), "overwrite": Denied("EACCES"),
+    check(result, Expect({"lent": Returns("sandbox.worker.shared_kernels:SharedFirstCache"), "overwrite": Denied("EACCES"),
                           "add_file": erofs, "new_entry": erofs, "replace": erofs, "unlink": erofs, "chmod": erofs,
                           "remount": EPERM, "host_path": ENOENT,
                           "poison_own_cache": Returns(lambda names: "add_kernel.cubin" in names, "poisoned its own copy")}),
@@ -1266,7 +1266,7 @@ def forged_session_cookies(h):
     forged = h.target.run(hostile_spec(H.LIST_OWN_CACHE, context), forger)
     check(forged, Expect({"cache": Returns([])}), context)
     assert owner_of(forger) != owner_of(alice), "a cookie signed with 'dev' was taken"
-    from app.owners import PUZZLE_SOLUTIONS, SERVER_PREFIX
+    from app.web.owners import PUZZLE_SOLUTIONS, SERVER_PREFIX
     with jobs_queued(app) as (taken, _):
         for claimed in ("puzzle-solution:constant_add", PUZZLE_SOLUTIONS.key, "server-warm-up", owner_of(alice) + "x"):
             client = app.test_client()
@@ -1353,7 +1353,7 @@ def graded_run_is_lent_no_kernels(h):
     none of the student's compiled kernels, and nothing it leaves in its cache reaches the student's
     next ordinary run or the student's cache on the host."""
     import base64
-    from app.owners import key as owner_key
+    from app.web.owners import key as owner_key
     app, student = h.target.app, h.target.new_client()
     compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, student)
     assert compiled["status"] == "ok", result_summary(compiled)
@@ -1395,7 +1395,7 @@ def graded_run(h, name, source=VECTOR_ADD, client=None):
 
 
 def solution_state(h, name):
-    from app import puzzles
+    from app.course import puzzles
     with h.target.app.app_context():
         return h.target.app.extensions["puzzle_solutions"].outcome(puzzles.find(name))
 
@@ -1407,8 +1407,8 @@ def puzzle_checks_run_as_the_teachers_runs(h):
     after them run the solution no more. A teacher saving puzzles while the workers are busy waits
     in the teacher's own share: past QUEUE_PER_OWNER saves at once one is refused (429), and a
     bystander still gets in."""
-    from app.owners import PUZZLE_SOLUTIONS
-    from app.owners import key as owner_key
+    from app.web.owners import PUZZLE_SOLUTIONS
+    from app.web.owners import key as owner_key
     app = h.target.app
     teacher = app.test_client()
     teacher.get("/")  # its session: the owner of its saves' runs
@@ -1625,7 +1625,7 @@ def solution_trace_past_its_bound(h):
     kept without it (in the database; the web process keeps no trace), and graded runs go without
     the picture."""
     import sqlite3
-    from app import puzzles
+    from app.course import puzzles
     source = VECTOR_ADD + H.PADDED_SOLUTION_TRACE
     name = teacher_puzzle(h, source=source)
     assert wait_for(lambda: solution_state(h, name), 120), "the solution never ran"

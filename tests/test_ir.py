@@ -6,7 +6,7 @@ import torch
 import triton
 
 from sandbox.errors import RunError
-from sandbox.ir import compile_ir, nvidia_tool, parse_arch
+from sandbox.run.ir import compile_ir, nvidia_tool, parse_arch
 from tests.helpers import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
@@ -142,7 +142,7 @@ def test_compiles_a_real_kernel_while_the_interpreter_is_on(tmp_path):
 
 def test_an_autotuned_kernels_ir_is_that_of_the_config_that_ran():
     # In the interpreter the first config runs: its BLOCK_SIZE and its num_warps, not options.num_warps.
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     spec = vector_add_spec(n=1000, source=VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
         @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
                                   triton.Config({"BLOCK_SIZE": 512}, num_warps=8)], key=["n"])
@@ -225,7 +225,7 @@ def test_ir_served_from_the_cache_hides_the_first_runs_directory_too(tmp_path):
 # ---- what is derived from a compiled kernel, kept by the digest of its bytes ----
 
 def test_the_sass_and_line_maps_of_a_kernel_compiled_before_come_from_the_cache(tmp_path, monkeypatch):
-    import sandbox.ir as ir
+    import sandbox.run.ir as ir
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path, VECTOR_ADD + "\n# derived once\n")
     first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
@@ -242,7 +242,7 @@ def test_the_sass_and_line_maps_of_a_kernel_compiled_before_come_from_the_cache(
 
 
 def test_a_kept_entry_that_is_not_one_is_derived_again(tmp_path, monkeypatch):
-    import sandbox.ir as ir
+    import sandbox.run.ir as ir
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path, VECTOR_ADD + "\n# derived twice\n")
     first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")

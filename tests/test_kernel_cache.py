@@ -1,8 +1,8 @@
 """Per-owner kernel caches: what one owner's runs compiled reaches that owner's later runs only."""
 import os
 
-from sandbox.ir import compile_ir
-from sandbox.kernel_cache import KernelCaches
+from sandbox.run.ir import compile_ir
+from sandbox.worker.kernel_cache import KernelCaches
 from tests.helpers import VECTOR_ADD
 from tests.test_ir import vector_add_args, write
 

@@ -5,7 +5,7 @@ and not on the grid, and a puzzle's figure counts them as missed for that reason
 elements past the end that no figure can draw."""
 import pytest
 
-from app import puzzles
+from app.course import puzzles
 from tests.helpers import VECTOR_ADD, page_without_errors, set_source, vector_add_spec
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 from tests.test_puzzles import graded_run

@@ -1,4 +1,4 @@
-"""A run's parts on their way through its worker (sandbox.worker.Worker.relay): a part of the result
+"""A run's parts on their way through its worker (sandbox.worker.main.Worker.relay): a part of the result
 is passed on as the run encoded it, at most once, only when it is one of the result's sections of
 the right shape, and all of them together no bigger than a result may be. The run process is user
 code's: what it writes on its message pipe is checked like anything else it writes."""
@@ -6,7 +6,7 @@ import io
 import json
 
 from sandbox import protocol
-from sandbox.worker import PartsSent, Worker
+from sandbox.worker.main import PartsSent, Worker
 
 RUN = "run-1"
 LIMIT = 1 << 20

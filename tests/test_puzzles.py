@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from app import puzzles
+from app.course import puzzles
 from tests.helpers import set_source
 
 RUN_TIMEOUT_MS = 60_000
@@ -16,7 +16,7 @@ SHOTS = "/tmp/shots"
 
 def graded_run(app, puzzle, source, expected=None):
     """`source` graded as the server grades it: its run and the grader, in real workers."""
-    from app.owners import PUZZLE_SOLUTIONS
+    from app.web.owners import PUZZLE_SOLUTIONS
     spec = puzzles.starter_spec(puzzle)
     spec = {**spec, "source": source, "options": {**spec["options"], "device": "interpreter", "ir": False}}
     return app.extensions["dispatcher"].run({**spec, "grading": puzzles.grading(puzzle, expected)}, PUZZLE_SOLUTIONS,
@@ -453,8 +453,8 @@ def solutions_of(tmp_path, dispatcher, **config):
 def test_a_solution_that_cannot_start_is_tried_again_and_one_that_fails_is_not(tmp_path):
     """A full queue runs nothing and keeps nothing: the next graded run tries again. A solution that
     fails its own check is run once: its failure is kept, graded runs go without the picture."""
-    from app.dispatcher import QueueFull
-    from app.owners import PUZZLE_SOLUTIONS
+    from app.dispatch.interface import QueueFull
+    from app.web.owners import PUZZLE_SOLUTIONS
     from sandbox import result as results
     from sandbox.errors import RunError
 

@@ -3,7 +3,7 @@ import copy
 
 from sandbox import result as results
 from sandbox.errors import RunError
-from sandbox.pipeline import run_spec
+from sandbox.run.pipeline import run_spec
 from tests.helpers import vector_add_spec
 
 

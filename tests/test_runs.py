@@ -7,6 +7,7 @@ import time
 import pytest
 
 from app import socketio
+from app.dispatch.slot import worker_env
 from tests.helpers import ENDLESS, ROOT, VECTOR_ADD, vector_add_spec
 
 pytestmark = pytest.mark.integration  # starts run processes and workers
@@ -175,13 +176,13 @@ print('runs visible:', os.path.exists({run_root!r}))
 
 def test_a_run_sees_neither_the_servers_secrets_nor_its_database_nor_other_runs(app, client, spec):
     import tempfile
-    from sandbox.run_process import RUN_ENVIRONMENT
+    from sandbox.worker.run_process import RUN_ENVIRONMENT
     health = client.get("/healthz").get_json()
     snoop = SNOOP.format(database=app.config["DATABASE"], run_root=os.path.join(tempfile.gettempdir(), "playground-runs"))
     result = run(client, {**spec, "source": spec["source"] + snoop})
     assert result["status"] == "ok", result["error"]
     environment = eval(result["stdout"].split("environment:")[1].splitlines()[0])
-    from sandbox.shared_kernels import ENV as SHARED_KERNELS_AT  # the read-only shared cache's path in the run
+    from sandbox.worker.shared_kernels import ENV as SHARED_KERNELS_AT  # the read-only shared cache's path in the run
     allowed = {*RUN_ENVIRONMENT, "HOME", "TMPDIR", "TRITON_CACHE_DIR", "TRITON_CACHE_MANAGER", SHARED_KERNELS_AT}
     assert [k for k in environment if k not in allowed] == []
     if "minimal read-only root" in health["isolation"]:
@@ -261,7 +262,7 @@ def test_what_the_module_prints_is_shown_once_even_with_the_ir_compiled(client):
 
 def test_the_server_secret_never_reaches_a_worker(app, monkeypatch):
     monkeypatch.setenv("SECRET_KEY", "do-not-leak")
-    env = app.extensions["dispatcher"].worker_env()
+    env = worker_env(app.extensions["dispatcher"].config)
     assert "SECRET_KEY" not in env and "do-not-leak" not in env.values()
     assert env["PYTHONPATH"] and "PATH" in env
 

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from app.gallery import load_example
+from app.web.gallery import load_example
 from benchmarks.server import ROOT, Server, free_port
 
 socketio = pytest.importorskip("socketio")
@@ -71,7 +71,7 @@ class Cluster:
         self.workers, self.webs = [], []
 
     def start_worker(self):
-        worker = Process([sys.executable, "-m", "app.celery_worker"], self.env, self.log)
+        worker = Process([sys.executable, "-m", "app.dispatch.celery_worker"], self.env, self.log)
         self.workers.append(worker)
         return worker
 
@@ -219,7 +219,7 @@ def test_an_addresss_share_of_the_queue_is_counted_in_redis(cluster):
     """QUEUE_PER_ADDRESS across web processes: each owner new (no cookie), one address; the server's
     own work (no address) is not counted; a run taken frees its address's place."""
     import redis
-    from app.runstate import WITHDRAWN, RunState
+    from app.dispatch.runstate import WITHDRAWN, RunState
     state = RunState(redis.Redis.from_url(cluster.url))
     stale_before = state.now() - 3600
     ids = [f"address-test-{i}" for i in range(5)]
@@ -299,7 +299,7 @@ def test_killing_web_process_a_does_not_disturb_a_client_on_b(cluster):
 
 def test_a_worker_and_so_a_run_never_sees_redis_url(monkeypatch):
     from app.config import from_environment
-    from app.dispatcher import worker_env
+    from app.dispatch.slot import worker_env
     monkeypatch.setenv("REDIS_URL", "redis://:the-password@redis-host:6379/0")
     env = worker_env(from_environment(), gpu="0")
     assert "REDIS_URL" not in env and not any("the-password" in value for value in env.values())

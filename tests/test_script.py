@@ -278,7 +278,7 @@ def test_a_script_is_not_compiled_ahead(app):
     client = socketio.test_client(app)
     ack = client.emit("compile", {"spec": script_spec(program("01_vector_add.py"))}, callback=True)
     assert ack["error"]["field"] == "mode" and "compiles its kernels as it runs" in ack["error"]["message"]
-    from sandbox.pipeline import compile_spec
+    from sandbox.run.pipeline import compile_spec
     assert compile_spec(script_spec("print(1)\n"))["error"]["field"] == "mode"
 
 

@@ -3,8 +3,9 @@ its docs' idioms) run as they would under Triton, on this host in the interprete
 on a GPU. And no exception from inside the playground reaches a person bare."""
 import pytest
 
-from sandbox import pipeline, provenance
-from sandbox.pipeline import run_spec
+from sandbox.run import pipeline
+from sandbox.run.pipeline import run_spec
+from sandbox.trace import provenance
 from tests.helpers import has_gpu
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"

@@ -1,4 +1,4 @@
-"""Step through one program: sandbox.stepper replays it alone in the interpreter, with its locals
+"""Step through one program: sandbox.trace.stepper replays it alone in the interpreter, with its locals
 after each line and each line's loads and stores, bounded; and the Step panel in a browser."""
 import os
 
@@ -11,7 +11,7 @@ SHOTS = "/tmp/shots"
 
 
 def stepped(spec, pid):
-    from sandbox.pipeline import run_spec
+    from sandbox.run.pipeline import run_spec
     return run_spec({**spec, "options": {**spec["options"], "device": "interpreter", "step_pid": pid}})
 
 
@@ -38,7 +38,7 @@ def test_the_last_program_of_a_masked_add_step_by_step():
 
 
 def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
-    from app import gallery
+    from app.web import gallery
     spec = gallery.load_example("matmul")["spec"]
     result = stepped(spec, [1, 0])
     steps = result["steps"]
@@ -54,7 +54,7 @@ def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
 def test_a_statement_over_two_lines_is_one_step_per_iteration():
     """Python reports `a = tl.load(...,\n mask=...)` as it moves between its two lines (48, 49, 48,
     49, ...): the replay makes it one step per iteration, at its first line, with both lines."""
-    from app import gallery
+    from app.web import gallery
     spec = gallery.load_example("matmul")["spec"]
     source = spec["source"].splitlines()
     load_a = next(i + 1 for i, text in enumerate(source) if text.strip().startswith("a = tl.load("))
@@ -72,7 +72,7 @@ def test_a_statement_over_two_lines_is_one_step_per_iteration():
 def test_statements_of_a_kernel_own_their_lines():
     import ast
 
-    from sandbox.stepper import statements
+    from sandbox.trace.stepper import statements
     function = ast.parse("def k(x):\n"
                          "    for i in range(0,\n"
                          "                   3):\n"

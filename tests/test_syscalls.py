@@ -1,4 +1,4 @@
-"""The jail's system calls by name, on any architecture: the numbers sandbox.isolation passes to
+"""The jail's system calls by name, on any architecture: the numbers sandbox.jail.isolation passes to
 syscall(2) are libseccomp's for the machine it runs on (x86-64 and aarch64 number them apart), and
 no number is written into the code."""
 import ctypes
@@ -8,7 +8,7 @@ import re
 import pyseccomp
 import pytest
 
-from sandbox import isolation
+from sandbox.jail import isolation
 
 # What the kernel's own tables say, for the two architectures GPU hosts have.
 KNOWN = {"x86_64": {"capset": 126, "capget": 125, "pivot_root": 155},

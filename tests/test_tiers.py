@@ -19,7 +19,7 @@ def test_a_unit_test_may_use_a_local_socket():
 
 
 def test_a_unit_test_starts_no_worker():
-    from app.dispatcher import WorkerProcess
+    from app.dispatch.slot import WorkerProcess
     with pytest.raises(conftest.StartsAWorker, match="is a unit test and starts a worker"):
         WorkerProcess({}, None)
 

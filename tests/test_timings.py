@@ -1,4 +1,4 @@
-"""The timings a run reports, through sandbox.pipeline.run_spec in Triton's interpreter: what is
+"""The timings a run reports, through sandbox.run.pipeline.run_spec in Triton's interpreter: what is
 counted, what is labelled as interpreter time, autotuned and heuristic kernels, FLOP counts."""
 import math
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 from triton import Config
 
-from sandbox import bench
-from sandbox.bench import autotune_table
-from sandbox.pipeline import run_spec
+from sandbox.run import bench
+from sandbox.run.bench import autotune_table
+from sandbox.run.pipeline import run_spec
 from tests.helpers import VECTOR_ADD, vector_add_spec
 
 AUTOTUNED_ADD = VECTOR_ADD.replace("@triton.jit\n", '''@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128}, num_warps=4),

@@ -9,8 +9,9 @@ import triton
 from triton.runtime import interpreter
 
 from sandbox.errors import RunError
-from sandbox.trace import (TraceBudgetExceeded, Tracer, interpreter_hygiene, patch_interpreter_compat, runs_of,
-                           unique_bytes)
+from sandbox.trace.interpreter import TraceBudgetExceeded, Tracer
+from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
+from sandbox.trace.record import runs_of, unique_bytes
 
 KERNELS = '''import triton
 import triton.language as tl

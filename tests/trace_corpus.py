@@ -1,5 +1,5 @@
 """Kernels both tracers must see alike: the interpreter tracer (sandbox.trace) and the instrumented
-launch (sandbox.gpu_trace). Each is a run spec; BUGS are out-of-bounds variants with the program id
+launch (sandbox.trace.gpu). Each is a run spec; BUGS are out-of-bounds variants with the program id
 and tensor the error must name."""
 HEADER = "import triton\nimport triton.language as tl\n\n"
 

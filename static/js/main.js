@@ -20,7 +20,7 @@ import { loadPlotly } from "./plotly.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
-const ui = { pid: null, pane: null, row_width: null, ir_stage: null };   // app/share.py UI_FIELDS
+const ui = { pid: null, pane: null, row_width: null, ir_stage: null };   // app/web/share.py UI_FIELDS
 let loadedSpec = null;      // the last spec loaded: keeps the options the launch form does not edit (seed, atol, arch, ...)
 let lastResult = null;
 let sentSpec = null;        // the spec of the run under way
@@ -645,7 +645,7 @@ if (initial.snippet_id) {
   $(".tab-panels").append(prompt);
   on("run-requested", () => prompt.remove());
   on("spec-loaded", () => prompt.remove());
-  // Fork: the same kernel as an editable copy at an address of its own (app/editor.py, /fork/<id>),
+  // Fork: the same kernel as an editable copy at an address of its own (app/web/editor.py, /fork/<id>),
   // where a reload finds the copy's edits and not the link's.
   $("#fork-button")?.addEventListener("click", () => {
     prompt.remove();

@@ -191,7 +191,7 @@ async function nextOf(name) {
 
 // ---- a teacher's puzzle ----
 
-// A test's label as the server writes it (app/puzzles.py label).
+// A test's label as the server writes it (app/course/puzzles.py label).
 function testLabel(names) {
   return Object.entries(names).map(([k, v]) => `${k}=${v}`).join(", ") || "the spec's own launch";
 }

@@ -1,5 +1,5 @@
 // The rules of the page's UI state (a program id, the IR stages, the diagram's row width), as the
-// server defines them (app/share.py schema: initial.spec_schema.ui, also GET /api/spec). Pure: no
+// server defines them (app/web/share.py schema: initial.spec_schema.ui, also GET /api/spec). Pure: no
 // DOM, so `node --test` runs it.
 
 function inRange(rule, value) {

@@ -9,7 +9,7 @@ import { uiRules } from "../../static/js/ui-rules.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const served = JSON.parse(execFileSync(process.env.PYTHON || "python3",
-  ["-c", "import json; from app.share import schema; print(json.dumps(schema()))"], { cwd: ROOT, encoding: "utf-8" }));
+  ["-c", "import json; from app.web.share import schema; print(json.dumps(schema()))"], { cwd: ROOT, encoding: "utf-8" }));
 const rules = uiRules(served.ui);
 
 test("the IR stages and the row width are the server's", () => {

@@ -1,0 +1,556 @@
+"""A class: a teacher's list of puzzles, a code students join with a display name, and every graded
+run of theirs on those puzzles, as the grader judged it.
+
+A teacher creates one (`POST /api/classes`) and gets a code to share and a teacher link, a secret:
+the session that created the class or opened that link is its teacher (the session cookie is
+signed). A student joins with the code and a name (no account: their signed session cookie keeps
+which student they are); from then on their graded runs of the class's puzzles are submissions.
+What is stored of a run is the grader's verdict (`result.puzzle`, which nothing of the student's
+process can set: sandbox.grading.grader) and the source it graded.
+"""
+import csv
+import hashlib
+import io
+import json
+import logging
+import secrets
+import sqlite3
+import time
+import unicodedata
+from contextlib import closing
+from dataclasses import dataclass
+
+from flask import Blueprint, Response, current_app, redirect, render_template, session, url_for
+
+from app import db as database
+from app import socketio
+from app.course import puzzles
+from app.db import StorageFull, get_db
+from app.web.clients import TooManyWrites, charge_write
+from app.web.errors import error_response
+
+bp = Blueprint("classes", __name__)
+log = logging.getLogger(__name__)
+
+CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed from a slide
+CODE_LENGTH = 6
+MAX_TITLE = 120
+MAX_NAME = 40
+MAX_PUZZLES = 40
+MAX_STUDENTS = 1000  # in one class
+MAX_PUSH = 2000  # characters of a pushed hint
+MAX_TEACHING = 16  # classes one session may teach at once (the cookie stays small)
+
+
+class ClassError(ValueError):
+    """A request about a class that cannot be done: `status` (400, 403, 404, 409) and the `field` at fault."""
+
+    def __init__(self, message, status=400, field=None):
+        super().__init__(message)
+        self.status, self.field = status, field
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Whose graded run this is: a student of a class, as their session says."""
+    code: str
+    student: str
+
+
+# ---------------------------------------------------------------- checking what a request gives
+
+def text(value, field, limit):
+    if not isinstance(value, str) or not value.strip():
+        raise ClassError(f"{field} must be text and cannot be empty", field=field)
+    value = " ".join(value.split())
+    if len(value) > limit:
+        raise ClassError(f"{field} is longer than {limit} characters", field=field)
+    if any(unicodedata.category(c).startswith("C") for c in value):
+        raise ClassError(f"{field} holds a control character", field=field)
+    return value
+
+
+def puzzle_list(value):
+    """[{"name", "due"}] from a list of puzzle names or of {"name", "due"} (due: unix time or null)."""
+    if not (isinstance(value, list) and 1 <= len(value) <= MAX_PUZZLES):
+        raise ClassError(f"puzzles must be a list of 1 to {MAX_PUZZLES} puzzle names", field="puzzles")
+    chosen = []
+    for index, item in enumerate(value):
+        field = f"puzzles[{index}]"
+        entry = {"name": item, "due": None} if isinstance(item, str) else item
+        if not (isinstance(entry, dict) and set(entry) <= {"name", "due"} and isinstance(entry.get("name"), str)):
+            raise ClassError(f"{field} must be a puzzle's name or {{\"name\", \"due\"}}", field=field)
+        due = entry.get("due")
+        if due is not None and (isinstance(due, bool) or not isinstance(due, (int, float)) or not 0 < due < 1e11):
+            raise ClassError(f"{field}.due must be a time (seconds since 1970) or null", field=f"{field}.due")
+        if puzzles.find(entry["name"]) is None:
+            raise ClassError(f"there is no puzzle named '{entry['name'][:80]}'", field=f"{field}.name")
+        if any(c["name"] == entry["name"] for c in chosen):
+            raise ClassError(f"the puzzle '{entry['name']}' is in the list twice", field=f"{field}.name")
+        chosen.append({"name": entry["name"], "due": due})
+    return chosen
+
+
+def digest(key):
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- storage
+
+def create(db, title, chosen, leaderboard=False):
+    """A new class; returns (its code, the teacher link's key)."""
+    key = secrets.token_urlsafe(24)
+    for _ in range(20):
+        code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+        try:
+            database.insert(db, "INSERT INTO class (code, teacher_digest, title, puzzles, leaderboard, created) "
+                                "VALUES (?, ?, ?, ?, ?, ?)",
+                            (code, digest(key), title, json.dumps(chosen), int(leaderboard), time.time()))
+            return code, key
+        except sqlite3.IntegrityError:
+            continue  # the code is taken: another one
+    raise ClassError("could not make a class code; try again", status=503)
+
+
+def find(db, code):
+    """The class of `code` ({"code", "title", "puzzles", "teacher_digest"}), or ClassError 404."""
+    row = db.execute("SELECT code, title, puzzles, leaderboard, teacher_digest FROM class WHERE code = ?",
+                     (str(code).upper()[:16],)).fetchone()
+    if row is None:
+        raise ClassError(f"there is no class with the code '{str(code)[:16]}'", status=404)
+    return {**dict(row), "puzzles": json.loads(row["puzzles"]), "leaderboard": bool(row["leaderboard"])}
+
+
+def public(found):
+    """What a student sees of a class: its title and its puzzles (their titles, in order, due times)."""
+    return {"code": found["code"], "title": found["title"], "leaderboard": found["leaderboard"],
+            "puzzles": [{"name": p["name"], "title": (puzzles.find(p["name"]) or {}).get("title", p["name"]),
+                         "due": p["due"]} for p in found["puzzles"]]}
+
+
+def students(db, code):
+    return [dict(row) for row in db.execute(
+        "SELECT id, name, joined FROM student WHERE class_code = ? AND removed = 0 ORDER BY joined, id", (code,))]
+
+
+def name_taken(db, code, name, but=None):
+    return any(s["name"].casefold() == name.casefold() and s["id"] != but for s in students(db, code))
+
+
+def join(db, code, name):
+    """A new student of the class; returns their id. A name another student has is refused (409)."""
+    roster = students(db, code)
+    if any(s["name"].casefold() == name.casefold() for s in roster):
+        raise ClassError(f"someone in this class is called '{name}' already: choose another name", 409, "name")
+    if len(roster) >= MAX_STUDENTS:
+        raise ClassError(f"this class is full: it has {MAX_STUDENTS} students", 409, "name")
+    student = secrets.token_hex(16)
+    database.insert(db, "INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)",
+                    (student, code, name, time.time()))
+    return student
+
+
+def rename(db, code, student, name):
+    if name_taken(db, code, name, but=student):
+        raise ClassError(f"someone in this class is called '{name}' already", 409, "name")
+    if db.execute("UPDATE student SET name = ? WHERE id = ? AND class_code = ? AND removed = 0",
+                  (name, student, code)).rowcount == 0:
+        raise ClassError("there is no such student in this class", 404)
+
+
+def remove(db, code, student):
+    if db.execute("UPDATE student SET removed = 1 WHERE id = ? AND class_code = ? AND removed = 0",
+                  (student, code)).rowcount == 0:
+        raise ClassError("there is no such student in this class", 404)
+
+
+def record(path, membership, puzzle, source, result):
+    """Keep a graded run of a student of a class (from the thread that delivers its result: its own
+    connection). Nothing is kept of a run the grader did not judge, of a removed student, or of a
+    puzzle the class does not have."""
+    verdict = result.get("puzzle")
+    if not isinstance(verdict, dict) or verdict.get("name") != puzzle:
+        return False
+    failing = next((t.get("label") for t in verdict.get("tests") or [] if not t.get("ok")), None)
+    timing = verdict.get("timing") if verdict.get("ok") and isinstance(verdict.get("timing"), dict) else None
+    with closing(database.connect(path)) as conn:
+        row = conn.execute("SELECT c.puzzles FROM student s JOIN class c ON c.code = s.class_code "
+                           "WHERE s.id = ? AND s.class_code = ? AND s.removed = 0",
+                           (membership.student, membership.code)).fetchone()
+        if row is None or puzzle not in [p["name"] for p in json.loads(row["puzzles"])]:
+            return False
+        conn.execute("INSERT INTO submission (student_id, puzzle, ok, failing, verdict, source, timing, created) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (membership.student, puzzle, int(bool(verdict.get("ok"))), failing,
+                      json.dumps({"tests": verdict.get("tests"), "diff": verdict.get("diff")}), source,
+                      None if timing is None else json.dumps(timing), time.time()))
+    return True
+
+
+def progress(db, found):
+    """Each student's state per puzzle: `not started`, `trying` (attempts, the last verdict, the test
+    that fails) or `solved` (when, in how many tries)."""
+    names = [p["name"] for p in found["puzzles"]]
+    rows = db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created FROM submission m "
+                      "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
+                      "ORDER BY m.id", (found["code"],)).fetchall()
+    cells = {}
+    for row in rows:
+        if row["puzzle"] not in names:
+            continue
+        cell = cells.setdefault((row["student"], row["puzzle"]), {"state": "trying", "attempts": 0, "last": None,
+                                                                 "solved_at": None, "tries_to_solve": None})
+        cell["attempts"] += 1
+        cell["last"] = {"ok": bool(row["ok"]), "failing": row["failing"], "at": row["created"]}
+        if row["ok"] and cell["solved_at"] is None:
+            cell.update(state="solved", solved_at=row["created"], tries_to_solve=cell["attempts"])
+    empty = {"state": "not started", "attempts": 0, "last": None, "solved_at": None, "tries_to_solve": None}
+    return {**public(found),
+            "students": [{"id": s["id"], "name": s["name"], "joined": s["joined"],
+                          "puzzles": {name: cells.get((s["id"], name), empty) for name in names}}
+                         for s in students(db, found["code"])],
+            "failures": failures(db, found, names)}
+
+
+def failures(db, found, names):
+    """Per puzzle, the students still failing it grouped by how their latest submission fails
+    (failure_kind), the largest group first: its words, its students and one example's source."""
+    latest = {}
+    for row in db.execute("SELECT s.id AS student, s.name, m.puzzle, m.ok, m.verdict, m.source, m.created "
+                          "FROM submission m JOIN student s ON s.id = m.student_id "
+                          "WHERE s.class_code = ? AND s.removed = 0 ORDER BY m.id", (found["code"],)):
+        solved = latest.get((row["student"], row["puzzle"]), {}).get("solved") or bool(row["ok"])
+        latest[(row["student"], row["puzzle"])] = {**dict(row), "solved": solved}
+    groups = {name: {} for name in names}
+    for (student, puzzle), row in latest.items():
+        if row["solved"] or puzzle not in groups:
+            continue
+        kind = failure_kind(json.loads(row["verdict"]))
+        group = groups[puzzle].setdefault(kind, {"kind": kind, "students": [], "example": None})
+        group["students"].append({"id": student, "name": row["name"]})
+        group["example"] = group["example"] or {"student": row["name"], "source": row["source"], "at": row["created"]}
+    return {name: sorted(({**g, "count": len(g["students"])} for g in found_groups.values()),
+                         key=lambda g: (-g["count"], g["kind"]))
+            for name, found_groups in groups.items()}
+
+
+def failure_kind(verdict):
+    """How a verdict fails, in words that are the same for every kernel failing the same way: the
+    first failing test's error phase (out of bounds named as such) or wrong values, which elements
+    of which output the grader's comparison with the solution found missed, extra or written twice,
+    and whether only hidden sizes fail."""
+    tests = verdict.get("tests") or []
+    first = next((t for t in tests if not t.get("ok")), None)
+    if first is None:
+        return "passes"
+    error = first.get("error")
+    if error is None:
+        what = "wrong values"
+    elif "out of bounds" in (error.get("message") or "") or "valid offsets" in (error.get("message") or ""):
+        what = "out of bounds"
+    else:
+        what = f"a {error.get('phase')} error"
+    marks = [f"{kind} {output}" for output, found in sorted((verdict.get("diff") or {}).items())
+             for kind in ("missed", "extra", "twice") if (found.get(kind) or {}).get("count")]
+    only_hidden = all(t.get("ok") for t in tests if not str(t.get("label", "")).startswith("hidden test"))
+    return what + (": " + ", ".join(marks) if marks else "") + ("; only on sizes not shown" if only_hidden else "")
+
+
+def leaderboard(db, found, puzzle):
+    """The class's correct kernels of `puzzle`, each student's fastest, ranked by the grader's GPU
+    time: a kernel whose time's noise band (p20..p80) overlaps the one ranked before it shares its
+    rank. Times of Triton's interpreter rank nothing (`ranked` false, `why` says so)."""
+    best = {}
+    for row in db.execute("SELECT s.id, s.name, m.timing, m.created FROM submission m JOIN student s ON s.id = m.student_id "
+                          "WHERE s.class_code = ? AND s.removed = 0 AND m.puzzle = ? AND m.ok = 1 ORDER BY m.id",
+                          (found["code"], puzzle)):
+        timing = json.loads(row["timing"]) if row["timing"] else None
+        entry = {"student": row["name"], "at": row["created"], "timing": timing}
+        kept = best.get(row["id"])
+        if kept is None or (ranked_time(timing) or float("inf")) < (ranked_time(kept["timing"]) or float("inf")):
+            best[row["id"]] = entry
+    timed = sorted((e for e in best.values() if ranked_time(e["timing"]) is not None),
+                   key=lambda e: ranked_time(e["timing"]))
+    untimed = sorted((e for e in best.values() if ranked_time(e["timing"]) is None), key=lambda e: e["at"])
+    rank, previous = 0, None
+    for index, entry in enumerate(timed):
+        summary = entry["timing"]["kernel_ms"]
+        if previous is None or summary.get("p20", summary["median"]) > previous.get("p80", previous["median"]):
+            rank = index + 1  # beyond the noise of the one before: a rank of its own
+        entry["rank"], previous = rank, summary
+    for entry in untimed:
+        entry["rank"] = None
+    why = None if timed or not untimed else (
+        "This server runs kernels in Triton's interpreter, whose times say nothing of a GPU's: correct "
+        "kernels are listed by when they passed, not ranked by time.")
+    return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
+
+
+def ranked_time(timing):
+    """The median GPU time of a timing the grader marked as one to rank by, else None."""
+    if not (isinstance(timing, dict) and timing.get("ranked") and isinstance(timing.get("kernel_ms"), dict)):
+        return None
+    return timing["kernel_ms"].get("median")
+
+
+def export_csv(db, found):
+    """Every submission of the class, one row each: for a teacher's spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)"])
+    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.timing, m.created FROM submission m "
+                          "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
+                          "ORDER BY m.id", (found["code"],)):
+        kernel_ms = json.loads(row["timing"])["kernel_ms"]["median"] if row["timing"] else None
+        writer.writerow([spreadsheet_safe(row["name"]), row["puzzle"], "yes" if row["ok"] else "no",
+                         row["failing"] or "", "" if kernel_ms is None else f"{kernel_ms:.6g}",
+                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"]))])
+    return out.getvalue()
+
+
+def spreadsheet_safe(value):
+    """A student's text as a cell a spreadsheet shows and never evaluates (=, +, -, @ start formulas)."""
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+# ---------------------------------------------------------------- sessions: who teaches, who is a student
+
+def teaching(code):
+    return code in session.get("teaching", [])
+
+
+def start_teaching(code):
+    session["teaching"] = ([c for c in session.get("teaching", []) if c != code] + [code])[-MAX_TEACHING:]
+
+
+def membership():
+    """This session's student, or None."""
+    found = session.get("student")
+    if isinstance(found, dict) and isinstance(found.get("class"), str) and isinstance(found.get("id"), str):
+        return Membership(found["class"], found["id"])
+    return None
+
+
+def counted(spec):
+    """The membership a graded run of `spec` counts for, or None (no puzzle, no class)."""
+    return membership() if spec["options"]["puzzle"] is not None and "grading" in spec else None
+
+
+def room(kind, key):
+    """The Socket.IO room of a class's teachers (`teachers`), of its students' pages (`students`),
+    or of one student's pages (`student`, by id)."""
+    return f"class-{kind}:{key}"
+
+
+def recorder(member, spec):
+    """record(result) for a graded run of a class's student: the database path is read now, in the
+    request; the result comes later, on another thread."""
+    path = current_app.config["DATABASE"]
+
+    def keep(result):
+        try:
+            kept = record(path, member, spec["options"]["puzzle"], spec["source"], result)
+        except sqlite3.Error:  # the run's result still reaches its student
+            log.exception("a submission of class %s could not be kept", member.code)
+            return
+        if kept:  # the dashboards read the progress again
+            socketio.emit("class_progress", {"code": member.code}, to=room("teachers", member.code))
+    return keep
+
+
+# ---------------------------------------------------------------- the API
+
+def body():
+    from app.web.api import json_body
+    found = json_body()
+    if not isinstance(found, dict):
+        raise ClassError("the body must be a JSON object")
+    return found
+
+
+def only_fields(found, allowed):
+    unknown = sorted(str(key) for key in found if key not in allowed)
+    if unknown:
+        raise ClassError(f"unknown field {str(unknown[0])[:40]!r}: the body has only {', '.join(allowed)}",
+                         field=str(unknown[0])[:40])
+
+
+def teacher_of(code):
+    found = find(get_db(), code)
+    if not teaching(found["code"]):
+        raise ClassError("only the class's teacher sees this: open the teacher link of the class", 403)
+    return found
+
+
+@bp.errorhandler(ClassError)
+def class_error(e):
+    return error_response(e.status, str(e), **({"field": e.field} if e.field else {}))
+
+
+@bp.errorhandler(TooManyWrites)
+def too_many_writes(e):
+    response, status = error_response(429, str(e))
+    response.headers["Retry-After"] = str(e.retry_after)
+    return response, status
+
+
+@bp.errorhandler(StorageFull)
+def storage_full(e):
+    return error_response(507, str(e))
+
+
+@bp.post("/api/classes")
+def create_class():
+    found = body()
+    only_fields(found, ("title", "puzzles", "leaderboard"))
+    title, chosen = text(found.get("title"), "title", MAX_TITLE), puzzle_list(found.get("puzzles"))
+    if not isinstance(found.get("leaderboard", False), bool):
+        raise ClassError("leaderboard must be true or false", field="leaderboard")
+    charge_write(len(title) + len(json.dumps(chosen)))
+    code, key = create(get_db(), title, chosen, found.get("leaderboard", False))
+    start_teaching(code)
+    return {"code": code, "teacher_url": url_for("classes.teacher_link", code=code, key=key, _external=True),
+            "join_url": url_for("classes.class_page", code=code, _external=True)}
+
+
+@bp.get("/classes/<code>/teach/<key>")
+def teacher_link(code, key):
+    found = find(get_db(), code)
+    if not secrets.compare_digest(digest(key), found["teacher_digest"]):
+        raise ClassError("this teacher link is not the class's", 403)
+    start_teaching(found["code"])
+    return redirect(url_for("classes.class_page", code=found["code"]))
+
+
+@bp.get("/classes/<code>")
+def class_page(code):
+    """The class's page: its dashboard for its teacher, the join form for anyone else (static/js/class.js)."""
+    found = find(get_db(), code)
+    return render_template("class.html", code=found["code"], title=found["title"])
+
+
+@bp.get("/api/classes/<code>")
+def get_class(code):
+    return public(find(get_db(), code))
+
+
+@bp.post("/api/classes/<code>/join")
+def join_class(code):
+    found = body()  # the body is checked before the class is looked up: a bad request is a 400 wherever it goes
+    only_fields(found, ("name",))
+    name = text(found.get("name"), "name", MAX_NAME)
+    found_class = find(get_db(), code)
+    # Not a write of WRITES_PER_MINUTE: a classroom behind one address joins within a minute. A
+    # class's roster is bounded instead, and the database's size as always.
+    database.check_room(get_db(), len(name) + 100, current_app.config)
+    student = join(get_db(), found_class["code"], name)
+    session["student"] = {"class": found_class["code"], "id": student}
+    return {"student": {"id": student, "name": name}, "class": public(found_class)}
+
+
+@bp.get("/api/classes/<code>/progress")
+def class_progress(code):
+    return progress(get_db(), teacher_of(code))
+
+
+@bp.patch("/api/classes/<code>")
+def edit_class(code):
+    """The teacher changes the class's title, or its puzzles (their order, due times, which ones):
+    submissions of a puzzle taken out are kept, and count again if it comes back."""
+    found_class = teacher_of(code)
+    found = body()
+    only_fields(found, ("title", "puzzles", "leaderboard"))
+    title = text(found["title"], "title", MAX_TITLE) if "title" in found else found_class["title"]
+    chosen = puzzle_list(found["puzzles"]) if "puzzles" in found else found_class["puzzles"]
+    leaderboard = found.get("leaderboard", found_class["leaderboard"])
+    if not isinstance(leaderboard, bool):
+        raise ClassError("leaderboard must be true or false", field="leaderboard")
+    get_db().execute("UPDATE class SET title = ?, puzzles = ?, leaderboard = ? WHERE code = ?",
+                     (title, json.dumps(chosen), int(leaderboard), found_class["code"]))
+    socketio.emit("class_progress", {"code": found_class["code"]}, to=room("teachers", found_class["code"]))
+    return public(find(get_db(), found_class["code"]))
+
+
+@bp.get("/api/classes/<code>/students/<student>")
+def get_student(code, student):
+    """One student's row of the progress, for the class's teacher."""
+    found = next((s for s in progress(get_db(), teacher_of(code))["students"] if s["id"] == student), None)
+    if found is None:
+        raise ClassError("there is no such student in this class", 404)
+    return found
+
+
+@bp.patch("/api/classes/<code>/students/<student>")
+def rename_student(code, student):
+    found_class = teacher_of(code)
+    found = body()
+    only_fields(found, ("name",))
+    rename(get_db(), found_class["code"], student, text(found.get("name"), "name", MAX_NAME))
+    return {"ok": True}
+
+
+@bp.delete("/api/classes/<code>/students/<student>")
+def remove_student(code, student):
+    remove(get_db(), teacher_of(code)["code"], student)
+    return {"ok": True}
+
+
+@bp.post("/api/classes/<code>/push")
+def push(code):
+    """A hint or a link from the teacher to every open page of the class's students, or to some:
+    `{"text", "link"?, "students"?: [ids]}`. Returns how many students it was sent to."""
+    found = body()
+    only_fields(found, ("text", "link", "students"))
+    found_class = teacher_of(code)
+    message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH), "link": None}
+    if found.get("link") is not None:
+        message["link"] = text(found["link"], "link", MAX_TITLE * 4)
+        if not message["link"].startswith(("https://", "http://", "/")):
+            raise ClassError("link must be an address (https://... or /...)", field="link")
+    roster = {s["id"] for s in students(get_db(), found_class["code"])}
+    chosen = found.get("students")
+    if chosen is None:
+        socketio.emit("class_message", message, to=room("students", found_class["code"]))
+        return {"sent_to": len(roster)}
+    if not (isinstance(chosen, list) and all(isinstance(s, str) and s in roster for s in chosen)):
+        raise ClassError("students must be a list of ids of the class's students", field="students")
+    for student in set(chosen):
+        socketio.emit("class_message", message, to=room("student", student))
+    return {"sent_to": len(set(chosen))}
+
+
+@bp.get("/api/classes/<code>/students/<student>/latest/<puzzle>")
+def latest_submission(code, student, puzzle):
+    """A student's latest kernel of a puzzle, for the class's teacher: its source and the grader's
+    verdict, and the puzzle's spec with that source (to run in the editor, for its diagram)."""
+    found = teacher_of(code)
+    row = get_db().execute("SELECT m.source, m.ok, m.verdict, m.created FROM submission m JOIN student s "
+                           "ON s.id = m.student_id WHERE s.class_code = ? AND s.id = ? AND m.puzzle = ? "
+                           "ORDER BY m.id DESC LIMIT 1", (found["code"], student, puzzle)).fetchone()
+    if row is None:
+        raise ClassError("this student has no kernel of this puzzle yet", 404)
+    spec = {**puzzles.starter_spec(puzzles.find(puzzle)), "source": row["source"]}
+    return {"source": row["source"], "ok": bool(row["ok"]), "at": row["created"], "verdict": json.loads(row["verdict"]),
+            "spec": spec}
+
+
+@bp.get("/api/classes/<code>/leaderboard/<puzzle>")
+def class_leaderboard(code, puzzle):
+    """For the class's teacher and students, where the class has a leaderboard."""
+    found = find(get_db(), code)
+    member = membership()
+    if not (teaching(found["code"]) or (member is not None and member.code == found["code"])):
+        raise ClassError("only the class's teacher and students see its leaderboard", 403)
+    if not found["leaderboard"]:
+        raise ClassError("this class has no leaderboard (its teacher chose none)", 404)
+    if puzzle not in [p["name"] for p in found["puzzles"]]:
+        raise ClassError(f"the class has no puzzle named '{puzzle[:80]}'", 404)
+    return leaderboard(get_db(), found, puzzle)
+
+
+@bp.get("/api/classes/<code>/export.csv")
+def export_class(code):
+    found = teacher_of(code)
+    return Response(export_csv(get_db(), found), mimetype="text/csv",
+                    headers={"Content-Disposition": f"attachment; filename=class-{found['code']}.csv"})
+

@@ -1,0 +1,140 @@
+"""A Celery worker for scale-out (REDIS_URL): it takes one run at a time from the Redis broker and runs
+it on the same warm sandbox worker as the embedded pool (an app.dispatch.slot.Slot: `python -m
+sandbox.worker`, a fresh jailed process per run), and sends the run's events (status, stdout, each part
+of the result as it is ready, the result) straight to its client's room through Flask-SocketIO's
+Redis message queue, in the order the run made them.
+
+    make worker     # python -m app.dispatch.celery_worker: celery -A app.dispatch.celery_worker worker -P solo -c 1 ...
+
+One worker per GPU: the worker takes the first GPU its CUDA_VISIBLE_DEVICES names (or the host's
+first), as one slot of the embedded pool would. The solo pool runs the task in the worker's main
+thread, which waits on the sandbox worker's pipe; a second thread beats the heartbeat the web
+processes watch (app.dispatch.runstate). This process is plain Python, never gevent's.
+"""
+import functools
+import logging
+import os
+import socket
+import sys
+import threading
+import uuid
+
+import redis
+import socketio
+from celery import signals
+
+from app import config as settings
+from app.dispatch.jobs import Job
+from app.dispatch.remote import TASK, make_celery
+from app.dispatch.runstate import HEARTBEAT_S, SOCKETIO_CHANNEL, RunState
+from app.dispatch.slot import Slot, SlotShared, gpu_assignments
+from app.web.events import deliver
+
+log = logging.getLogger(__name__)
+CONFIG = settings.from_environment()
+celery = make_celery(CONFIG["REDIS_URL"] or "redis://")
+
+
+class WorkerHost:
+    """One slot (its warm sandbox worker) taking runs from the broker, and its heartbeat. No compile
+    ahead comes here (CeleryDispatcher): the slot shares only its own bounds-check memory."""
+
+    def __init__(self, config):
+        self.config = config
+        self.id = uuid.uuid4().hex[:12]  # this process, not its host: a restarted worker is another one
+        self.state = RunState(redis.Redis.from_url(config["REDIS_URL"]))
+        queue = socketio.RedisManager(config["REDIS_URL"], channel=SOCKETIO_CHANNEL, write_only=True)
+        self.emit = lambda event, data, to: queue.emit(event, data, namespace="/", to=to)  # noqa: E731
+        assigned = gpu_assignments()
+        self.slot = Slot(f"{socket.gethostname()}/{os.getpid()}", config, SlotShared(), assigned[0] if assigned else None)
+        self.run_id, self.job = None, None  # the run it runs now
+        self.stopping = threading.Event()
+        self.heart = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+
+    def start(self):
+        self.slot.ensure_worker()  # warm before the first run is taken
+        self.heart.start()
+
+    def stop(self):
+        self.stopping.set()
+        self.state.gone(self.id)
+        if self.slot.worker:
+            self.slot.worker.stop()
+
+    def info(self):
+        ready = self.slot.ready or {}
+        return {**self.slot.info(), "worker": self.id, "host": socket.gethostname(), "host_pid": os.getpid(),
+                "gpu": self.slot.gpu, "run_id": self.run_id, "isolation": ready.get("isolation")}
+
+    def _beat(self):
+        while not self.stopping.is_set():
+            try:
+                self.state.beat(self.id, self.info())
+                job = self.job
+                if job is not None and self.state.stop_requested(job.run_id):
+                    job.stop_requested.set()  # its client pressed Stop: the slot ends the run
+            except redis.RedisError:
+                log.exception("heartbeat failed")
+            self.stopping.wait(HEARTBEAT_S)
+
+    def handle(self, message):
+        """One run, if no one took it before (a message delivered again, a run withdrawn or given up)."""
+        if not self.state.take(message["run_id"], message["owner"], self.id, message.get("address")):
+            return
+        client = message["client"]
+        job = Job.arrived(message, functools.partial(self.listener, client), self.state.now() - message["queued_at"])
+        self.run_id, self.job = job.run_id, job
+        try:
+            self.slot.ensure_worker()
+            self.slot.handle(job)
+        finally:
+            self.run_id, self.job = None, None
+
+    def listener(self, client, run_id, type, content):
+        """A run's event to its client (a part too: its web process needs nothing of it); the
+        result once, or to the POST /api/run that waits for it."""
+        if type == "result":
+            if not self.state.finish(run_id):
+                return  # the web process gave it a result already (it thought this worker lost)
+            if client is None:
+                return self.state.reply(run_id, content["result"])  # POST /api/run waits on it
+        deliver(self.emit, client, run_id, type, content)
+
+
+host = None
+
+
+@signals.worker_init.connect
+def start_host(**_):
+    global host
+    host = WorkerHost(CONFIG)
+    host.start()
+
+
+@signals.worker_shutdown.connect
+def stop_host(**_):
+    if host is not None:
+        host.stop()
+
+
+@celery.task(name=TASK)
+def run(message):
+    host.handle(message)
+
+
+# One run at a time (-c 1), in the main thread (-P solo: no pool process to lose mid-run), holding no
+# second message (--prefetch-multiplier 1, with acks late: app.dispatch.remote). No mingle, gossip
+# or event heartbeat: workers need not know each other, and the web processes watch this worker's
+# own heartbeat (app.dispatch.runstate).
+COMMAND = ["-m", "celery", "-A", "app.dispatch.celery_worker", "worker", "-P", "solo", "-c", "1", "--prefetch-multiplier", "1",
+           "--without-mingle", "--without-gossip", "--without-heartbeat", "--loglevel", "INFO"]
+
+
+def main():
+    if not CONFIG["REDIS_URL"]:
+        raise SystemExit("a Celery worker needs REDIS_URL, the Redis its web processes use")
+    os.execv(sys.executable, [sys.executable, *COMMAND])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The one seam between the web side and the runs: the Dispatcher protocol, which the embedded pool
+(app.dispatch.pool.Pool) and the Celery dispatch (app.dispatch.remote.CeleryDispatcher, REDIS_URL)
+both implement, and what both answer with."""
+from typing import Protocol
+
+from sandbox import settings
+
+GRACE_S = settings.value("RUN_GRACE_S")
+# POST /api/run waits at most QUEUE_WAIT_S + RUN_TIMEOUT_S + GRACE_S + this: past it the run was
+# lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
+WAIT_MARGIN_S = settings.value("WAIT_MARGIN_S")
+
+
+class Dispatcher(Protocol):
+    """Where the web side sends runs. A run's events (run_status, run_stdout, run_partial,
+    run_result) go to the Socket.IO client `client` (its room), from wherever the run runs, in the
+    order its worker sent them; `owner` is a session's owner id or an app.web.owners.ServerWork,
+    `address` the client's address key (None for the server's own work)."""
+
+    def start(self): ...
+
+    def stop(self): ...
+
+    def submit(self, spec, owner, client=None, from_link=False, address=None) -> str:
+        """Queue a run; its run_id. QueueFull, OwnerQueueFull or AddressQueueFull: the queue, or the
+        owner's or the address's share of it, is full."""
+
+    def withdraw_client(self, client) -> int:
+        """The client left: its waiting runs never start; how many there were."""
+
+    def compile_ahead(self, spec, owner, client, address=None) -> str | None:
+        """Queue a compile ahead of the owner's next run (sandbox.worker.ahead); its compile_id, whose
+        answer goes to `client` as `compiled`; None where this dispatch compiles at run time only."""
+
+    def stop_run(self, run_id, client) -> bool:
+        """The client pressed Stop: a waiting run never starts, a running one is ended (its worker
+        replaced); either way its result says it was stopped. False: no run of that client with that
+        id is waiting or running."""
+
+    def run(self, spec, owner, from_link=False, address=None) -> dict:
+        """The run's result, blocking at most wait_bound_s (POST /api/run); RunLost past it."""
+
+    def health(self) -> dict:
+        """/healthz's body (health_of)."""
+
+
+class QueueFull(Exception):
+    """The queue holds QUEUE_LIMIT runs: the server as a whole is busy (503)."""
+
+
+class OwnerQueueFull(QueueFull):
+    """The owner already has QUEUE_PER_OWNER runs waiting (429): one tab cannot fill the queue."""
+
+
+class AddressQueueFull(OwnerQueueFull):
+    """The client's address already has QUEUE_PER_ADDRESS runs waiting (429): neither dropping the
+    cookie nor opening more connections fills the queue."""
+
+
+class RunLost(Exception):
+    """POST /api/run waited its bound and got no result."""
+
+
+def wait_bound_s(config):
+    """How long POST /api/run waits for its result at most."""
+    return config["QUEUE_WAIT_S"] + config["RUN_TIMEOUT_S"] + GRACE_S + WAIT_MARGIN_S
+
+
+def health_of(workers, ready, queued):
+    """/healthz's body: ok while a worker is warm and none is stuck."""
+    ok = any(w["state"] in ("ready", "busy") for w in workers) and not any(w["stuck"] for w in workers)
+    return {"ok": ok, "workers": workers, "queued": queued,
+            "device": ready and ready["device"], "isolation": ready and ready["isolation"]}

@@ -1,0 +1,406 @@
+"""A worker slot: one warm `python -m sandbox.worker` kept alive and fed jobs one at a time.
+
+A slot writes each job to its worker and relays the worker's messages (sandbox.protocol) to the
+job's listener; whatever goes wrong while it handles a job becomes that job's error result, and it
+replaces the worker when it dies, stops answering or sends a line past the message limits
+(sandbox.protocol.Limits, the MESSAGE_MAX_* settings: such a line is never parsed). A worker that
+will not start is tried again after a backoff (restart_delay_s). The slot is given what it shares
+with other slots (SlotShared); the embedded pool (app.dispatch.pool) and a Celery worker
+(app.dispatch.celery_worker) each host slots.
+"""
+import collections
+import dataclasses
+import logging
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable
+
+from app.dispatch.jobs import CompileRequest, stopped
+from app.web.gallery import list_examples, load_example
+from sandbox import gpus, protocol, settings
+from sandbox.errors import RunError
+
+log = logging.getLogger(__name__)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+START_TIMEOUT_S = settings.value("WORKER_START_TIMEOUT_S")
+GRACE_S = settings.value("RUN_GRACE_S")  # a worker enforces the run timeout itself; after this much more, we kill the worker
+# A slot busy for longer than a run's timeout and grace plus this (the kill, the error result) is
+# stuck: no path of Slot._run takes that long, so /healthz says the server is not ok.
+STUCK_MARGIN_S = settings.value("STUCK_MARGIN_S")
+STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
+# The server's variables a worker gets, by name (never by prefix: a credential shares its prefix with
+# a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.worker.run_process).
+WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME",
+              "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH",
+              "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS"}
+
+
+def worker_env(config, gpu=None):
+    """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's)."""
+    env = {k: v for k, v in os.environ.items() if k in WORKER_ENV}
+    env.update({name: str(config[name]) for name in settings.WORKER_SETTINGS if config.get(name) is not None})
+    # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
+    # host without an installed environment brings them; it names code, nothing secret).
+    python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    # Hidden from runs, wherever the jail would otherwise show them: the database's directory and
+    # the instance folder (the generated SECRET_KEY).
+    hidden = [os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")), config.get("INSTANCE_PATH")]
+    env.update({"RUN_HIDDEN_PATHS": os.pathsep.join(dict.fromkeys(os.path.abspath(p) for p in hidden if p)),
+                "PYTHONPATH": python_path, "PYTHONUNBUFFERED": "1"})
+    if gpu is not None:
+        env.update({"CUDA_VISIBLE_DEVICES": gpu, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    return env
+
+
+def gpu_assignments(environ=os.environ):
+    """The GPUs the workers are pinned to, round-robin by slot, each as its CUDA_VISIBLE_DEVICES: the
+    host's GPUs (sandbox.gpus: found without CUDA, which the web process never loads), or those the
+    server's own CUDA_VISIBLE_DEVICES names (an entry this host cannot place, a MIG instance, is
+    passed on as it is). Empty on a host without a GPU."""
+    host = gpus.host_gpus()
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if not host or visible is None:
+        return [str(gpu.index) for gpu in host]
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    return [str(gpu.index) if (gpu := gpus.find(host, entry)) else entry for entry in entries]
+
+
+class SanitizedLaunches:
+    """The launches that passed the bounds check, by (owner, sandbox.spec.launch_key), least recently
+    used first out. On a GPU that check is a pass over the whole launch in the interpreter (~0.15 s
+    for a vector add of 98k elements): re-running the same launch, as one does to time it again,
+    skips it, whichever worker takes the run."""
+
+    def __init__(self, capacity=4096):
+        self.keys, self.capacity, self.lock = collections.OrderedDict(), capacity, threading.Lock()
+
+    def __contains__(self, key):
+        with self.lock:
+            if key in self.keys:
+                self.keys.move_to_end(key)
+                return True
+            return False
+
+    def add(self, key):
+        with self.lock:
+            self.keys[key] = True
+            self.keys.move_to_end(key)
+            while len(self.keys) > self.capacity:
+                self.keys.popitem(last=False)
+
+
+class ReferenceTimes:
+    """The reference timings a worker slot's runs measured, by owner and sandbox.pipeline's
+    reference_key (the expressions, the inputs' shapes and dtypes, the device), least recently used
+    first out: a run of the same reference on the same worker is not timed again (~0.1–1 s), and says
+    so. Per owner: a time a run reports is only as true as that run's code, which is its owner's."""
+
+    def __init__(self, per_owner=16, owners=256):
+        self.times, self.per_owner, self.owners = collections.OrderedDict(), per_owner, owners
+
+    def lent(self, owner):
+        """{key: timing} of the owner's references (what a run process is given with its job)."""
+        kept = self.times.get(owner)
+        if kept is None:
+            return {}
+        self.times.move_to_end(owner)
+        return dict(kept)
+
+    def add(self, owner, key, timing):
+        kept = self.times.setdefault(owner, collections.OrderedDict())
+        kept[key] = timing
+        kept.move_to_end(key)
+        self.times.move_to_end(owner)
+        while len(kept) > self.per_owner:
+            kept.popitem(last=False)
+        while len(self.times) > self.owners:
+            self.times.popitem(last=False)
+
+def message_limits(config):
+    """The bounds of a worker's lines (sandbox.protocol.Limits), from the MESSAGE_MAX_* settings."""
+    return protocol.Limits(**{field: config[name] for field, name in (
+        ("max_bytes", "MESSAGE_MAX_BYTES"), ("max_depth", "MESSAGE_MAX_DEPTH"),
+        ("max_elements", "MESSAGE_MAX_ELEMENTS")) if config.get(name)})
+
+class WorkerProcess:
+    """One `python -m sandbox.worker` and a thread that reads its messages into a queue: each a
+    decoded message, None (it died), or ("beyond", why) for a line past the message limits."""
+
+    def __init__(self, env, limits=None, on_compiled=None):
+        self.on_compiled = on_compiled or (lambda msg: None)  # its `compiled` answers, whenever they come
+        self.proc = subprocess.Popen([sys.executable, "-m", "sandbox.worker"], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.limits = limits or protocol.LIMITS
+        self.broken = None  # why it may not take another job: it sent a line past the limits
+        self.messages = queue.Queue()
+        self.warming = None  # its warm-up's last progress report (sandbox.warming), whenever it comes
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        # One byte more than a line may have: a longer one is seen to be too long, never parsed.
+        for line in iter(lambda: self.proc.stdout.readline(self.limits.max_bytes + 1), b""):
+            beyond = protocol.over_limits(line, self.limits)
+            if beyond is not None:
+                self.broken = beyond
+                self.messages.put(("beyond", beyond))
+                continue
+            msg = protocol.decode(line, limits=self.limits)
+            if msg is not None and msg["type"] == "warming":
+                self.warming = msg["content"]
+            elif msg is not None and msg["type"] == "compiled":
+                self.on_compiled(msg)
+            elif msg is not None:
+                self.messages.put(msg)
+        self.messages.put(None)  # end of stream: the worker died
+
+    def next(self, timeout):
+        try:
+            return self.messages.get(timeout=max(timeout, 0))
+        except queue.Empty:
+            return "timeout"
+
+    def send(self, line, deadline):
+        """Write one encoded message, by `deadline` (monotonic): a worker that stops reading its
+        input must not hold its slot in a blocking write. Raises TimeoutError or OSError."""
+        fd = self.proc.stdin.fileno()
+        writable = select.poll()
+        writable.register(fd, select.POLLOUT)
+        view = memoryview(line)
+        while view:
+            if not writable.poll(max(deadline - time.monotonic(), 0) * 1000):
+                raise TimeoutError("the worker stopped reading its jobs")
+            # A pipe that polls writable has room for PIPE_BUF bytes at least: this write never blocks
+            # (on a pipe whose reader is gone it raises BrokenPipeError, an OSError).
+            view = view[os.write(fd, view[:select.PIPE_BUF]):]
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def stop(self, grace_s=3):
+        """Close its input so it cleans up and exits; kill it if it does not."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(grace_s)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
+
+@dataclasses.dataclass
+class SlotShared:
+    """What a slot shares with the other slots of its host: the launches that passed the bounds check
+    (a run may land on any worker), and the compiles ahead (app.dispatch.pool; a host that sends none
+    keeps the defaults)."""
+    sanitized: "SanitizedLaunches" = dataclasses.field(default_factory=lambda: SanitizedLaunches())
+    on_compiled: Callable = lambda msg: None  # a worker's answer to a compile ahead
+    compiled_ahead: Callable = lambda job: False  # did a compile ahead of this job's spec finish?
+    compile_dropped: Callable = lambda request: None  # a compile ahead no worker will do
+
+
+class Slot:
+    """A worker slot: keeps one worker alive and feeds it jobs, one at a time. `gpu`: the
+    CUDA_VISIBLE_DEVICES of its worker (None on a host without a GPU)."""
+
+    def __init__(self, index, config, shared, gpu=None):
+        self.index, self.config, self.shared, self.gpu = index, config, shared, gpu
+        self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
+        self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
+        self.busy_since = None  # monotonic time it took its current job
+        self.job = None  # the job it runs now
+        self.references = ReferenceTimes()  # its worker's runs' reference timings
+
+    def busy_s(self):
+        since = self.busy_since
+        return None if since is None else round(time.monotonic() - since, 1)
+
+    def stuck(self):
+        busy_s = self.busy_s()
+        return busy_s is not None and busy_s > self.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
+
+    def info(self):
+        worker = self.worker
+        return {"slot": self.index, "state": self.state, "pid": worker.proc.pid if worker else None,
+                "runs": self.runs, "restarts": self.restarts, "failed_starts": self.failed_starts,
+                "busy_s": self.busy_s(), "stuck": self.stuck(),
+                "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming}
+
+    def _start_worker(self):
+        self.state = "starting"
+        self.worker = WorkerProcess(worker_env(self.config, self.gpu), message_limits(self.config),
+                                    self.shared.on_compiled)
+        msg = self.worker.next(START_TIMEOUT_S)
+        if not isinstance(msg, dict) or msg["type"] != "ready":
+            self.worker.kill()
+            raise RuntimeError("worker failed to start")
+        self.ready = msg["content"]
+        if self.config["SHARED_KERNELS"]:
+            self._send_gallery()
+        self.state = "ready"
+
+    def _send_gallery(self):
+        """The gallery's specs as shipped, for the worker to compile into the kernels every owner is
+        lent (sandbox.warming); read from kernels/ here, never from a request."""
+        specs = [example["spec"] for example in map(load_example, (e["name"] for e in list_examples())) if example]
+        try:
+            self.worker.send(protocol.encode(protocol.message("warm", specs=specs)), time.monotonic() + GRACE_S)
+        except (OSError, TimeoutError):
+            log.warning("worker slot %s did not take the gallery to warm", self.index)
+
+    def serve(self, jobs, stopping):
+        """Take jobs from the queue `jobs` until it closes or `stopping` is set (the pool's thread)."""
+        while not stopping.is_set():
+            if not self.ensure_worker():
+                stopping.wait(restart_delay_s(self.failed_starts))
+                continue
+            job = jobs.get()
+            if job is None:
+                break
+            self.handle(job)
+
+    def ensure_worker(self):
+        """A warm worker, started (or restarted) if need be; False if it would not start."""
+        try:
+            if self.worker is None or self.worker.proc.poll() is not None:
+                self._start_worker()
+            self.failed_starts = 0
+            return True
+        except Exception:
+            self.failed_starts += 1
+            log.exception("worker slot %s could not start a worker (%s in a row; next try in %g s)", self.index,
+                          self.failed_starts, restart_delay_s(self.failed_starts))
+            self.worker, self.state = None, "dead"
+            return False
+
+    def handle(self, job):
+        """Run `job` on this slot's worker; whatever happens, the job gets its one result. A compile
+        ahead is handed over, and the worker does it beside the runs that follow."""
+        if isinstance(job, CompileRequest):
+            return self.hand_over(job)
+        if self._too_old(job):
+            return
+        if self.worker is not None and self.worker.broken:  # it sent a line past the limits while idle
+            log.warning("worker slot %s replaces its worker, which sent %s", self.index, self.worker.broken)
+            self._replace_worker()
+            self.ensure_worker()
+        if self.worker is None:
+            return job.fail(RunError("sandbox", "no worker could be started for this run; try again"))
+        self.state, self.busy_since, self.job = "busy", time.monotonic(), job
+        try:
+            self._run(job)
+        except Exception:
+            self._recover(job)
+        finally:
+            self.runs += 1
+            self.state, self.busy_since, self.job = "ready", None, None
+
+    def hand_over(self, request):
+        if request.stale() or self.worker is None or self.worker.broken:
+            return self.shared.compile_dropped(request)
+        try:
+            self.worker.send(protocol.encode(request.message()), time.monotonic() + GRACE_S)
+        except (OSError, TimeoutError, ValueError, TypeError):
+            self.shared.compile_dropped(request)
+
+    def _too_old(self, job):
+        """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
+        again, and running it now would only make every run behind it wait longer."""
+        wait_s = self.config["QUEUE_WAIT_S"]
+        if job.waited_s() <= wait_s:
+            return False
+        job.fail(RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
+        return True
+
+    def _recover(self, job):
+        """Whatever went wrong while handling `job` (a worker pipe, a malformed message) costs that job
+        only: its worker, in an unknown state, is replaced and the slot takes the next job."""
+        log.exception("worker slot %s failed while handling run %s", self.index, job.run_id)
+        if self.worker is not None:
+            try:
+                self._replace_worker()
+            except Exception:  # the slot must go on: the next turn of its loop starts a worker
+                log.exception("worker slot %s could not kill its worker", self.index)
+                self.worker = None
+        job.fail(RunError("sandbox", "the server lost this run's worker; it was replaced and the queue goes on"))
+
+    def _run(self, job):
+        timeout_s = self.config["RUN_TIMEOUT_S"]
+        job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
+        try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
+            # Beside the spec, as a graded run's tests are: the reference timings this worker kept for the owner.
+            spec = {**job.spec, "reference_times": self.references.lent(job.owner)} if isinstance(job.spec, dict) else job.spec
+            line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
+                                                    from_link=job.from_link,
+                                                    sanitized_before=job.launch in self.shared.sanitized,
+                                                    compiled_ahead=self.shared.compiled_ahead(job)))
+        except (ValueError, TypeError) as e:
+            job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
+            return
+        deadline = time.monotonic() + timeout_s + GRACE_S
+        try:
+            self.worker.send(line, deadline)
+        except TimeoutError:
+            return self._unanswered(job, timeout_s)
+        except OSError:
+            return self._died(job)
+        while True:
+            msg = self.worker.next(min(STOP_POLL_S, deadline - time.monotonic()))
+            if job.stop_requested.is_set():
+                return self._stopped(job)
+            if msg == "timeout":
+                if time.monotonic() < deadline:
+                    continue
+                return self._unanswered(job, timeout_s)
+            if msg is None:
+                return self._died(job)
+            if isinstance(msg, tuple):  # ("beyond", why): a line past the message limits, never parsed
+                return self._beyond(job, msg[1])
+            if msg.get("run_id") != job.run_id:
+                continue  # not this job's message: a stale or forged line is dropped
+            if msg["type"] == "sanitized":
+                self.shared.sanitized.add(job.launch)
+                continue
+            if msg["type"] == "timed":
+                self.references.add(job.owner, msg["content"]["key"], msg["content"]["reference_ms"])
+                continue
+            job.notify(msg["type"], msg["content"])
+            if msg["type"] == "result":
+                return
+
+    def _unanswered(self, job, timeout_s):
+        self._replace_worker()
+        job.fail(RunError("timeout", f"the run took longer than {timeout_s:g} s and its worker stopped answering; it was replaced"))
+
+    def _stopped(self, job):
+        # The worker is in the middle of the run: killing it is the one way to end the run now
+        # (as a timeout does); the client gets its result at once, the slot a fresh worker.
+        job.fail(stopped(started=True))
+        self._replace_worker()
+
+    def _beyond(self, job, why):
+        self._replace_worker()
+        job.fail(RunError("limit", f"the worker sent {why}, more than the server reads; nothing of it was read, "
+                                   f"the worker was replaced and only this run was lost"))
+
+    def _died(self, job):
+        self._replace_worker()
+        job.fail(RunError("sandbox", "the worker process died during the run; it was replaced and the queue goes on"))
+
+    def _replace_worker(self):
+        self.restarts += 1
+        self.worker.kill()
+        self.worker = None
+
+RESTART_FIRST_S, RESTART_MAX_S = 1.0, 60.0
+
+
+def restart_delay_s(failed_starts):
+    """How long a slot waits before starting a worker again after `failed_starts` failures in a row:
+    doubling from RESTART_FIRST_S up to RESTART_MAX_S, so a host that cannot start workers (a broken
+    driver, a full disk) is not kept busy starting them, yet recovers by itself once it can."""
+    return min(RESTART_MAX_S, RESTART_FIRST_S * 2 ** max(0, failed_starts - 1))

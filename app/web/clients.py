@@ -1,0 +1,106 @@
+"""Fairness between clients, by address (app.web.owners.address_of): what one client may take of the
+server, whatever its cookies and however many connections it opens.
+
+  WriteLimiter          new rows in the database (snippets, puzzles): WRITES_PER_MINUTE per address,
+                        a token bucket (a burst of that many, then one every 60/N s)
+  limit_connections     Socket.IO connections: CONNECTIONS_PER_ADDRESS per address, counted at
+                        Engine.IO's handshake (before any namespace, event or session), so that a
+                        client opening hundreds holds no more than its share of CONNECTIONS
+
+Runs waiting are bounded per address in the queue itself (QUEUE_PER_ADDRESS: app.dispatch.jobs).
+Counts are this web process's: behind a load balancer, sticky by address, a client's requests
+reach one process.
+"""
+import collections
+import math
+import threading
+import time
+
+from app.web.owners import address_of
+
+
+class WriteLimiter:
+    """A token bucket per address: `per_minute` writes at once, then one every 60/per_minute s.
+    At most `max_addresses` buckets are kept; the least recently used full one goes first."""
+
+    def __init__(self, per_minute, max_addresses=65536, clock=time.monotonic):
+        self.rate, self.capacity = per_minute / 60.0, float(per_minute)
+        self.buckets, self.lock, self.clock, self.max_addresses = collections.OrderedDict(), threading.Lock(), clock, max_addresses
+
+    def take(self, address):
+        """Spend one write of `address`: 0 if it may write now, else the seconds until it may."""
+        if self.capacity <= 0:
+            return 0.0
+        with self.lock:
+            now = self.clock()
+            tokens, then = self.buckets.pop(address, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - then) * self.rate)
+            wait_s = 0.0
+            if tokens >= 1:
+                tokens -= 1
+            else:
+                wait_s = (1 - tokens) / self.rate
+            self.buckets[address] = (tokens, now)
+            while len(self.buckets) > self.max_addresses:
+                self.buckets.popitem(last=False)
+            return wait_s
+
+
+class TooManyWrites(Exception):
+    def __init__(self, wait_s, per_minute):
+        self.retry_after = max(1, math.ceil(wait_s))
+        super().__init__(f"this address has stored {per_minute} new snippets or puzzles in the last minute "
+                         f"(WRITES_PER_MINUTE); try again in {self.retry_after} s")
+
+
+def limit_connections(server, per_address):
+    """Refuse an Engine.IO connection beyond `per_address` open ones from one address (its handshake
+    answers 401 and nothing else of it exists); a closed one frees its place."""
+    eio = server.eio
+    connect, disconnect = eio.handlers.get("connect"), eio.handlers.get("disconnect")
+    counts, where, lock = collections.Counter(), {}, threading.Lock()
+
+    def release(sid):
+        with lock:
+            address = where.pop(sid, None)
+            if address is not None:
+                counts[address] -= 1
+                if counts[address] <= 0:
+                    del counts[address]
+
+    def on_connect(sid, environ, *args):
+        address = address_of(environ)
+        with lock:
+            if per_address and counts[address] >= per_address:
+                return False
+            counts[address] += 1
+            where[sid] = address
+        try:
+            accepted = connect(sid, environ, *args) if connect else None
+        except BaseException:
+            release(sid)
+            raise
+        if accepted is False:
+            release(sid)
+        return accepted
+
+    def on_disconnect(sid, *args):
+        release(sid)
+        return disconnect(sid, *args) if disconnect else None
+
+    eio.on("connect", on_connect)
+    eio.on("disconnect", on_disconnect)
+
+
+def charge_write(nbytes):
+    """Before a new row of a request's client is stored (app.web.share.save, app.course.puzzles.save): one of
+    its address's writes (TooManyWrites), and room in the database (app.db.StorageFull)."""
+    from flask import current_app
+
+    from app import db
+    from app.web.owners import current_address
+    limiter = current_app.extensions["write_limiter"]
+    wait_s = limiter.take(current_address())
+    if wait_s > 0:
+        raise TooManyWrites(wait_s, current_app.config["WRITES_PER_MINUTE"])
+    db.check_room(db.get_db(), nbytes, current_app.config)

@@ -1,0 +1,519 @@
+"""The compiler's view of a kernel: TTIR, TTGIR, LLIR, PTX and SASS, its registers and shared memory,
+and which source line each IR line came from.
+
+`triton.compile` runs the whole pipeline (down to ptxas and the cubin) on the CPU for any NVIDIA
+target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one. On a GPU
+the launch compiled the same kernel already: the same key finds the same cache entry, and nothing is
+compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
+`cuobjdump` twice, ~0.4 s) is kept beside it in Triton's cache under a digest of the bytes it is
+derived from, so it travels as the kernels do (an owner's cache, the gallery's shared kernels).
+"""
+import contextlib
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import torch
+import triton
+import triton.language as tl
+from triton._utils import type_canonicalisation_dict
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.compiler.errors import CompilationError
+from triton.runtime.jit import JITFunction
+
+from triton.runtime.cache import get_cache_manager
+
+from sandbox.errors import RunError
+from sandbox.result import IR_STAGES as result_stages
+from sandbox.run.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
+
+DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
+IR_STAGES = tuple(stage for stage in result_stages if stage != "sass")  # the compiler's own; SASS is cuobjdump's
+DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
+DERIVED_FILE = "derived.json"
+DERIVED_VERSION = 1  # of what `derive` makes and how: a new one never reads an older entry
+
+
+
+def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arch=None):
+    """Compile `kernel_name` from the file `module_path` for `arch` ("sm80", "sm90", ...; None: the
+    local GPU, else sm90) with `args` (parameter name -> tensor, number or constexpr value).
+
+    Kernels wrapped in @triton.autotune / @triton.heuristics are compiled as their inner
+    @triton.jit function with the given args (the caller passes the config that ran: its
+    meta-parameters in `args`, its num_warps and num_stages); a meta-parameter missing from `args`
+    comes from the heuristic.
+    """
+    with silenced():  # the run itself already showed what the module prints
+        module = load_module(module_path, interpret=False, phase="compile")
+    kernel = find_kernel(module, kernel_name, phase="compile")
+    return compile_kernel(kernel, module, module_path, args, num_warps=num_warps, num_stages=num_stages, arch=arch)
+
+
+def compile_kernel(kernel, module, module_path, args, *, num_warps=4, num_stages=3, arch=None):
+    """compile_ir for a sandbox.run.kernel.Kernel of `module` (whose file is `module_path`), already loaded."""
+    capability = parse_arch(arch)
+    fn, args = kernel.jit, with_heuristics(kernel, dict(args))
+    # A parameter named like an option is that option too, as at launch (sandbox.run.kernel.launch_keywords).
+    options = {name: value for name, value in launch_keywords(args, num_warps=num_warps, num_stages=num_stages).items()
+               if name in LAUNCH_OPTIONS}
+    signature, constexprs, attrs = specialize(fn, args)
+    source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
+    start = time.perf_counter()
+    try:
+        # ptxas failures print the whole PTX to stdout; the error we raise carries what matters.
+        with contextlib.redirect_stdout(io.StringIO()):
+            compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+    except Exception as e:
+        raise compile_error(e, module) from None
+    compile_ms = (time.perf_counter() - start) * 1e3  # a few ms when triton's on-disk cache has it
+
+    notes = []
+    sass, usage, lines = derived(compiled.asm, compiled.metadata.name, module_path, notes)
+    user_files = [module_path, kernel_file(compiled.asm["llir"], compiled.metadata.name)]
+    return {"target": f"sm{capability}",
+            **{stage: shorten_paths(compiled.asm[stage], user_files) for stage in IR_STAGES},
+            "sass": sass,
+            "n_regs": usage.get("REG"),
+            # Local memory per thread in 4-byte words: what triton's launcher reports as n_spills.
+            "n_spills": usage["LOCAL"] // 4 if "LOCAL" in usage else None,
+            "shared_bytes": compiled.metadata.shared,
+            "compile_ms": compile_ms,
+            "line_map": lines,
+            "notes": notes}
+
+
+# ---------------------------------------------------------------- what is derived, cached
+
+def derived_key(asm, kernel_name):
+    """The cache key of what is derived from a compiled kernel: a digest of every byte it is derived
+    from (the cubin and the IR, whose text names the source file), given to Triton's cache manager
+    as `triton.compile` gives its own (hex; the manager names the entry), so that the kernel caches
+    keep and lend it like any entry."""
+    digest = hashlib.sha256(f"playground-derived-{DERIVED_VERSION}-{triton.__version__}-{kernel_name}".encode())
+    digest.update(asm["cubin"])
+    for stage in IR_STAGES:
+        digest.update(b"\0" + asm[stage].encode())
+    return digest.hexdigest()
+
+
+def derived(asm, kernel_name, module_path, notes):
+    """(SASS, {"REG", "SHARED", "LOCAL", ...}, line map) of a compiled kernel: from the cache when an
+    earlier run derived them from the same bytes, else derived now and kept (unless a tool failed:
+    `notes` says so, and the next run tries again)."""
+    cache = get_cache_manager(derived_key(asm, kernel_name))
+    found = read_derived(cache.get_file(DERIVED_FILE))
+    if found is not None:
+        return found
+    sass, usage = inspect_cubin(asm["cubin"], notes)
+    lines = line_map(asm, module_path, kernel_name)
+    if not notes:
+        with contextlib.suppress(OSError):  # not kept: the next run derives them again
+            cache.put(json.dumps({"sass": sass, "usage": usage, "line_map": lines}), DERIVED_FILE, binary=False)
+    return sass, usage, lines
+
+
+def read_derived(path):
+    """A kept entry, as `derived` returns it; None when there is none or it is not one (an owner's
+    cache is written by the owner's runs: read as data, checked field by field)."""
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            kept = json.load(f)
+        usage = {str(k): int(v) for k, v in kept["usage"].items()}
+        lines = {stage: {int(i): int(line) for i, line in kept["line_map"][stage].items()} for stage in IR_STAGES}
+        sass = kept["sass"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return (sass if isinstance(sass, str) else None), usage, lines
+
+
+def parse_arch(arch):
+    """"sm90" / "sm_90a" / "90" -> 90; None -> the local GPU's capability, else DEFAULT_CAPABILITY."""
+    if arch is None:
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return major * 10 + minor
+        return DEFAULT_CAPABILITY
+    match = re.fullmatch(r"(?:sm_?)?(\d{2,3})a?", str(arch).strip().lower())
+    if not match:
+        raise RunError("compile", f"unknown GPU architecture {arch!r}: write it as sm80, sm90, sm100, ...")
+    return int(match.group(1))
+
+
+# ---------------------------------------------------------------- the kernel
+
+def with_heuristics(kernel, args):
+    """`args` with what @triton.heuristics computes for the meta-parameters they lack."""
+    for name, rule in kernel.heuristics.items():
+        if name not in args:
+            try:
+                args[name] = rule(dict(args))
+            except Exception as e:
+                raise RunError("compile", f"the heuristic for '{name}' failed: {type(e).__name__}: {e}",
+                               type=type(e).__name__, field="source") from None
+    return args
+
+
+def specialize(fn, args):
+    """Signature, constexprs and attributes as triton's JIT derives them from a launch's arguments:
+    ints by magnitude (1 becomes a constant), pointers and ints divisible by 16 marked so."""
+    signature, constexprs, attrs = {}, {}, {}
+    for index, param in enumerate(fn.params):
+        if param.name in args:
+            value = args[param.name]
+        elif param.has_default:
+            value = param.default
+        else:
+            raise RunError("compile", f"argument '{param.name}' of {fn.__name__} has no value")
+        kind, divisible = ("constexpr", False) if param.is_constexpr else param_type(value)  # a str may be one
+        if kind == "constexpr":
+            signature[param.name] = "constexpr"
+            constexprs[(index, )] = value.value if isinstance(value, tl.constexpr) else value
+            continue
+        if param.annotation_type:  # e.g. `n: tl.int64` fixes the type whatever the value
+            kind = param.annotation_type
+            divisible = divisible and kind[:2] not in ("fp", "bf", "u1")
+        signature[param.name] = kind
+        if divisible and not param.do_not_specialize and not param.do_not_specialize_on_alignment:
+            attrs[(index, )] = DIVISIBLE_BY_16
+    return signature, constexprs, attrs
+
+
+def param_type(value):
+    """(triton type, divisible by 16) of one runtime argument."""
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        return "*" + type_canonicalisation_dict.get(dtype, dtype), value.data_ptr() % 16 == 0
+    if value is None:
+        return "constexpr", False
+    if isinstance(value, bool):
+        return "u1", False
+    if isinstance(value, int):
+        if value == 1:  # the JIT compiles a 1 in as a constant
+            return "constexpr", False
+        if -2**31 <= value < 2**31:
+            kind = "i32"
+        elif 2**63 <= value < 2**64:
+            kind = "u64"
+        else:
+            kind = "i64"
+        return kind, value % 16 == 0
+    if isinstance(value, float):
+        return "fp32", False
+    if isinstance(value, tl.constexpr):
+        return "constexpr", False
+    raise RunError("compile", f"cannot pass a {type(value).__name__} to a kernel: use a tensor, an int, a float or a bool")
+
+
+# ---------------------------------------------------------------- errors
+
+def compile_error(exc, module):
+    """A RunError at the user's line for triton's CompilationError (or any other compiler failure)."""
+    starts = jit_function_lines(module)
+    line, innermost, cause = None, exc, exc
+    while cause is not None:
+        if isinstance(cause, CompilationError):
+            innermost = cause
+            lineno = getattr(cause.node, "lineno", None)
+            if cause.src in starts and lineno is not None:
+                line = starts[cause.src] + lineno - 1
+        cause = cause.__cause__
+    root = innermost.__cause__ or innermost
+    if isinstance(innermost, CompilationError) and innermost.error_message:
+        text = innermost.error_message
+    else:
+        text = str(root)
+    return RunError("compile", f"{type(root).__name__}: {text}", type=type(root).__name__, line=line)
+
+
+def jit_function_lines(module):
+    """{source of each jit function defined in the module's file: line of its `def` there}."""
+    starts = {}
+    for obj in vars(module).values():
+        while not isinstance(obj, JITFunction) and hasattr(obj, "fn"):
+            obj = obj.fn
+        if isinstance(obj, JITFunction) and obj.fn.__code__.co_filename == module.__file__:
+            decorators = next(i for i, text in enumerate(obj.raw_src) if text.lstrip().startswith("def "))
+            starts[obj.src] = obj.starting_line_number + decorators
+    return starts
+
+
+# ---------------------------------------------------------------- the cubin
+
+def nvidia_tool(name):
+    """The copy triton ships (or TRITON_<NAME>_PATH), else one on PATH, else None."""
+    try:
+        return getattr(triton.knobs.nvidia, name).path
+    except RuntimeError:
+        return shutil.which(name)
+
+
+def inspect_cubin(cubin, notes):
+    """(SASS listing, {"REG": .., "SHARED": .., "LOCAL": ..}) from cuobjdump; (None, {}) without it."""
+    cuobjdump = nvidia_tool("cuobjdump")
+    if cuobjdump is None:
+        notes.append("cuobjdump was not found: no SASS, and registers and spills are unknown")
+        return None, {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = run_tool([cuobjdump, "-sass", f.name], notes)
+        usage = run_tool([cuobjdump, "-res-usage", f.name], notes)
+    return (clean_sass(sass) if sass else None), resource_usage(usage or "")
+
+
+def run_tool(command, notes):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+    except (subprocess.SubprocessError, OSError) as e:
+        notes.append(f"{os.path.basename(command[0])} {command[1]} failed: {e}")
+        return None
+
+
+def clean_sass(listing):
+    """Drop the instruction encodings (/* 0x... */) that cuobjdump prints beside and under each line."""
+    lines = []
+    for line in listing.split("\n"):
+        line = re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$", "", line)
+        if line.strip():
+            lines.append(line.rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def resource_usage(text):
+    """{"REG": 26, "SHARED": 0, "LOCAL": 0, ...} from `cuobjdump -res-usage` (the kernel's function)."""
+    match = re.search(r"Function [^\n]*:\s*\n\s*(.*)", text)
+    return {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", match.group(1))} if match else {}
+
+
+# ---------------------------------------------------------------- source lines
+
+def shorten_paths(text, paths):
+    """The IR with the user's file named by its base name (kernel.py), not by the run's scratch
+    directory, which means nothing to the reader. Only the text changes: no line moves, so
+    line_map (computed from the full paths) still holds."""
+    for path in paths:
+        directory = os.path.dirname(path or "")
+        if directory:
+            text = text.replace(directory + os.sep, "").replace(f'"{directory}"', '"."')
+    return text
+
+
+def line_map(asm, module_path, kernel_name):
+    """{stage: {IR line index: source line}} for lines that came from the user's file."""
+    # triton's on-disk cache is keyed by the source text, not its path: IR served from the cache
+    # names the file the same source was first compiled from (an earlier job's scratch dir).
+    user_files = {os.path.realpath(module_path)}
+    if cached_path := kernel_file(asm["llir"], kernel_name):
+        user_files.add(os.path.realpath(cached_path))
+
+    @functools.lru_cache(maxsize=None)
+    def is_user(path):
+        return os.path.realpath(path) in user_files
+
+    basenames = {os.path.basename(path) for path in user_files}
+    return {"ttir": mlir_lines(asm["ttir"], is_user),
+            "ttgir": mlir_lines(asm["ttgir"], is_user),
+            "llir": llvm_lines(asm["llir"], is_user),
+            "ptx": ptx_lines(asm["ptx"], is_user, basenames)}
+
+
+_MLIR_ALIAS = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
+_MLIR_LOC = re.compile(r"(?<![\w#])loc\(")
+_MLIR_FILE = re.compile(r'^"((?:[^"\\]|\\.)*)":(\d+):\d+')
+_MLIR_NAMED = re.compile(r'^"(?:[^"\\]|\\.)*"\((.*)\)$', re.S)
+_MLIR_FUSED = re.compile(r"^fused(?:<.*?>)?\[(.*)\]$", re.S)
+
+
+def mlir_lines(text, is_user):
+    """TTIR/TTGIR: each op ends in loc(...), a file:line:col, or an alias #locN defined at the end,
+    possibly named ("x"(...)), fused, or a callsite(callee at caller) for inlined calls."""
+    lines = text.split("\n")
+    aliases = {m.group(1): m.group(2) for m in map(_MLIR_ALIAS.match, lines) if m}
+    cache = {}
+
+    def resolve(loc):
+        loc = loc.strip()
+        if loc in aliases:
+            if loc not in cache:
+                cache[loc] = resolve(aliases[loc])
+            return cache[loc]
+        if m := _MLIR_FILE.match(loc):
+            line = int(m.group(2))
+            return line if line > 0 and is_user(m.group(1).replace('\\"', '"')) else None
+        if loc.startswith("callsite(") and loc.endswith(")"):
+            callee, _, caller = split_top(loc[len("callsite("):-1], " at ")
+            return resolve(callee) or resolve(caller)  # the user's helper, else the user's call of triton's
+        if m := _MLIR_NAMED.match(loc):
+            return resolve(m.group(1))
+        if m := _MLIR_FUSED.match(loc):
+            return next(filter(None, map(resolve, split_all(m.group(1), ","))), None)
+        return None
+
+    result = {}
+    # An op with regions (scf.for, scf.if, tt.reduce) prints its loc after the closing brace:
+    # open_regions holds the lines that opened each region still open (`} else {` joins its `if`).
+    open_regions = []
+    for index, line in enumerate(lines):
+        if _MLIR_ALIAS.match(line):
+            continue
+        stripped = line.strip()
+        starts = [m.end() for m in _MLIR_LOC.finditer(line)]
+        source_line = resolve(balanced(line, starts[-1])) if starts else None
+        if source_line:
+            result[index] = source_line
+        openers = open_regions.pop() if stripped.startswith("}") and open_regions else []
+        if stripped.endswith("{"):
+            open_regions.append(openers + [index])
+        elif source_line:
+            for opener in openers:
+                result.setdefault(opener, source_line)
+    return result
+
+
+def scan(text, start=0, depth=0):
+    """(index, char, depth) for each character of `text` from `start` outside quoted strings;
+    `depth` counts the brackets open around it (a closing bracket already counted out)."""
+    quoted, i = False, start
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        else:
+            depth -= c in ")]>"
+            yield i, c, depth
+            depth += c in "([<"
+        i += 1
+
+
+def balanced(text, start):
+    """The text from `start` up to the parenthesis that closes the one just before it."""
+    end = next((i for i, _, depth in scan(text, start, depth=1) if depth == 0), len(text))
+    return text[start:end]
+
+
+def split_all(text, sep):
+    parts = []
+    while True:
+        head, found, text = split_top(text, sep)
+        parts.append(head)
+        if not found:
+            return parts
+
+
+def split_top(text, sep):
+    """str.partition at the first `sep` outside quotes and brackets."""
+    for i, _, depth in scan(text):
+        if depth == 0 and text.startswith(sep, i):
+            return text[:i], sep, text[i + len(sep):]
+    return text, "", ""
+
+
+_LLVM_METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)\s*$")
+_LLVM_FIELD = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)')
+_LLVM_DBG = re.compile(r"!dbg (!\d+)")
+
+
+def llvm_metadata(lines):
+    """{"!12": ("DILocation", {"line": "7", "scope": "!4", ...})} from the metadata at the end of LLIR."""
+    nodes = {}
+    for line in lines:
+        if m := _LLVM_METADATA.match(line):
+            fields = {k: v.strip().strip('"') for k, v in _LLVM_FIELD.findall(m.group(3))}
+            nodes[m.group(1)] = (m.group(2), fields)
+    return nodes
+
+
+def llvm_file(nodes, ref):
+    """The path of the DIFile that a scope, subprogram or file node leads to."""
+    kind, fields = nodes.get(ref, ("", {}))
+    if kind == "DIFile":
+        return os.path.join(fields.get("directory", ""), fields.get("filename", ""))
+    parent = fields.get("file") or fields.get("scope")
+    return llvm_file(nodes, parent) if parent else None
+
+
+def kernel_file(llir, kernel_name):
+    """The file the IR names for the kernel itself (its DISubprogram), or None without line info."""
+    nodes = llvm_metadata(llir.split("\n"))
+    for ref, (kind, fields) in nodes.items():
+        if kind == "DISubprogram" and fields.get("name") == kernel_name:
+            return llvm_file(nodes, ref)
+    return None
+
+
+def llvm_lines(text, is_user):
+    """LLIR: instructions carry `!dbg !N`; !N is a DILocation (line, scope, inlinedAt) or the kernel's
+    DISubprogram; scopes lead to a DIFile."""
+    lines = text.split("\n")
+    nodes = llvm_metadata(lines)
+
+    def resolve(ref):
+        kind, fields = nodes.get(ref, ("", {}))
+        line = int(fields.get("line", 0))
+        owner = fields.get("scope") if kind == "DILocation" else ref
+        if line > 0 and owner and (path := llvm_file(nodes, owner)) and is_user(path):
+            return line
+        return resolve(fields["inlinedAt"]) if "inlinedAt" in fields else None
+
+    result = {}
+    for index, line in enumerate(lines):
+        if (m := _LLVM_DBG.search(line)) and not line.startswith("!"):
+            if source_line := resolve(m.group(1)):
+                result[index] = source_line
+    return result
+
+
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,?\s*"([^"]*)")?')
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$")
+_PTX_INLINED_AT = re.compile(r"inlined_at\s+(\d+)\s+(\d+)")
+_PTX_CALLER = re.compile(r"@\[\s*([^:\s]+):(\d+):\d+")
+
+
+def ptx_lines(text, is_user, user_basenames):
+    """PTX: a `.loc FILE LINE COL` applies to the instructions after it; `.file N "path"` names the
+    files. Code inlined from triton's library keeps the user's call site in `inlined_at` or, in
+    older PTX, only in the comment `// standard.py:43:17 @[ kernel.py:15:33 ]` (file base names)."""
+    lines = text.split("\n")
+    files = {}
+    for line in lines:
+        if m := _PTX_FILE.match(line):
+            files[m.group(1)] = os.path.join(m.group(2), m.group(3)) if m.group(3) else m.group(2)
+
+    def resolve(file_id, line, rest):
+        if line > 0 and is_user(files.get(file_id, "")):
+            return line
+        if (m := _PTX_INLINED_AT.search(rest)) and is_user(files.get(m.group(1), "")):
+            return int(m.group(2))
+        for name, caller_line in _PTX_CALLER.findall(rest):
+            if name in user_basenames and int(caller_line) > 0:
+                return int(caller_line)
+        return None
+
+    result, current = {}, None
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if m := _PTX_LOC.match(line):
+            current = resolve(m.group(1), int(m.group(2)), m.group(3))
+            if current:
+                result[index] = current
+        elif stripped == "}":
+            current = None
+        elif current and stripped and not stripped.startswith((".", "//", "$", "{")):
+            result[index] = current
+    return result

@@ -1,0 +1,230 @@
+"""The user's kernel: their module imported from a real file, the @triton.jit function under any
+@triton.autotune / @triton.heuristics, its parameters, and the user's line in a traceback.
+Used by the run pipeline (interpreter or GPU), its trace pass and the IR compile alike.
+"""
+import contextlib
+import importlib.util
+import inspect
+import io
+import itertools
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+
+import triton
+import triton.language as tl
+from triton.runtime.autotuner import Autotuner, Config, Heuristics
+
+from sandbox.errors import RunError, explain, hint_for
+from sandbox.run import host_driver
+
+_module_ids = itertools.count()
+_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above run/
+
+# Keywords Triton's launch reads as compile options (Config.all_kwargs' names).
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def launch_keywords(args, **options):
+    """The keywords of `jit[grid](**...)`: the arguments and the launch options. Triton binds a keyword
+    to the kernel's parameter of that name first and reads its compile options from the same keywords,
+    so a parameter named like an option (the fused-softmax tutorial's `num_stages: tl.constexpr`) takes
+    that keyword, its value serving both, and the option is not passed a second time."""
+    return {**{name: value for name, value in options.items() if name not in args}, **args}
+
+
+@contextlib.contextmanager
+def interpreter_mode(on):
+    """@triton.jit picks the interpreter at decoration time from this knob."""
+    before = triton.knobs.runtime.interpret
+    triton.knobs.runtime.interpret = on
+    try:
+        yield
+    finally:
+        triton.knobs.runtime.interpret = before
+
+
+@contextlib.contextmanager
+def silenced():
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def write_source(source, path):
+    """The source as a real file (compiled @triton.jit needs inspect.getsource), checked for syntax."""
+    with open(path, "w") as f:
+        f.write(source)
+    try:
+        compile(source, path, "exec")
+    except SyntaxError as e:
+        raise RunError("parse", e.msg, type="SyntaxError", line=e.lineno, field="source") from None
+
+
+def load_module(path, interpret, phase="build"):
+    """Import the user's file afresh, for the interpreter or for the compiler. What it prints goes
+    where the caller's output goes (the trace pass and the IR compile silence it: the run shows it once)."""
+    with open(path) as f:
+        code = compile(f.read(), path, "exec")
+    module_name = f"playground_kernel_{next(_module_ids)}"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(module_name, path))
+    sys.modules[module_name] = module
+    host_driver.install()  # tutorial modules ask triton.runtime.driver.active for the device at import
+    with interpreter_mode(interpret):
+        try:
+            exec(code, module.__dict__)
+        except Exception as e:
+            kind, message = explain(e)
+            raise RunError(phase, f"running the module failed: {kind}: {message}", type=kind, line=user_line(e, path),
+                           field="source") from None
+    return module
+
+
+def user_line(exc, path):
+    """The deepest line of the user's source in an exception's traceback (or its causes)."""
+    line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if frame.filename == path:
+                line = frame.lineno
+        exc = exc.__cause__ or exc.__context__
+    return line
+
+
+def raised_by_playground(exc, path):
+    """True when the playground's own code raised `exc` (its innermost cause): a bug of ours, not a
+    complaint of Triton's or torch's about the user's kernel, nor the user's code failing."""
+    inner = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    frames = traceback.extract_tb(inner.__traceback__)
+    if not frames:
+        return False
+    where = os.path.abspath(frames[-1].filename)
+    return where.startswith(_SANDBOX + os.sep) and where != os.path.abspath(path)
+
+
+def as_run_error(exc, path, phase="sandbox", doing="running your kernel"):
+    """`exc` as the run's error: itself if a RunError; a bug report if the playground raised it
+    (`doing` says what it was doing); else the user's error in `phase`, at their line (or, with no
+    line to name, their source)."""
+    if isinstance(exc, RunError):
+        return exc
+    kind, message = explain(exc)
+    if raised_by_playground(exc, path):
+        return RunError("sandbox", f"the playground failed while {doing} ({kind}: {message})", type="PlaygroundBug",
+                        hint="This is a bug in the playground, not in your kernel. Share this run's link (Share) "
+                             "with the playground's maintainers: it holds everything needed to see it again.",
+                        line=user_line(exc, path))
+    line = user_line(exc, path)
+    return RunError(phase, message, type=kind, hint=hint_for(message) or hint_for(str(exc)), line=line,
+                    field=None if line is not None else "source")
+
+
+def launch_error(exc, path, phase="launch"):
+    """`exc`, raised by a launch, as the run's error; in the interpreter, with the program that ran."""
+    if isinstance(exc, RunError):
+        return exc
+    error = as_run_error(exc, path, phase, "launching the kernel")
+    with contextlib.suppress(Exception):
+        from triton.runtime.interpreter import interpreter_builder
+        error.pid = list(interpreter_builder.grid_idx)
+    return error
+
+
+@dataclass
+class Kernel:
+    """What the user named as the kernel: `launcher` is the object to launch (the autotuner or
+    heuristics around the jit function, if any), `jit` the @triton.jit function itself."""
+    name: str
+    launcher: object
+    jit: object
+    autotuner: Autotuner = None
+    heuristics: dict = None  # {meta-parameter: rule(args) -> value}
+    first: Config = None  # the config the interpreter runs: the autotuner's first after its pruning (settle)
+
+    def __post_init__(self):
+        if self.autotuner is not None and self.first is None:
+            self.first = self.autotuner.configs[0]
+
+    @property
+    def function(self):
+        """The Python function under the jit (its name is the one in the source)."""
+        fn = self.jit
+        while hasattr(fn, "fn"):
+            fn = fn.fn
+        return fn
+
+    @property
+    def params(self):
+        """[(name, is_constexpr, has_default)] from the Python function's signature."""
+        return [(p.name, p.annotation is tl.constexpr or "constexpr" in str(p.annotation),
+                 p.default is not inspect.Parameter.empty)
+                for p in inspect.signature(self.function).parameters.values()]
+
+    @property
+    def tuned(self):
+        """{meta-parameter: value} the autotuner's config sets (the one the interpreter runs)."""
+        return dict(self.first.kwargs) if self.autotuner else {}
+
+    @property
+    def tuned_names(self):
+        """The meta-parameters any of the autotuner's configs sets."""
+        return {name for config in self.autotuner.configs for name in config.kwargs} if self.autotuner else set()
+
+    def settle(self, args):
+        """Choose the config the interpreter runs, as the autotuner would before timing: its configs
+        after `prune_configs_by` (early_config_prune, perf_model and top_k), given the launch's
+        arguments by name, the first of them."""
+        if self.autotuner is None or not (self.autotuner.early_config_prune or self.autotuner.perf_model):
+            return
+        self.autotuner.nargs = dict(args)
+        try:
+            self.first = self.autotuner.prune_configs({})[0]
+        finally:
+            self.autotuner.nargs = None
+
+    def positional(self, args):
+        """`args` split as people launch a kernel: the leading parameters in order, positionally (an
+        autotuner's prune_configs_by and its key read them by name from there), the rest by keyword."""
+        names = [name for name, _, _ in self.params]
+        count = next((i for i, name in enumerate(names) if name not in args), len(names))
+        return [args[name] for name in names[:count]], {k: v for k, v in args.items() if k not in names[:count]}
+
+    @property
+    def interpreted(self):
+        from triton.runtime.interpreter import InterpretedFunction
+        return isinstance(self.jit, InterpretedFunction)
+
+    def config(self, chosen=None, num_warps=4, num_stages=3):
+        """The launch configuration that applies: the autotuner's `chosen` config (its first when none
+        was chosen: the interpreter's), else the spec's num_warps and num_stages."""
+        if self.autotuner is None:
+            return Config({}, num_warps=num_warps, num_stages=num_stages)
+        return chosen or self.first
+
+
+def unwrap(obj, name):
+    """The Kernel of an object of the user's module, or None if it is not a Triton kernel."""
+    autotuner, heuristics, launcher = None, {}, obj
+    while isinstance(obj, (Autotuner, Heuristics)):
+        if isinstance(obj, Autotuner) and autotuner is None and obj.configs:
+            autotuner = obj
+        elif isinstance(obj, Heuristics):
+            heuristics.update(obj.values)
+        obj = obj.fn
+    if not hasattr(obj, "arg_names"):
+        return None
+    return Kernel(name, launcher, obj, autotuner, heuristics)
+
+
+def find_kernel(module, name, phase="build"):
+    kernel = unwrap(getattr(module, name, None), name)
+    if kernel is None:
+        found = ", ".join(n for n, obj in vars(module).items()
+                          if hasattr(obj, "__getitem__") and unwrap(obj, n) is not None) or "none"
+        raise RunError(phase, f"there is no @triton.jit function named '{name}' in the source "
+                              f"(jit functions found: {found})", field="kernel")
+    return kernel

@@ -1,0 +1,475 @@
+"""The run pipeline: one run spec in, one result out (sandbox.result), inside a run process.
+
+Stages in order: parse → build (sandbox.run.build: inputs, arguments, grid) → launch (traced and
+bounds-checked in the interpreter by sandbox.trace; on a GPU after a traced pass over CPU copies)
+→ check (sandbox.run.check) → bench (sandbox.run.bench) → ir (sandbox.run.ir). Each stage raises RunError
+naming its phase; `run_spec` turns that into the result's `error`.
+"""
+import contextlib
+import hashlib
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+import triton
+
+from sandbox import result as results
+from sandbox.errors import RunError
+from sandbox.run import bench, build, host_driver, script, sweep
+from sandbox.run import check as checking
+from sandbox.run.ir import compile_ir
+from sandbox.run.kernel import as_run_error, find_kernel, launch_error, launch_keywords, load_module, silenced, write_source
+from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
+from sandbox.trace import gpu as gpu_trace, provenance, stepper
+from sandbox.trace.interpreter import TraceBudgetExceeded, Tracer
+from sandbox.trace.record import index_of, LIMITS as TRACE_LIMITS, owners_by_position
+
+
+# a status phase -> the phase of an error raised during it
+ERROR_PHASE = {"compiling": "build", "running": "launch", "checking": "check", "bench": "bench", "ir": "ir"}
+
+
+def device_info(kind):
+    name = torch.cuda.get_device_name() if kind == "gpu" else "Triton interpreter (CPU)"
+    return {"kind": kind, "name": name, "index": gpu_index() if kind == "gpu" else None,
+            "triton": triton.__version__, "torch": torch.__version__.split("+")[0]}
+
+
+def gpu_index():
+    """The host's index of the GPU this run uses (nvidia-smi's), or None. A run sees only its worker's
+    GPU, as its device 0: the dispatcher names that GPU by its index in CUDA_VISIBLE_DEVICES."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return torch.cuda.current_device()
+    first = visible.split(",")[0].strip()
+    return int(first) if first.isdigit() else None  # a UUID or a MIG instance: no index to give
+
+
+def choose_device(requested):
+    if requested == "gpu" and not torch.cuda.is_available():
+        raise RunError("build", "options.device is 'gpu' but this server has no GPU: use 'auto' or 'interpreter'",
+                       field="options.device")
+    if requested == "interpreter" or not torch.cuda.is_available():
+        return "interpreter"
+    return "gpu"
+
+
+def untuned_arguments(kernel, args):
+    """An autotuned kernel's arguments but those its configs set, split as people pass them."""
+    return kernel.positional({name: value for name, value in args.items() if name not in kernel.tuned_names})
+
+
+def launch(kernel, grid, args, options):
+    """kernel[grid](**args). An autotuned kernel gets its meta-parameters, num_warps and num_stages from
+    the config the autotuner picks (on a GPU `grid` must then be a callable of meta); in the
+    interpreter, which cannot time configs, that is the first config."""
+    if kernel.autotuner is None:
+        kernel.launcher[grid](**launch_keywords(args, num_warps=options["num_warps"],
+                                                num_stages=options["num_stages"]))
+        return
+    positional, keywords = untuned_arguments(kernel, args)
+    if not kernel.interpreted:
+        kernel.launcher[grid](*positional, **keywords)
+        return
+    configs = kernel.autotuner.configs
+    kernel.autotuner.configs = [kernel.first]  # one config: the autotuner runs it without benchmarking
+    try:
+        kernel.launcher[grid](*positional, **keywords)
+    finally:
+        kernel.autotuner.configs = configs
+
+
+COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
+
+
+def compile_configs_at_once(kernel, grid, args):
+    """Compile every config of an autotuned kernel at once, before the autotuner times them (it would
+    compile each in turn as it reaches it, and 16 configs took 14 s so). Triton's own asynchronous
+    compile mode runs the compiles on threads: its compiler's passes and ptxas run outside the GIL.
+    A config that fails to compile is left to the launch, which then says why as it would have."""
+    from triton.runtime._async_compile import AsyncCompileMode
+    positional, keywords = untuned_arguments(kernel, args)
+    configs = len(kernel.autotuner.configs)
+    with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
+            AsyncCompileMode(pool, ignore_errors=True):
+        kernel.launcher.warmup(*positional, grid=grid, **keywords)
+
+
+def compile_launch(kernel, grid, args, options):
+    """Compile what launch() launches, launching nothing (Triton's warmup, with the same arguments and
+    options, so the launch finds it): an autotuned kernel's configs all at once."""
+    if kernel.autotuner is None:
+        kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
+                                                            num_stages=options["num_stages"]))
+    else:
+        compile_configs_at_once(kernel, grid, args)
+
+
+class Background:
+    """`work()` on a thread of its own from now on, beside what the caller does next: two compiles at
+    once (Triton's passes and ptxas run outside the GIL). `wait()` joins it and returns its exception
+    (None if it finished): what it prepares, a later step would do again, and report."""
+
+    def __init__(self, work):
+        self.error, self.ms = None, 0.0
+        self.thread = threading.Thread(target=self._run, args=(work,), name="compile", daemon=True)
+        self.thread.start()
+
+    def _run(self, work):
+        start = time.perf_counter()
+        try:
+            work()
+        except Exception as e:
+            self.error = e
+        self.ms = (time.perf_counter() - start) * 1e3
+
+    def wait(self):
+        self.thread.join()
+        return self.error
+
+
+def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
+    """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
+    With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
+    return tracing_launch(kernel, grid, args, tensors, path, options, limits, budget_s=budget_s)[0]
+
+
+def tracing_launch(kernel, grid, args, tensors, path, options, limits, **tracer_options):
+    """traced_launch's launch: (the trace or None, the Tracer that ran it)."""
+    launch_tensors = build.launch_tensors(tensors, args)
+    owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, launch_tensors)
+    only = options.get("trace_pid")
+    with Tracer(launch_tensors, path, owners=owners, record=options["trace"],
+                only=None if only is None else index_of(only, grid), **limits, **tracer_options) as tracer:
+        launch(kernel, grid, args, options)
+    return (tracer.result(grid) if options["trace"] else None), tracer
+
+
+def reference_key(exprs, inputs, device, timer):
+    """What a reference's time depends on: its expressions, the inputs' shapes and dtypes, the
+    device and how it was timed; a digest (what the worker keeps is no user text)."""
+    facts = [exprs, {name: [list(t.shape), str(t.dtype)] for name, t in inputs.items()},
+             device and [device["kind"], device["name"]], timer]
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Run:
+    """One run of one spec; `emit(type, content)` streams status to the worker."""
+
+    def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None):
+        self.spec, self.emit, self.scratch = spec, emit, scratch
+        self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
+        self.reference_note = None
+        self.sanitized_before = sanitized_before
+        self.limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
+        self.trace_budget_s = limits.get("trace_budget_s")
+        self.gpu_tracer = limits.get("gpu_tracer", True)
+        self.options = spec["options"]
+        self.path = os.path.join(scratch, "kernel.py")
+        self.result = results.new()
+        self.phase, self.doing = "build", "preparing the run"
+        self.compiled_beside_ms = 0.0  # the launch's compile, done on a thread beside the trace pass
+
+    def status(self, phase, message):
+        # the phase of an error no stage caught, and what a bug report says the playground was doing
+        self.phase, self.doing = ERROR_PHASE.get(phase, "sandbox"), message
+        self.emit("status", {"phase": phase, "message": message})
+
+    def timings_ready(self):
+        """The timings are complete: with the reference's note where its time was kept, sent."""
+        if self.reference_note:
+            self.result["timings"]["notes"].append(self.reference_note)
+        self.ready("timings")
+
+    def ready(self, part):
+        """Send the result's section `part` as soon as it is final (sandbox.result.PARTS): the page
+        shows the verdict and the diagram while the timings and the IR are still being made."""
+        if self.result[part] is not None:
+            self.emit("partial", {"part": part, "content": self.result[part]})
+
+    def execute(self):
+        kind = choose_device(self.options["device"])
+        self.result["device"] = device_info(kind)
+        write_source(self.spec["source"], self.path)
+        try:
+            if kind == "gpu":
+                self.run_gpu()
+            else:
+                self.run_interpreter()
+        finally:
+            pretended = host_driver.note()  # the module asked Triton's driver on a host without a GPU
+            if pretended:
+                self.result["notes"].append(pretended)
+
+    def prepare(self, interpret, device):
+        kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
+                                                                                   device)
+        return kernel, inputs, poisoned, args, grid, scope
+
+    def run_interpreter(self):
+        self.status("compiling", "loading the kernel into Triton's interpreter")
+        kernel, inputs, poisoned, args, grid, scope = self.prepare(True, "cpu")
+        before = {name: t.clone() for name, t in inputs.items()}
+        self.status("running", f"running {math.prod(grid)} program(s) in the interpreter")
+        start = time.perf_counter()
+        try:
+            self.result["trace"] = traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits)
+        except Exception as e:
+            raise launch_error(e, self.path) from None
+        launch_ms = (time.perf_counter() - start) * 1e3
+        self.ready("trace")
+        self.check(inputs, before, poisoned)
+        if self.options["bench"]:
+            self.result["timings"] = bench.interpreter_timings(
+                launch_ms, self.reference_time(bench.time_cpu, before), bench.bytes_moved(self.result["trace"], before),
+                build.flop_count(self.options["flops"], scope), kernel.autotuner)
+            self.timings_ready()
+        self.compile_ir(kernel, args)
+
+    def run_gpu(self):
+        self.status("compiling", "tracing on CPU copies, then compiling for the GPU")
+        kernel, inputs, poisoned, args, grid, scope = self.prepare(False, "cuda")
+        before = {name: t.clone() for name, t in inputs.items()}
+        grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
+        if self.options["trace"] or (self.options["sanitize"] and not self.sanitized_before):
+            self.trace_pass(kernel, inputs, grid, lambda: compile_launch(kernel, grids or grid, args, self.options))
+            self.ready("trace")
+        elif self.options["sanitize"]:
+            self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
+                                        "grid and seed) passed it on this server before, in an earlier run or in "
+                                        "the server's own warm-up of the gallery.")
+        else:
+            self.result["notes"].append("No trace and no bounds check (options.trace and options.sanitize are "
+                                        "off): an out-of-bounds access faults on the GPU instead of being explained.")
+        self.status("running", f"launching {math.prod(grid)} program(s) on the GPU")
+        start = time.perf_counter()
+        if grids and len(kernel.autotuner.configs) > 1:
+            self.status("compiling", f"compiling the autotuner's {len(kernel.autotuner.configs)} configs at once")
+            with contextlib.suppress(Exception):  # an optimisation only: the launch compiles what is missing
+                compile_configs_at_once(kernel, grids, args)
+        try:
+            launch(kernel, grids or grid, args, self.options)
+            torch.cuda.synchronize()
+        except Exception as e:
+            raise launch_error(e, self.path, "compile" if "CompilationError" in type(e).__name__ else "launch") from None
+        # The compile done beside the trace pass, and the first launch (what of the compile was left).
+        first_launch_ms = self.compiled_beside_ms + (time.perf_counter() - start) * 1e3
+        self.check(inputs, before, poisoned)
+        if self.options["bench"]:
+            # The autotuner's choice is settled now: time it with the grid of the launch it made.
+            self.status("bench", "timing the kernel and the reference")
+            timed_grid = grids.last if grids else grid
+            self.result["timings"] = bench.gpu_timings(
+                bench.time_gpu(lambda: launch(kernel, timed_grid, args, self.options)),
+                self.reference_time(bench.time_gpu, before), first_launch_ms,
+                bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
+                before.values(), kernel.autotuner)
+            self.timings_ready()
+        self.compile_ir(kernel, args)
+
+    def gpu_tracer_for(self, kernel, inputs):
+        """The GPU tracer of this launch and its arguments, and why it cannot be used (None: it can)."""
+        tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
+        unseen = tracer.unsupported
+        if not self.gpu_tracer:
+            return tracer, args, "the GPU tracer is off on this server (GPU_TRACER=0)"
+        return tracer, args, f"the GPU tracer cannot see {unseen}" if unseen else None
+
+    def compile_ahead(self):
+        """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned
+        one's every config) and its instrumented build at once, then the IR; in the interpreter, where a
+        launch compiles nothing, the IR (for sm90). A compile error is the result's error, at its line."""
+        kind = choose_device(self.options["device"])
+        self.result["device"] = device_info(kind)
+        write_source(self.spec["source"], self.path)
+        self.status("compiling", "compiling ahead of a run")
+        gpu = kind == "gpu"
+        kernel, inputs, _, args, grid, scope = self.prepare(not gpu, "cuda" if gpu else "cpu")
+        if gpu:
+            grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
+            compiling = Background(lambda: compile_launch(kernel, grids or grid, args, self.options))
+            if self.options["trace"] or self.options["sanitize"]:
+                tracer, tracer_args, reason = self.gpu_tracer_for(kernel, inputs)
+                if reason is None:
+                    with contextlib.suppress(Exception):  # the run falls back to the interpreter and says why
+                        gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
+                                                       self.trace_config(kernel), self.options, self.limits)
+            error = compiling.wait()
+        self.compile_ir(kernel, args)  # a compile error raised here names its line (sandbox.run.ir.compile_error)
+        failed = (self.result["ir"] or {}).get("error")
+        if failed:
+            self.result["ir"] = None
+            raise RunError(**{k: v for k, v in failed.items() if k in ("phase", "message", "type", "hint", "line")})
+        if gpu and error is not None:
+            raise launch_error(error, self.path, "compile")
+
+    def trace_pass(self, kernel, inputs, grid, compile_real):
+        """The trace and bounds check before the real launch: from an instrumented launch on the GPU
+        (sandbox.trace.gpu), with `compile_real()` (the real launch's compile) on a thread beside its
+        compile; or from the interpreter on CPU copies where instrumentation cannot see every access.
+        Either raises the out-of-bounds error, the real launch never happening."""
+        tracer, args, reason = self.gpu_tracer_for(kernel, inputs)
+        if reason is None:
+            compiling = Background(compile_real)
+            try:
+                self.result["trace"] = gpu_trace.gpu_trace(tracer, tracer.load(self.scratch), grid, args,
+                                                           self.trace_config(kernel), self.options, self.limits)
+                self.emit("sanitized", {})
+                compiling.wait()
+                self.compiled_beside_ms = compiling.ms
+                return
+            except RunError:
+                raise
+            except Exception as e:
+                if "CompilationError" not in type(e).__name__:
+                    raise launch_error(e, self.path) from None
+                reason = "the GPU tracer's instrumented build of this kernel did not compile"
+            compiling.wait()  # the interpreter pass next loads the module anew: no compile may be under way
+        self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: {reason}.")
+        self.trace_on_cpu(inputs, grid)
+
+    def trace_config(self, kernel):
+        return kernel.config(None, self.options["num_warps"], self.options["num_stages"])
+
+    def trace_on_cpu(self, gpu_inputs, grid):
+        """The bounds check and the trace, from the interpreter over CPU copies of the same inputs.
+        Silent: what the module and the kernel print is the GPU run's to show."""
+        with silenced():
+            self._trace_on_cpu(gpu_inputs, grid)
+
+    def _trace_on_cpu(self, gpu_inputs, grid):
+        module = load_module(self.path, True)
+        kernel = find_kernel(module, self.spec["kernel"])
+        inputs = {name: t.detach().cpu().clone() for name, t in gpu_inputs.items()}
+        args, _ = build.build_args(self.spec, kernel, {**build.expression_namespace(module), **inputs})
+        try:
+            self.result["trace"] = traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits,
+                                                 self.trace_budget_s)
+            self.emit("sanitized", {})  # every access of this launch is in bounds: the worker remembers it
+        except TraceBudgetExceeded as e:
+            self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
+        except Exception as e:
+            raise launch_error(e, self.path) from None
+
+    def check(self, inputs, before, poisoned):
+        if not (self.options["check"] and self.spec["reference"]):
+            return
+        self.status("checking", "comparing outputs with the reference")
+        expected = self.references(before)
+        self.result["check"] = checking.compare(
+            {name: inputs[name] for name in expected}, expected, poisoned,
+            atol=self.options["atol"], rtol=self.options["rtol"])
+        if not self.result["check"]["ok"]:
+            self.result["status"] = "mismatch"
+        self.ready("check")
+
+    def references(self, before):
+        namespace = {**self.namespace, **{k: v.clone() for k, v in before.items()}}
+        return {name: torch.as_tensor(build.evaluate(expr, namespace, f"reference for '{name}'",
+                                                     f"reference.{name}", phase="check"))
+                for name, expr in self.spec["reference"].items()}
+
+    def reference_time(self, timer, before):
+        """The reference's timing: measured, and reported to the worker (`timed`), or the one this
+        worker measured for the same expressions over inputs of the same shapes and dtypes on the
+        same device (a PyTorch reference's time depends on nothing else), said in the notes."""
+        if not self.spec["reference"]:
+            return None
+        exprs = list(self.spec["reference"].values())
+        key = reference_key(exprs, before, self.result["device"], timer.__name__)
+        kept = self.reference_times.get(key)
+        if kept is not None:
+            self.reference_note = ("The reference's time was measured on this worker in an earlier run of the same "
+                                   "reference over inputs of the same shapes and dtypes, and not again.")
+            return kept
+        namespace = {**self.namespace, **before}
+        measured = timer(lambda: [eval(e, namespace) for e in exprs])
+        self.emit("timed", {"key": key, "reference_ms": measured})
+        return measured
+
+    def compile_ir(self, kernel, args):
+        """The IR of the configuration that ran: the autotuner's choice (its first config in the
+        interpreter), else the spec's num_warps and num_stages."""
+        if not self.options["ir"]:
+            return
+        self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
+        chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner and not kernel.interpreted else None
+        config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
+        try:
+            self.result["ir"] = compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
+                                           num_warps=config.num_warps, num_stages=config.num_stages,
+                                           arch=self.options["arch"])
+        except RunError as e:
+            # A kernel that ran but does not compile for the target is worth seeing, not a failed run.
+            self.result["ir"] = {"error": e.to_dict()}
+        self.ready("ir")
+
+
+# What only the spec's own launch reports: a sweep's configuration keeps it to itself.
+SPEC_LAUNCH_ONLY = ("sanitized", "partial")
+
+
+def compile_spec(raw_spec, emit=None, scratch=None, limits=None):
+    """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
+    a run would meet compiling, and has no parts. Never raises for user errors."""
+    emit = emit or (lambda type, content: None)
+    try:
+        spec = normalize(raw_spec)
+        if is_script(spec):  # compiling it would run the program
+            raise SpecError(SCRIPT_NOT_AHEAD, "mode")
+    except SpecError as e:
+        return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
+    with contextlib.ExitStack() as stack:
+        if scratch is None:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
+        run = Run(spec, lambda type, content: type == "status" and emit(type, content), scratch, limits or {})
+        try:
+            run.compile_ahead()
+        except Exception as e:
+            results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
+        return run.result
+
+
+COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this source and launch before you pressed "
+                  "Run, and this run found what it needs built.")
+
+
+def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=False, compiled_ahead=False):
+    """Run one spec to completion and return the result dict; never raises for user errors.
+    `sanitized_before`: the same launch passed the bounds check on an earlier run (GPU: skip the CPU pass
+    when no trace is asked for). `emit("sanitized", {})` reports a launch that passed it.
+    `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent."""
+    emit = emit or (lambda type, content: None)
+    # The reference timings its worker kept (app.dispatch.slot.ReferenceTimes), beside the spec.
+    reference_times = raw_spec.pop("reference_times", None) if isinstance(raw_spec, dict) else None
+    try:
+        spec = normalize(raw_spec)
+    except SpecError as e:
+        return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
+    if spec["options"]["sweep"]:
+        # The spec's own launch reports "sanitized" and sends its parts as usual (the sweep's result is
+        # its result, with `sweep` added); a configuration's launch is not the spec's.
+        config_emit = lambda type, content: type in SPEC_LAUNCH_ONLY or emit(type, content)  # noqa: E731
+        return sweep.sweep(spec, lambda one: run_spec(one, emit, scratch, limits, sanitized_before),
+                           lambda one: run_spec(one, config_emit, scratch, limits))
+    if spec["options"]["step_pid"] is not None:
+        return stepper.stepped(spec, scratch, device_info("interpreter"))  # one program, line by line
+    with contextlib.ExitStack() as stack:
+        if scratch is None:
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
+        if is_script(spec):
+            return script.run_script(spec, emit, scratch, limits or {}, device_info("interpreter"))
+        run = Run(spec, emit, scratch, limits or {}, sanitized_before,
+                  reference_times if isinstance(reference_times, dict) else None)
+        if compiled_ahead:
+            run.result["notes"].append(COMPILED_AHEAD)
+        try:
+            run.execute()
+        except Exception as e:
+            results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
+        return run.result

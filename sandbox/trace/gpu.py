@@ -1,0 +1,525 @@
+"""The trace and bounds check of a GPU launch, taken on the GPU by an instrumented build of the kernel.
+
+The user's @triton.jit function is rewritten (its AST, from sandbox.trace.provenance): every access site
+becomes a call into sandbox.trace.probes with the site's number, the tensor its pointer derives from
+(that tensor's base address, span and coverage counters as extra kernel arguments) and the run's
+record buffers. The rewritten kernel is compiled like any other (its own cache key: it never
+stands in for the user's kernel) and launched on clones of the inputs with the same grid and
+configuration. Nothing it does reaches memory outside its tensors: out-of-bounds lanes are
+masked off before the access and reported. The real launch runs afterwards, only if it found none.
+
+Per tensor the counters make coverage exact for the whole launch at any size; per program, the
+programs with a record slot (all of them while they fit the trace's limits, else the first, the
+last and an even spread, or the one `options.trace_pid` asks for) keep their accesses, which are
+decoded into the same `trace.programs` as the interpreter tracer's (sandbox.trace).
+
+Helper functions of the source that access memory are copied once per call reached from the
+kernel, each copy's sites owned as that call's arguments say (sandbox.trace.provenance), and take the
+run's buffers as extra keyword arguments. A block pointer's accesses are made through the tensor of
+pointers (and the boundary mask) its base, shape, strides and indices give, kept beside it.
+
+`InstrumentedTracer.unsupported` says why a kernel cannot be instrumented (tensor descriptors,
+inline assembly, block pointers not made plainly, jit functions imported from other modules that
+access memory, pointers with no single root parameter, atomic_cas); the run then falls back to the
+interpreter tracer on CPU copies.
+"""
+import ast
+import copy
+import inspect
+import math
+import os
+import textwrap
+
+import numpy as np
+import torch
+from triton.runtime import KernelInterface
+
+from sandbox.run import build
+from sandbox.run.kernel import find_kernel, launch_keywords, load_module, silenced
+from sandbox.trace import probes, provenance
+from sandbox.trace.record import access_bytes, coverage_result, index_of, out_of_bounds_error, pid_of, ProgramSample, runs_of, TensorRange, trace_of
+
+RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
+ARGUMENTS = {
+    "load": ["pointer", "mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy",
+             "volatile"],
+    "store": ["pointer", "value", "mask", "boundary_check", "cache_modifier", "eviction_policy"],
+    "atomic": ["pointer", "val", "mask", "sem", "scope"],
+}
+DEFAULTS = {"mask": None, "other": None, "cache_modifier": "", "eviction_policy": "", "volatile": False,
+            "sem": None, "scope": None}
+
+
+class InstrumentedTracer:
+    """One instrumented launch (or two: a second records the program of an out-of-bounds access)."""
+
+    def __init__(self, source_path, kernel, args, tensors):
+        self.source_path, self.kernel = source_path, kernel
+        with open(source_path) as f:
+            self.source = f.read()
+        self.analysis = provenance.analyze(self.source, kernel.function.__name__)
+        self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
+        self.owners = self._owners(args, tensors)
+        self.site_of = {}  # id of an out-of-bounds record -> its site
+        self.device = next((r.tensor.device for r in self.ranges), torch.device("cpu"))
+
+    # -- can it be instrumented?
+
+    def _owners(self, args, tensors):
+        """site index -> index into self.ranges of the tensor its pointer derives from."""
+        index = {r.name: i for i, r in enumerate(self.ranges)}
+        return {site: index[name] for site, name in provenance.site_tensors(self.analysis, args, tensors).items()}
+
+    @property
+    def unsupported(self):
+        """Why the kernel's accesses cannot all be seen by instrumentation, or None."""
+        if self.analysis is None:
+            return "the kernel is not a module-level function of the source"
+        if self.analysis.unsupported:
+            return self.analysis.unsupported[0]
+        for name, line in self.analysis.calls:
+            imported = self.imported_function(name)
+            if imported is not None:
+                return (f"memory accesses inside {name}() called at line {line}, a @triton.jit function of "
+                        f"{imported} (not of the source)")
+        for site in self.analysis.sites:
+            if site.name == "atomic_cas":
+                return f"tl.atomic_cas at line {site.line} (it takes no mask)"
+            if site.index not in self.owners:
+                return (f"the pointer of the tl.{site.name} at line {site.line} is not derived from exactly one "
+                        f"tensor argument")
+        return None
+
+    def imported_function(self, name):
+        """The module of the @triton.jit function `name` (as the kernel's module sees it) if it is
+        imported from elsewhere and accesses memory, else None."""
+        value = self.kernel.function.__globals__.get(name.split(".")[0])
+        for attribute in name.split(".")[1:]:
+            value = getattr(value, attribute, None)
+        function = getattr(value, "fn", None)
+        if not (isinstance(value, KernelInterface) and inspect.isfunction(function)):
+            return None
+        try:
+            source = textwrap.dedent(inspect.getsource(function))
+        except (OSError, TypeError):
+            return function.__module__  # no source to read: its accesses cannot be seen
+        return function.__module__ if provenance.accesses_memory(source) else None
+
+    # -- the instrumented module
+
+    def instrumented_source(self):
+        module = ast.parse(self.source)
+        at = next(i for i, node in enumerate(module.body)
+                  if isinstance(node, ast.FunctionDef) and node.name == self.analysis.name)
+        copies = []
+        for reached in self.analysis.functions:  # the kernel, rewritten in place; a copy of each helper per call
+            fn = copy.deepcopy(reached.node) if reached.path else module.body[at]
+            Instrumenter(self, reached).rewrite(fn)
+            copies += [fn] if reached.path else []
+        module.body[at:at] = copies
+        imports = ast.parse("import triton as _tp_triton\nimport triton.language as _tp_tl\nimport triton.language as tl\n"
+                            "from sandbox import probes as _tp_probes\n").body
+        at = next((i for i, node in enumerate(module.body)
+                   if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+                   and not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))), 0)
+        module.body[at:at] = imports
+        return ast.unparse(ast.fix_missing_locations(module))
+
+    def load(self, scratch):
+        """The instrumented kernel, compiled for the device of the tensors (interpreted on a CPU)."""
+        path = os.path.join(scratch, "kernel_instrumented.py")
+        with open(path, "w") as f:
+            f.write(self.instrumented_source())
+        with silenced():
+            module = load_module(path, self.device.type == "cpu")
+        return find_kernel(module, self.analysis.name).jit
+
+    # -- one launch
+
+    def run(self, jit, grid, args, config, plan, record, cover, cap=None):
+        """Launch the instrumented kernel; returns its buffers (on the GPU)."""
+        buffers, extra = self.buffers(math.prod(grid), plan, record, cover, cap)
+        jit[grid](**launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return buffers
+
+    def buffers(self, total, plan, record, cover, cap=None):
+        """The buffers of one launch of `total` programs, `plan` of them with a record slot of `cap`
+        lanes (default: an equal share of RECORD_LANES), and the extra kernel arguments that pass
+        them (sandbox.trace.probes says what each holds)."""
+        on = {"device": self.device}
+        slots = torch.full((total,), -1, dtype=torch.int32, **on)
+        if plan:
+            slots[torch.tensor(plan, **on)] = torch.arange(len(plan), dtype=torch.int32, **on)
+        cap = cap or (max(64, RECORD_LANES // len(plan)) if plan else 1)
+        buffers = {"plan": plan, "rec": torch.empty(max(1, len(plan)) * cap, dtype=torch.int64, **on),
+                   "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, **on),
+                   "viol": torch.full((total,), -1, dtype=torch.int32, **on), "cap": cap, "counters": {}}
+        extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
+                 "_tp_viol": buffers["viol"], "_TP_RECORD": bool(record and plan), "_TP_COVER": cover}
+        for i in sorted(set(self.owners.values())):
+            r = self.ranges[i]
+            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if cover else 1, dtype=torch.int32, **on)
+            if cover:
+                cov[:r.span].fill_(torch.iinfo(torch.int32).max)
+                cov[r.span:2 * r.span].fill_(-1)
+            buffers["counters"][i] = cov
+            extra.update({f"_tp_base_{i}": r.start, f"_tp_span_{i}": r.span, f"_tp_cov_{i}": cov})
+        return buffers, extra
+
+    # -- reading the buffers back
+
+    def programs(self, buffers, grid, limits, wanted=None):
+        """[(index, program, nbytes)] of the recorded programs (those of `wanted` only, if given),
+        decoded like the interpreter's records."""
+        plan, cap = buffers["plan"], buffers["cap"]
+        slots = [slot for slot, index in enumerate(plan) if wanted is None or index in wanted]
+        cursor = buffers["cursor"][slots].cpu().numpy() if slots else np.zeros(0, np.int64)
+        used = np.minimum(cursor, cap)
+        width = int(used.max()) if used.size else 0
+        rec = (buffers["rec"].view(-1, cap)[torch.tensor(slots, device=self.device), :width].cpu().numpy()
+               if width else np.zeros((len(slots), 0), np.int64))
+        events = self.events(rec, used)
+        records = self.records(rec, events)
+        part_bytes = max(1, limits["max_bytes"] // 3)
+        decoded, at = [], 0
+        for row, slot in enumerate(slots):
+            index = plan[slot]
+            program, nbytes = {"pid": list(pid_of(index, grid)), "accesses": []}, 40
+            truncated = cursor[row] > cap
+            while at < len(events) and events[at][0] == row:
+                record = records[at]
+                at += 1
+                if record is None:
+                    continue
+                if nbytes > part_bytes and not record.get("out_of_bounds"):  # the error's access is always kept
+                    truncated = True
+                    continue
+                program["accesses"].append(record)
+                nbytes += access_bytes(record)
+            if truncated:
+                program["truncated"] = True
+            decoded.append((index, program, nbytes))
+        return decoded
+
+    @staticmethod
+    def events(rec, used):
+        """[(row, first body column, site, head)] in row order, then program order; a record's body
+        is `head` lanes, or for a row record (head < 0) the first element of each of its rows."""
+        events = []
+        for row, stream in enumerate(rec):
+            at, end = 0, int(used[row])
+            while at + 2 <= end:
+                site, head = int(stream[at]), int(stream[at + 1])
+                n = head if head >= 0 else -head // probes.ROW_SHIFT.value
+                if site < 0 or at + 2 + n > end:
+                    break
+                events.append((row, at + 2, site, head))
+                at += n + 2
+        return events
+
+    def records(self, rec, events):
+        """The access record of each event. Events of one head are decoded together: most are one
+        contiguous run of active lanes, which needs no per-event work."""
+        records = [None] * len(events)
+        by_head = {}
+        for i, (_, _, _, head) in enumerate(events):
+            by_head.setdefault(head, []).append(i)
+        for head, which in by_head.items():
+            rows = np.array([events[i][0] for i in which])
+            starts = np.array([events[i][1] for i in which])
+            if head < 0:
+                count, cols = divmod(-head, probes.ROW_SHIFT.value)
+                firsts = rec[rows[:, None], starts[:, None] + np.arange(count)]
+                for row, i in enumerate(which):
+                    records[i] = self.simple_record(events[i][2], row_runs(firsts[row], cols))
+                continue
+            lanes = rec[rows[:, None], starts[:, None] + np.arange(head)]
+            for row, i in enumerate(which):
+                records[i] = self.record(events[i][2], lanes[row])
+        return records
+
+    def simple_record(self, site_index, offsets):
+        site = self.analysis.sites[site_index]
+        record = {"op": site.op, "tensor": self.ranges[self.owners[site_index]].name, "line": site.line,
+                  "offsets": offsets, "masked": []}
+        if site.op == "atomic":
+            record["atomic"] = site.atomic
+        return record
+
+    def record(self, site_index, lanes):
+        elements, active = lanes >> 2, (lanes & 1).astype(bool)
+        offsets, masked = runs_of(elements[active]), runs_of(elements[~active])
+        if not offsets and not masked:
+            return None
+        record = {**self.simple_record(site_index, offsets), "masked": masked}
+        out = elements[active & ((lanes >> 1) & 1).astype(bool)]
+        if out.size:
+            record["out_of_bounds"] = runs_of(out)
+            self.site_of[id(record)] = site_index
+        return record
+
+    def tensors_and_coverage(self, counters):
+        tensors, coverage, touched = {r.name: r.info() for r in self.ranges}, {}, 0
+        for i, cov in counters.items():
+            r = self.ranges[i]
+            lowest, highest, loads, atomics = cov.view(probes.COUNTERS, -1)
+            stored, loaded, updated = highest >= 0, loads > 0, atomics > 0
+            r.loaded, r.stored = bool((loaded | updated).any()), bool((stored | updated).any())
+            tensors[r.name] = r.info()
+            touched += int(((loaded | updated).sum() + (stored | updated).sum()).item()) * r.itemsize
+            if r.stored:
+                writers = torch.where(highest < 0, 0, torch.where(lowest == highest, 1, 2))
+                writers = torch.maximum(writers, updated.to(writers.dtype)).to(torch.uint8).cpu().numpy()
+                coverage[r.name] = coverage_result(writers, r)
+        return tensors, coverage, touched
+
+
+class Instrumenter(ast.NodeTransformer):
+    """Rewrites one function reached from the kernel (provenance.Function): extra parameters, in the
+    kernel a prologue, each site through sandbox.trace.probes, each helper call to that call's copy of the
+    helper, and beside each block pointer the scalars it is made of (`_tp_<name>_base`, and per
+    dimension `_shape<d>`, `_stride<d>` and `_ix<d>`, the block's indices), from which a block
+    pointer's access is made as the same access through a tensor of pointers."""
+
+    def __init__(self, tracer, reached):
+        self.tracer, self.reached = tracer, reached
+        self.sites = {site.position: site for site in tracer.analysis.sites if site.path == reached.path}
+        self.calls = {f.path[-1]: f for f in tracer.analysis.functions if f.path and f.path[:-1] == reached.path}
+        owners = sorted(set(tracer.owners.values()))
+        self.shared = ["_tp_rec", "_tp_cursor", "_tp_cap", "_tp_viol"] + [
+            f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
+
+    def rewrite(self, fn):
+        fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
+        # `tl.constexpr` as written: the interpreter reads annotations from the source text
+        constexpr = ast.parse("tl.constexpr", mode="eval").body
+        flags = [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
+        if self.reached.path:  # a helper: the kernel's program and buffers, passed by keyword
+            fn.name = self.reached.clone
+            new = [ast.arg(name) for name in self.shared + ["_tp_slot", "_tp_pid"]] + flags
+            fn.args.args += new
+            fn.args.defaults += [ast.Constant(None) for _ in new]
+            self.generic_visit(fn)
+            return
+        first_default = len(fn.args.args) - len(fn.args.defaults)
+        fn.args.args[first_default:first_default] = [ast.arg(name) for name in self.shared + ["_tp_slots"]] + flags
+        self.generic_visit(fn)
+        prologue = ast.parse("_tp_pid = (_tp_tl.program_id(0) * _tp_tl.num_programs(1) + _tp_tl.program_id(1)) "
+                             "* _tp_tl.num_programs(2) + _tp_tl.program_id(2)\n"
+                             "_tp_slot = _tp_tl.load(_tp_slots + _tp_pid)\n").body
+        docstring = int(bool(fn.body) and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant))
+        fn.body[docstring:docstring] = prologue
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id in self.reached.blocks and isinstance(node.value, ast.Call)):
+            return node
+        return [ast.copy_location(statement, node) for statement in self.block_scalars(target.id, node.value)] + [node]
+
+    def block_scalars(self, name, call):
+        """The statements that set the scalars of block pointer `name`, made by `call`, before it."""
+        ndim, new = self.reached.blocks[name], f"_tp_{name}"
+        if call.func.attr == "advance":  # tl.advance or triton.language.advance (provenance made sure)
+            bound = provenance.bind(call, ["base", "offsets"])
+            old = f"_tp_{bound['base'].id}"
+            lines = [f"{new}_base = {old}_base"] if old != new else []
+            lines += [line for d in range(ndim) for line in
+                      ([f"{new}_shape{d} = {old}_shape{d}", f"{new}_stride{d} = {old}_stride{d}"] if old != new else [])
+                      + [f"{new}_ix{d} = {old}_ix{d} + _tp_probes.i32({ast.unparse(bound['offsets'].elts[d])})"]]
+        else:
+            bound = provenance.bind(call, provenance.MAKE_BLOCK_PTR)
+            shape, strides, offsets, block = (bound[k].elts for k in provenance.MAKE_BLOCK_PTR[1:5])
+            lines = [f"{new}_base = {ast.unparse(bound['base'])}"]
+            for d in range(ndim):
+                lines += [f"{new}_shape{d} = _tp_probes.i64({ast.unparse(shape[d])})",
+                          f"{new}_stride{d} = _tp_probes.i64({ast.unparse(strides[d])})",
+                          f"{new}_ix{d} = _tp_probes.i32({ast.unparse(offsets[d])}) + "
+                          f"_tp_tl.arange(0, {ast.unparse(block[d])})"]
+        return ast.parse("\n".join(lines)).body
+
+    def block_access(self, site, given):
+        """The pointers and the mask of a block pointer's access, from its scalars, as the expressions
+        of the same access through a tensor of pointers."""
+        ndim, name = self.reached.blocks[site.block], f"_tp_{site.block}"
+
+        def along(d, expression):  # a vector of dimension d, broadcast against the others
+            axes = ", ".join(":" if i == d else "None" for i in range(ndim))
+            return f"({expression})" if ndim == 1 else f"({expression})[{axes}]"
+
+        pointers = " + ".join([f"{name}_base"] + [along(d, f"{name}_ix{d}.to(_tp_tl.int64) * {name}_stride{d}")
+                                                  for d in range(ndim)])
+        check = given.get("boundary_check")
+        dims = [] if check is None else [e.value for e in check.elts] if provenance.written_out(check) else [check.value]
+        mask = " & ".join(along(d, f"({name}_ix{d} >= 0) & ({name}_ix{d} < {name}_shape{d})")
+                          for d in sorted(set(dims)))
+        padding = given.get("padding_option")
+        other = {"zero": "0", "nan": "float('nan')"}.get(padding.value if padding is not None else None, "None")
+        return {"pointer": ast.parse(pointers, mode="eval").body,
+                "mask": ast.parse(mask or "None", mode="eval").body,
+                "other": ast.parse(other, mode="eval").body}
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        position = (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)
+        if position in self.calls:  # a helper with accesses: this call's copy of it
+            node.func = ast.Name(self.calls[position].clone, ast.Load())
+            node.keywords += [ast.keyword(name, ast.Name(name, ast.Load()))
+                              for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_RECORD", "_TP_COVER"]]
+            return node
+        site = self.sites.get(position)
+        if site is None:
+            return node
+        kind = site.op
+        given = dict(zip(ARGUMENTS[kind], node.args))
+        given.update({k.arg: k.value for k in node.keywords})
+        if site.block is not None:
+            given.update(self.block_access(site, given))
+        user = [given.get(name, ast.Constant(DEFAULTS.get(name))) for name in ARGUMENTS[kind]
+                if name not in ("boundary_check", "padding_option")]
+        i = self.tracer.owners[site.index]
+        shift = self.tracer.ranges[i].shift
+        tail = (f"_tp_base_{i}, _tp_span_{i}, _tp_cov_{i}, _tp_rec, _tp_cursor, _tp_cap, _tp_slot, _tp_viol, "
+                f"_tp_pid, {site.index}, {shift}, _TP_RECORD, _TP_COVER")
+        if kind == "atomic":
+            tail += f", {site.atomic!r}"
+        call = ast.parse(f"_tp_probes.{kind}({tail})", mode="eval").body
+        call.args[0:0] = user
+        return ast.copy_location(call, node)
+
+
+def row_runs(firsts, cols):
+    """The runs of an access recorded by its rows (each `cols` elements from its first), rows that
+    continue one another joined, as sandbox.trace.runs_of gives them."""
+    breaks = np.flatnonzero(firsts[1:] != firsts[:-1] + cols) + 1
+    starts, ends = np.concatenate(([0], breaks)), np.concatenate((breaks, [firsts.size]))
+    return [[first, (end - start) * cols] for first, start, end in zip(firsts[starts].tolist(), starts.tolist(),
+                                                                        ends.tolist())]
+
+
+def record_plan(total, limits, trace_pid=None, grid=None):
+    """The programs that get a record slot: every program while they fit `max_programs`, else the
+    first, the last and an even spread (as ProgramSample keeps them); or only `trace_pid`."""
+    if trace_pid is not None:
+        return [index_of(trace_pid, grid)]
+    max_programs = limits["max_programs"]
+    if total <= max_programs:
+        return list(range(total))
+    part = max(1, max_programs // 3)
+    stride = max(1, math.ceil(total / part))
+    head, tail = set(range(part)), set(range(total - min(part, max(1, total // 3)), total))
+    return sorted(head | tail | set(range(0, total, stride)))
+
+
+def first_launch_plan(grid, options, limits):
+    """The programs with a record slot in a trace's first instrumented launch."""
+    return record_plan(math.prod(grid), limits, options.get("trace_pid"), grid) if options["trace"] else []
+
+
+def compile_instrumented(tracer, jit, grid, args, config, options, limits):
+    """Compile the instrumented build that gpu_trace's first launch runs, launching nothing: the same
+    arguments, so the launch finds it compiled."""
+    _, extra = tracer.buffers(math.prod(grid), first_launch_plan(grid, options, limits), options["trace"],
+                              options["trace"])
+    jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
+                                            num_stages=config.num_stages))
+
+
+def gpu_trace(tracer, jit, grid, args, config, options, limits):
+    """The trace (docs/result.md) of an instrumented launch; raises the out-of-bounds RunError, with
+    the trace up to and including the offending access attached as `error.trace`."""
+    total = math.prod(grid)
+    trace_pid = options.get("trace_pid")
+    plan = first_launch_plan(grid, options, limits)
+    buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
+    bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
+    if bad.size:
+        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers)
+    if not options["trace"]:
+        return None
+    tensors, coverage, touched = tracer.tensors_and_coverage(buffers["counters"])
+    wanted, buffers = recorded_whole(tracer, jit, grid, args, config, limits, buffers)
+    sample = ProgramSample(total, limits["max_programs"] if trace_pid is None else 1, limits["max_bytes"])
+    for item in tracer.programs(buffers, grid, limits, wanted):
+        sample.add(*item)
+    programs = sample.programs()
+    return trace_of(grid, programs, "gpu", sampled=len(programs) < total, sample=sample.describe(), tensors=tensors,
+                    coverage=coverage, bytes_touched=touched)
+
+
+def recorded_whole(tracer, jit, grid, args, config, limits, buffers):
+    """The programs worth decoding: as many as the trace's byte limit takes, judged by the first
+    program's size, so that decoding costs what is sent, and a big program's slots are recorded
+    whole (by a second launch, with slots of its size, where the first launch's were too small)."""
+    plan, cap = buffers["plan"], buffers["cap"]
+    cursor = buffers["cursor"].cpu().numpy()[:len(plan)]
+    need = max(1, int(cursor.max()))
+    first = tracer.programs(buffers, grid, limits, {plan[0]})[0][2]
+    per_program = first * max(1.0, cursor[0] / cap)  # a cut-short first program, scaled to its whole size
+    fit = max(1, min(RECORD_LANES // need, math.ceil(limits["max_bytes"] / per_program)))
+    wanted = set(plan if fit >= len(plan) else record_plan(math.prod(grid), {"max_programs": fit}))
+    slot_of = {index: slot for slot, index in enumerate(plan)}
+    if all(index in slot_of and cursor[slot_of[index]] <= cap for index in wanted):
+        return wanted, buffers
+    tracer.restore()  # the same launch again, from the inputs as they were
+    return wanted, tracer.run(jit, grid, args, config, sorted(wanted), True, False, cap=min(max(64, need), RECORD_LANES))
+
+
+def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
+    """The first program (in launch order) with an out-of-bounds access, recorded and explained."""
+    plan = buffers["plan"]
+    if index not in plan:  # record it (and the programs before it that have slots) in a second launch
+        plan = sorted([p for p in plan if p < index] + [index])
+        tracer.restore()  # the same launch again: from the inputs as they were
+        buffers = tracer.run(jit, grid, args, config, plan, True, False)
+    site_index = int(buffers["viol"][index].item())  # the site of the program's first stray access
+    programs, error = decoded_until(tracer, buffers, grid, limits, index)
+    if error is None:
+        # Its slot was too small for all its accesses (a long loop, a big block): record it alone, whole.
+        need = int(buffers["cursor"][buffers["plan"].index(index)].item())
+        tracer.restore()
+        alone = tracer.run(jit, grid, args, config, [index], True, False, cap=min(max(64, need), RECORD_LANES))
+        whole, error = decoded_until(tracer, alone, grid, limits, index)
+        programs = programs[:-1] + whole[-1:]
+    site = tracer.analysis.sites[tracer.site_of[id(error)] if error is not None else site_index]
+    tensor = tracer.ranges[tracer.owners[site.index]]
+    tensors = {r.name: r.info() for r in tracer.ranges}
+    pid = list(pid_of(index, grid))
+    if error is None:  # more accesses than any record buffer holds: the error without its offsets
+        exc = out_of_bounds_error(site.op, tensor, None, pid, site.line, None, 1, site.block is not None)
+        exc.trace = trace_of(grid, programs[:-1], "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
+        return exc
+    out = np.concatenate([np.arange(start, start + length) for start, length in error["out_of_bounds"]])
+    exc = out_of_bounds_error(site.op, tensor, out, pid, site.line, error.get("atomic"),
+                              2 if provenance.looks_2d(site) else 1, site.block is not None)
+    exc.trace = trace_of(grid, programs, "gpu", sampled=True, sample=None, tensors=tensors, coverage={})
+    return exc
+
+
+def decoded_until(tracer, buffers, grid, limits, index):
+    """The recorded programs up to program `index`, whose accesses end at its first out-of-bounds one,
+    and that access (None where its record did not fit its slot)."""
+    programs, error = [], None
+    for i, program, _ in tracer.programs(buffers, grid, limits):
+        if i > index:
+            break
+        if i == index:
+            for at, access in enumerate(program["accesses"]):
+                if access.get("out_of_bounds"):
+                    program["accesses"] = program["accesses"][:at + 1]
+                    error = access
+                    break
+        programs.append(program)
+    return programs, error
+
+
+def prepare(spec, kernel_path, kernel, inputs, namespace):
+    """The tracer, and the arguments of its launch over clones of `inputs` (the instrumented launch
+    writes too: the real one must start from the inputs as built)."""
+    clones = {name: t.clone() for name, t in inputs.items()}
+    args, _ = build.build_args(spec, kernel, {**namespace, **clones})
+    tracer = InstrumentedTracer(kernel_path, kernel, args, build.launch_tensors(clones, args))
+    tracer.restore = lambda: [clones[name].copy_(t) for name, t in inputs.items()]
+    return tracer, args

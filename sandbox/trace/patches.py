@@ -1,0 +1,106 @@
+"""Triton's interpreter, patched where the playground needs it to behave as a compiled launch does.
+
+- `interpreter_hygiene()`: an interpreted launch leaves triton.language as it found it, so the same
+  process can compile for a GPU afterwards;
+- `patch_interpreter_compat()`: Triton 3.6's interpreter made to take what 3.7's takes (interpreter
+  scalars in `range`, float arguments as fp32 tensors, libdevice functions).
+"""
+import contextlib
+
+import numpy as np
+import triton.language as tl
+from triton.runtime import interpreter
+from triton.runtime.jit import mangle_type
+
+from sandbox.run import libdevice
+
+@contextlib.contextmanager
+def interpreter_hygiene():
+    """Run the interpreter without leaving it patched into triton.language afterwards.
+
+    Two fixes, both needed by a process that compiles for a GPU after an interpreted launch (a GPU
+    run's trace pass; the IR of a CPU run):
+    - triton.language's own @jit functions (tl.cdiv, tl.sum, ...) are compiled-mode JITFunctions in
+      a process that imported triton with the interpreter off, and refuse to be called in a kernel:
+      call them as interpreted functions instead;
+    - the interpreter patches triton.language for each device-function call and never restores
+      it (only the launch's own patches are undone): undo each call's patches when it returns.
+    """
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+    scopes, interpreted = [], {}
+    original_patch, original_device_call = interpreter._patch_lang, interpreter.InterpretedFunction.__call__
+    original_jit_call = JITFunction.__call__
+
+    def patch_lang(fn):
+        scope = original_patch(fn)
+        scopes.append(scope)
+        return scope
+
+    def device_call(self, *args, **kwargs):
+        mark = len(scopes)
+        try:
+            return original_device_call(self, *args, **kwargs)
+        finally:
+            while len(scopes) > mark:
+                scopes.pop().restore()
+
+    def jit_call(self, *args, **kwargs):
+        if self.fn not in interpreted:
+            interpreted[self.fn] = interpreter.InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = patch_lang, device_call
+    JITFunction.__call__ = jit_call
+    try:
+        yield
+    finally:
+        interpreter._patch_lang, interpreter.InterpretedFunction.__call__ = original_patch, original_device_call
+        JITFunction.__call__ = original_jit_call
+        while scopes:
+            scopes.pop().restore()
+
+
+# ---------------------------------------------------------------- Triton 3.6 compatibility
+
+def _scalar_index(tensor):
+    # Interpreter scalars are 1-element arrays; numpy >= 2.4 refuses int() of any array with ndim > 0.
+    return int(np.asarray(tensor.handle.data).item())
+
+
+def patch_interpreter_compat():
+    """Let `range(...)` take interpreter scalars (e.g. `range(0, tl.cdiv(K, BK))`) on Triton 3.6.
+
+    Triton 3.6's interpreter gives tl.tensor an `__index__` of `int(handle.data)`, which fails with
+    "only 0-dimensional arrays can be converted to Python scalars"; 3.7 squeezes the array first.
+    The interpreter installs `__index__` at every launch, so the patch wraps the function that does.
+    Idempotent, and the same behaviour as 3.7's own on 3.7.
+    """
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "scalar_index_compat", False):
+        return
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", _scalar_index)
+
+    patch_lang_tensor.scalar_index_compat = True
+    interpreter._patch_lang_tensor = patch_lang_tensor
+    interpreter._implicit_cvt = _float_arguments(interpreter._implicit_cvt)
+    libdevice.install()
+
+
+def _float_arguments(convert):
+    """A kernel's float argument as a compiled launch passes it: an fp32 scalar tensor (so that
+    `eps.to(tl.float32)` works, as in liger-kernel's norms). The interpreter passes a bare float."""
+    if getattr(convert, "float_arguments", False):
+        return convert
+
+    def implicit_cvt(arg):
+        if isinstance(arg, float):
+            ty = tl.str_to_ty(mangle_type(arg), None)
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), ty), ty)
+        return convert(arg)
+
+    implicit_cvt.float_arguments = True
+    return implicit_cvt

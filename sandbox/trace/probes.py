@@ -1,0 +1,128 @@
+"""The device side of the GPU tracer (sandbox.trace.gpu): what an instrumented kernel runs at each
+memory access site instead of the bare tl.load / tl.store / tl.atomic_*.
+
+`probe` judges every lane by the tensor its pointer derives from (`base`, `span` elements of
+`1 << SHIFT` bytes), counts the active in-bounds lanes into that tensor's coverage counters, keeps
+the first out-of-bounds site of each program, and, for a program that has a record slot, appends
+the access to the slot's stream. It returns the mask the real access then uses: the original mask
+without the out-of-bounds lanes, so the instrumented launch never touches memory outside its
+tensor.
+
+Coverage counters of a tensor (int32, `span` each, one after the other): the lowest and highest
+linear program id that stored an element, whether it was loaded, whether an atomic updated it.
+
+A record: [site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active. An
+access whose lanes are all active and in bounds, each row of its block one run of elements (a
+vector add's block, a matmul's tile), is recorded by its rows instead, 64 times smaller for a
+128x64 tile: [site, -(rows * ROW_SHIFT + cols), first element of each row...]. A site of -1 ends
+a slot that ran out of room.
+"""
+import triton
+import triton.language as tl
+
+LOWEST, HIGHEST, LOADED, UPDATED = range(4)
+COUNTERS = 4
+ROW_SHIFT = tl.constexpr(1 << 32)  # a row record's header: -(rows * ROW_SHIFT + cols)
+OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
+
+
+@triton.jit
+def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
+          SITE: tl.constexpr, SHIFT: tl.constexpr, OP: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    addr = ptr.to(tl.int64)
+    if mask is None:
+        active = addr == addr
+    else:
+        active = (addr == addr) & mask
+    addr = tl.where(active, addr, addr)  # the access's shape: the pointer's and the mask's, broadcast
+    byte = addr - base
+    elem = byte >> SHIFT
+    inside = (byte >= 0) & (elem < span)
+    safe = active & inside
+    oob = active & (inside == 0)
+    if COVER:
+        if OP == 1:  # which programs stored: two writers differ in the lowest and the highest id
+            tl.atomic_min(cov + elem, pid, mask=safe, sem="relaxed")
+            tl.atomic_max(cov + span + elem, pid, mask=safe, sem="relaxed")
+        elif OP == 0:  # loaded: a flag, set by plain stores (many programs read one element: no contention)
+            tl.store(cov + 2 * span + elem, 1, mask=safe)
+        else:  # updated by an atomic
+            tl.store(cov + 3 * span + elem, 1, mask=safe)
+    lanes = elem * 4 + oob.to(tl.int64) * 2 + active.to(tl.int64) + tl.zeros([1], tl.int64)
+    flat = tl.reshape(lanes, [lanes.numel])
+    if tl.sum(((flat >> 1) & 1).to(tl.int32), axis=0) > 0:
+        tl.atomic_cas(viol + pid, -1, SITE)
+    if RECORD:
+        if slot >= 0:
+            COLS: tl.constexpr = lanes.shape[len(lanes.shape) - 1]
+            ROWS: tl.constexpr = lanes.numel // COLS
+            table = tl.reshape(lanes, [ROWS, COLS])
+            firsts = tl.min(table >> 2, axis=1)
+            whole = (((table >> 2) - firsts[:, None]) == tl.arange(0, COLS)[None, :]) & ((table & 3) == 1)
+            if tl.sum(whole.to(tl.int32)) == lanes.numel:  # each row one run of active lanes, in bounds
+                append(rec, cursor, cap, slot, SITE, -(ROWS * ROW_SHIFT + COLS), firsts)
+            else:
+                append(rec, cursor, cap, slot, SITE, lanes.numel, flat)
+    return safe
+
+
+@triton.jit
+def append(rec, cursor, cap, slot, SITE, head, body):
+    """[SITE, head, body...] at the end of the slot's stream, or -1 there if it does not fit."""
+    at = tl.atomic_add(cursor + slot, body.numel + 2)
+    out = rec + slot.to(tl.int64) * cap + at
+    if at + body.numel + 2 <= cap:
+        tl.store(out, SITE)
+        tl.store(out + 1, head)
+        tl.store(out + 2 + tl.arange(0, body.numel), body)
+    elif at < cap:
+        tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
+
+
+@triton.jit
+def load(ptr, mask, other, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr, volatile: tl.constexpr,
+         base, span, cov, rec, cursor, cap, slot, viol, pid,
+         SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 0, RECORD, COVER)
+    return tl.load(ptr, mask=safe, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
+                   volatile=volatile)
+
+
+@triton.jit
+def store(ptr, value, mask, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr,
+          base, span, cov, rec, cursor, cap, slot, viol, pid,
+          SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 1, RECORD, COVER)
+    tl.store(ptr, value, mask=safe, cache_modifier=cache_modifier, eviction_policy=eviction_policy)
+
+
+@triton.jit
+def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, cov, rec, cursor, cap, slot, viol, pid,
+           SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr, NAME: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, RECORD, COVER)
+    if NAME == "add":
+        return tl.atomic_add(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "max":
+        return tl.atomic_max(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "min":
+        return tl.atomic_min(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "and":
+        return tl.atomic_and(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "or":
+        return tl.atomic_or(ptr, val, mask=safe, sem=sem, scope=scope)
+    elif NAME == "xor":
+        return tl.atomic_xor(ptr, val, mask=safe, sem=sem, scope=scope)
+    else:
+        return tl.atomic_xchg(ptr, val, mask=safe, sem=sem, scope=scope)
+
+
+@triton.jit
+def i32(x):
+    """A block pointer's offsets, as tl.make_block_ptr and tl.advance keep them."""
+    return tl.cast(x, tl.int32)
+
+
+@triton.jit
+def i64(x):
+    """A block pointer's shape and strides, as tl.make_block_ptr keeps them."""
+    return tl.cast(x, tl.int64)

@@ -1,0 +1,3 @@
+from sandbox.worker.main import main
+
+main()

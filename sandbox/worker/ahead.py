@@ -1,0 +1,176 @@
+"""Compile ahead: what a person types, compiled before they press Run.
+
+The server sends `compile` {spec, owner} (the page asks ~400 ms after the last keystroke). The worker
+compiles it in a run process of its own, jailed as any run, at idle CPU priority (a run never waits
+for one), lent the owner's kernels and collecting what it compiles back into them; it answers
+`compiled` {result} (ok, or the compile's error at its line, for the editor to mark). The owner's
+next run of the same spec (equal sandbox.spec.compile_key) finds everything built, and says so.
+
+Bounded: one compile per owner (a newer request replaces it, and a run of another spec ends it: it
+is stale), MAX_RUNNING at once per worker, and a request that waited past STALE_S is dropped.
+"""
+import collections
+import contextlib
+import copy
+import select
+import time
+
+from sandbox import protocol
+from sandbox import result as results
+from sandbox.errors import RunError
+from sandbox.spec import FIELDS, SpecError, compile_key, normalize
+
+MAX_RUNNING = 2  # compiles at once per worker, of different owners
+STALE_S = 10.0  # a request not started by then: the person has typed on, or run it
+READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
+FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
+
+
+class Compile:
+    """One compile under way: its run process, the request's id and the spec's compile key."""
+
+    def __init__(self, run, compile_id, spec, key, deadline):
+        self.run, self.compile_id, self.spec, self.key, self.deadline = run, compile_id, spec, key, deadline
+        self.sent = False  # its job, once it is warm
+
+
+def key_of(spec):
+    """The spec's compile key; a job's spec may carry what the server adds beside it (its reference
+    timings, a puzzle's tests), which is not the spec's."""
+    try:
+        return compile_key(normalize(copy.deepcopy({k: v for k, v in spec.items() if k in FIELDS})))
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+        return None  # a malformed spec: its compile says why, and no run finds it
+
+
+def error_fields(error):
+    """What the editor shows of a compile's error (it came from the run process: taken field by field)."""
+    if not isinstance(error, dict):
+        return None
+    text = lambda name: str(error[name])[:2000] if isinstance(error.get(name), str) else None  # noqa: E731
+    line = error.get("line")
+    return {"phase": text("phase") or "compile", "type": text("type"), "message": text("message") or "",
+            "hint": text("hint"), "line": line if isinstance(line, int) and not isinstance(line, bool) else None}
+
+
+class CompileAhead:
+    """A worker's compiles ahead. The worker calls `request` for each `compile` message, `step` when
+    it is idle (with the readable descriptors of `fds()`), and `before_run` before each job."""
+
+    def __init__(self, settings, run_process, kernel_caches, send):
+        """`run_process()`: a run process for a compile (sandbox.worker: a warm spare, if one can be spared)."""
+        self.settings, self.run_process, self.kernel_caches, self.send = settings, run_process, kernel_caches, send
+        self.running = {}  # owner -> Compile
+        self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
+        self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
+
+    # -- what the worker asks
+
+    def request(self, msg):
+        owner, spec = msg["content"].get("owner"), msg["content"].get("spec")
+        if not isinstance(owner, str) or not owner or not isinstance(spec, dict):
+            return
+        self.end(owner)  # a newer request: the older compile is stale
+        self.waiting.pop(owner, None)
+        self.waiting[owner] = (msg["run_id"], spec, key_of(spec), time.monotonic())
+        self.start_waiting()
+
+    def before_run(self, owner, spec, wait_s):
+        """Before `owner`'s run of `spec`: wait (up to `wait_s`) for its compile of the same spec to
+        finish, or end one of another spec (stale: it would only slow the run down). Returns whether a
+        compile of this very spec finished into the owner's kernels."""
+        key = key_of(spec)
+        waiting = self.waiting.get(owner)
+        if waiting is not None and waiting[2] != key:
+            del self.waiting[owner]
+        under_way = self.running.get(owner)
+        if under_way is not None and under_way.key != key:
+            self.end(owner)
+        deadline = time.monotonic() + wait_s
+        while owner in self.running and time.monotonic() < deadline:
+            fds = self.fds()
+            self.step(select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), self.poll_s() or 1)))[0])
+        return key is not None and self.finished.get(owner) == key
+
+    def fds(self):
+        return [fd for c in self.running.values() for fd in (c.run.msg_r, c.run.out_r)]
+
+    def poll_s(self):
+        if not self.running:
+            return None
+        return max(0.0, min(c.deadline for c in self.running.values()) - time.monotonic())
+
+    def step(self, readable):
+        for owner, under_way in list(self.running.items()):
+            run = under_way.run
+            if time.monotonic() > under_way.deadline:
+                self.answer(under_way, results.failed(RunError(
+                    "timeout", f"compiling took longer than {self.settings.timeout_s:g} s; a run would time out too")))
+                self.end(owner)
+            elif not under_way.sent:
+                if run.poll_ready():
+                    self.give_job(owner, under_way)
+                elif run.wait() is not None:
+                    self.end(owner)
+            elif any(fd in readable for fd in (run.msg_r, run.out_r)):
+                self.read(owner, under_way)
+        self.start_waiting()
+
+    def stop(self):
+        for owner in list(self.running):
+            self.end(owner)
+
+    # -- the compiles
+
+    def start_waiting(self):
+        while self.waiting and len(self.running) < MAX_RUNNING:
+            owner, (compile_id, spec, key, came) = self.waiting.popitem(last=False)
+            if time.monotonic() - came > STALE_S:
+                continue
+            run = self.run_process()
+            run.owner, run.keep_kernels = owner, True
+            self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S)
+            if run.poll_ready():  # a warm spare
+                self.give_job(owner, self.running[owner])
+
+    def give_job(self, owner, under_way):
+        from sandbox.worker.run_process import kernel_cache_of
+        run = under_way.run
+        with contextlib.suppress(OSError):  # at worst it compiles what the owner has
+            self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
+        try:
+            run.send_job(protocol.message("job", under_way.compile_id, spec=under_way.spec, owner=owner,
+                                          compile_ahead=True))
+        except OSError:
+            return self.end(owner)
+        under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
+
+    def read(self, owner, under_way):
+        """Take what its run process sent (its output is dropped); answer and end it on its result."""
+        run = under_way.run
+        while select.select([run.msg_r, run.out_r], [], [], 0)[0]:
+            kind, data = run.next_message(time.monotonic() + 5)
+            if kind in ("eof", "timeout"):
+                return self.end(owner)
+            msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
+            if msg is not None and msg["type"] == "result" and msg["run_id"] == under_way.compile_id:
+                result = msg["content"].get("result")
+                if isinstance(result, dict) and result.get("status") == "ok" and under_way.key is not None:
+                    self.finished.pop(owner, None)
+                    self.finished[owner] = under_way.key
+                    while len(self.finished) > FINISHED_KEPT:
+                        self.finished.popitem(last=False)
+                self.end(owner, keep=True)  # collected before the answer: a run that follows it finds it all
+                return self.answer(under_way, result if isinstance(result, dict) else {})
+
+    def answer(self, under_way, result):
+        """The server's answer: whether it compiled, and the error a run would meet (for the editor)."""
+        error = result.get("error") if result.get("status") == "error" else None
+        self.send(protocol.message("compiled", under_way.compile_id, ok=error is None, error=error_fields(error)))
+
+    def end(self, owner, keep=False):
+        """End the owner's compile; `keep`: it finished, collect what it compiled into the owner's kernels."""
+        under_way = self.running.pop(owner, None)
+        if under_way is not None:
+            under_way.run.keep_kernels = keep
+            under_way.run.finish(self.kernel_caches)

@@ -1,0 +1,420 @@
+"""A worker: a warm process (torch and triton imported) that runs each job in a fresh, jailed process.
+
+    python -m sandbox.worker        # speaks sandbox.protocol on stdin/stdout
+
+For every run the worker forks a run process ahead of need (sandbox.worker.run_process: the jail and the
+warm-up, CUDA init included, happen off the critical path), hands it its one job, relays its
+messages and output, enforces the wall-clock timeout and the output limit, and turns a run process
+that dies into a clear error. No state of one run reaches the next.
+"""
+import codecs
+import collections
+import contextlib
+import functools
+import os
+import select
+import tempfile
+import time
+
+from sandbox import protocol
+from sandbox import result as results
+from sandbox.errors import RunError
+from sandbox.jail import isolation
+from sandbox.worker.zygote import Zygote
+
+READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
+AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
+
+
+def warm_compiler(has_gpu):
+    """Do once, before any fork, the work every run process would otherwise repeat on its first
+    compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas its
+    version, importing the Gluon frontend the launcher loads lazily (~0.2 s). None of it touches CUDA."""
+    import triton
+    from triton.runtime.cache import triton_key
+    triton_key()
+    with contextlib.suppress(Exception):  # no NVIDIA backend or no ptxas: nothing to warm
+        from triton.backends.nvidia.compiler import get_ptxas_version
+        get_ptxas_version(90)
+    with contextlib.suppress(ImportError):
+        import triton.experimental.gluon  # noqa: F401
+    with contextlib.suppress(ImportError):
+        import pyseccomp  # noqa: F401  (loads libseccomp once, for every run's filter)
+    if has_gpu:
+        # The CUDA driver's launcher utilities (a C module Triton builds once, then dlopens), made the
+        # active driver directly: choosing it the usual way asks torch for a GPU, which starts a thread.
+        from triton.backends.nvidia.driver import CudaDriver
+        triton.runtime.driver.set_active(CudaDriver())
+
+
+def status_shape_ok(content):
+    return isinstance(content.get("phase"), str) and isinstance(content.get("message"), str)
+
+
+def part_shape_ok(content):
+    """A part of the result (sandbox.result.PARTS) and nothing else beside it."""
+    return set(content) == {"part", "content"} and not results.part_problems(content["part"], content["content"])
+
+
+def timed_shape_ok(content):
+    """A reference's timing: its key (a sha256 hex digest) and a summary of numbers."""
+    key, summary = content.get("key"), content.get("reference_ms")
+    return (set(content) == {"key", "reference_ms"} and isinstance(key, str) and len(key) == 64
+            and isinstance(summary, dict) and not results.summary_problems(summary))
+
+
+class PartsSent:
+    """The parts of one run's result relayed so far: each at most once, and all together no more
+    than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it. A graded
+    run's own check is never relayed: the grader's is its check."""
+
+    def __init__(self, run_id=None, graded=False):
+        self.run_id, self.names, self.bytes = run_id, set(), 0
+        if graded:
+            self.names.add("check")
+
+
+def grader_outcome_ok(content):
+    """The grader's verdict: {"puzzle": {name, ok, tests, diff, timing}, "check"}."""
+    outcome = content.get("grade") if set(content) == {"grade"} else None
+    puzzle = outcome.get("puzzle") if isinstance(outcome, dict) and set(outcome) == {"puzzle", "check"} else None
+    return (isinstance(puzzle, dict) and isinstance(puzzle.get("ok"), bool) and isinstance(puzzle.get("tests"), list)
+            and (outcome["check"] is None or isinstance(outcome["check"], dict)))
+
+
+def failed_grading(grading, error):
+    """The verdict when there is none from the grader: every test failed with `error`."""
+    summary = {"ok": False, "status": "error", "mismatched": 0, "unwritten": 0, "numel": 0, "raced": 0, "undefined_loads": False,
+               "error": {"phase": error.phase, "message": error.message, "line": error.line}}
+    return {"puzzle": {"name": grading["puzzle"], "ok": False, "diff": None, "timing": None,
+                       "tests": [{**summary, "label": test["label"]} for test in grading["tests"]]},
+            "check": None}
+
+
+def graded_result(shown, outcome, expected):
+    """The student's run (what it showed: its trace, output, timings, IR) with the grader's verdict:
+    `puzzle`, `check`, and a status that is `ok` only when the grader passed every test."""
+    shown["puzzle"] = {**outcome["puzzle"], "expected": expected}
+    shown["check"] = outcome["check"]
+    if shown["status"] != "error":
+        shown["status"] = "ok" if outcome["puzzle"]["ok"] else "mismatch"
+    return shown
+
+
+class Worker:
+    def __init__(self, channel, settings, kernel_caches, shared=None):
+        from sandbox.worker.ahead import CompileAhead
+        from sandbox.worker.run_process import RunProcess
+        from sandbox.worker.warming import Warming
+        # Forked now, before this worker holds any job: every run process descends from it.
+        self.zygote = Zygote(functools.partial(RunProcess.serve_request, settings))
+        RunProcess.live.add(self.zygote.pid)
+        self.new_run_process = lambda warming=False: RunProcess(settings, self.zygote, warming)  # noqa: E731
+        self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
+        self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
+                               lambda status: self.send(protocol.message("warming", **status)))
+        self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send)
+        self.device = None
+        # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
+        # than a person takes to press Run again: with two, the next run finds one warm.
+        self.spare_count = 2
+        self.spares = collections.deque()
+        self.parts = PartsSent()  # of the run being relayed
+
+    def send(self, msg):
+        self.send_line(protocol.encode(msg, nan_to_null=True))
+
+    def send_line(self, line):
+        self.channel.write(line)
+        self.channel.flush()
+
+    def start(self):
+        """Fork the spare run processes and wait until the first is warm; returns its ready message."""
+        self.spares.extend(self.new_run_process() for _ in range(self.spare_count))
+        ready = self.spares[0].wait_ready(READY_TIMEOUT_S)
+        self.device = {"kind": ready["device"]["kind"], "name": ready["device"]["name"]}
+        return ready
+
+    def serve(self, stdin_fd=0):
+        """Take the server's messages until it closes our input; the warm-up goes on between jobs."""
+        pending = b""
+        while True:
+            waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s()) if s is not None]
+            readable = select.select([stdin_fd, *self.warming.fds(), *self.ahead.fds()], [], [],
+                                     min(waits) if waits else None)[0]
+            if stdin_fd in readable:
+                data = os.read(stdin_fd, 1 << 20)
+                if not data:
+                    break
+                pending += data
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    self.handle(line)
+            self.warming.step(readable)
+            self.ahead.step(readable)
+        self.warming.stop()
+        self.ahead.stop()
+
+    def handle(self, line):
+        msg = protocol.decode(line, protocol.SERVER_TYPES)
+        if msg is None:
+            return
+        if msg["type"] == "warm":
+            self.warming.begin(msg["content"].get("specs"), self.device)
+        elif msg["type"] == "compile":
+            self.ahead.request(msg)
+        else:
+            self.run(msg)
+
+    def run_process_for_compile(self):
+        """A warm spare, replaced at once (the next run finds one warm too), while another is warm;
+        else a new one, which warms up at idle CPU priority."""
+        warm = [spare for spare in self.spares if spare.poll_ready()]
+        if len(warm) < 2:
+            return self.new_run_process(warming=True)
+        self.spares.remove(warm[0])
+        self.spares.append(self.new_run_process())
+        return warm[0]
+
+    def take_warm_run_process(self):
+        """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
+        one that died while it waited (the host may kill it): a dead one never fails the next job."""
+        for _ in range(2 * self.spare_count + 1):
+            run = next((spare for spare in self.spares if spare.poll_ready()), self.spares[0])
+            self.spares.remove(run)
+            try:
+                if run.ready is None:
+                    run.wait_ready(READY_TIMEOUT_S)
+                if run.wait() is None:
+                    return run
+            except RuntimeError:
+                pass
+            run.finish(self.kernel_caches)
+            self.spares.append(self.new_run_process())
+        raise RuntimeError("run processes fail to start")
+
+    def start_job(self, job, owner, keep_kernels):
+        """Hand the job to the warm run process with its owner's compiled kernels (none for a run
+        that must not touch them)."""
+        from sandbox.worker.run_process import kernel_cache_of
+        run = self.take_warm_run_process()
+        run.owner, run.keep_kernels = owner, keep_kernels
+        if keep_kernels:
+            with contextlib.suppress(OSError):  # at worst the run compiles again
+                self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
+        try:
+            run.send_job(job)
+        except OSError:
+            pass  # it died meanwhile: the relay below reports it
+        return run
+
+    def relay(self, run_id, line, charged, output_limit, submitted=None):
+        """One line from the run's message pipe: checked for shape, charged to the output limit
+        (except the result and its parts, bounded as the result is), relayed. Returns (the result
+        line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
+        to megabytes: never encoded twice). A graded run's exported kernel goes into `submitted`."""
+        msg = protocol.decode(line, protocol.RUN_TYPES)
+        content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
+        if msg is not None and msg["type"] == "result" and content is not None:
+            if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
+                return line + b"\n", None, charged
+            return None, RunError("sandbox", "the run process sent a malformed result"), charged
+        if msg is not None and msg["type"] == "partial" and content is not None and part_shape_ok(content):
+            if self.parts.run_id != run_id:
+                self.parts = PartsSent(run_id)
+            if content["part"] not in self.parts.names:
+                return None, self.relay_part(content["part"], line), charged
+        charged += len(line)  # anything else it writes there counts as output; a line not of this run, or a part
+        # already sent or malformed, is dropped
+        if charged > output_limit:
+            return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
+        if content is None:
+            return None, None, charged
+        if msg["type"] == "kernel":
+            if submitted is not None and not submitted and set(content) == {"package", "error"}:
+                submitted.update(content)
+        elif msg["type"] == "sanitized":
+            self.send(protocol.message("sanitized", run_id))
+        elif msg["type"] == "timed" and timed_shape_ok(content):
+            self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
+        elif status_shape_ok(content):
+            self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
+        return None, None, charged
+
+    def relay_part(self, part, line):
+        """Pass on a part of the result as the run encoded it; the error of a run whose parts
+        outgrow what its whole result may be, else None."""
+        self.parts.bytes += len(line)
+        if self.parts.bytes > protocol.MAX_LINE_BYTES:
+            return RunError("limit", f"the run's result grew past {protocol.MAX_LINE_BYTES // (1 << 20)} MB; it was stopped")
+        self.parts.names.add(part)
+        self.send_line(line + b"\n")
+        return None
+
+    def run(self, job):
+        from sandbox.worker.run_process import describe_exit
+        run_id, content = job["run_id"], job["content"]
+        timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
+        owner = content.get("owner")
+        # A graded run: the puzzle's tests (the server's) go to the grader, never to the student's process.
+        grading = content["spec"].pop("grading", None) if isinstance(content.get("spec"), dict) else None
+        submitted = {} if grading is not None else None
+        if grading is not None:
+            content["export_kernel"] = True
+        self.parts = PartsSent(run_id, graded=grading is not None)
+        with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
+            content["sanitized_before"] = bool(content.get("sanitized_before")) or self.warming.sanitized(content["spec"])
+        deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
+        keep_kernels = not content.get("from_link")
+        # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
+        done_here = keep_kernels and isinstance(owner, str) and self.ahead.before_run(owner, content.get("spec"),
+                                                                                      AHEAD_WAIT_S)
+        content["compiled_ahead"] = bool(keep_kernels and (done_here or content.get("compiled_ahead") is True))
+        run = self.start_job(job, owner, keep_kernels)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        charged = 0  # bytes of output and status messages: both count against the output limit
+        result = error = None
+        died = False
+        while result is None and error is None and not died:
+            kind, data = run.next_message(deadline)
+            if kind == "out":
+                charged += len(data)
+                if charged > output_limit:
+                    error = RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped")
+                else:
+                    self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
+            elif kind == "msg":
+                result, error, charged = self.relay(run_id, data, charged, output_limit, submitted)
+            elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
+                error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
+                                          f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
+            elif kind == "timeout":
+                error = RunError("timeout", f"the run took longer than {timeout_s:g} s and was stopped. "
+                                            f"Look for an endless loop (a while loop whose condition never changes, "
+                                            f"or a huge grid).")
+            else:
+                died = True
+        if not died and error is None and run.cgroup and run.cgroup.out_of_memory():
+            error = RunError("limit", f"a process of the run used more than the run's {self.settings.limits.memory_mb} MB "
+                                      f"of memory (all its processes together) and was killed")
+        if died:
+            status, out_of_memory = run.finish(self.kernel_caches, grace_s=2.0)  # its init reports how it ended
+            if out_of_memory:
+                error = RunError("limit", f"the run used more than {self.settings.limits.memory_mb} MB of memory "
+                                          f"(all its processes together) and was stopped")
+            else:
+                error = RunError("sandbox", f"the run's process {describe_exit(status)}. The server is fine; "
+                                            f"only this run was lost.")
+        if not died:  # collected below, after the reply: the owner's next run waits for it
+            run.hold_kernel_cache(self.kernel_caches)
+        if grading is not None and error is None:
+            run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
+            result, error = self.grade(run_id, result, grading, submitted, content["spec"], deadline)
+        if error is not None:
+            self.send(protocol.message("result", run_id, result=results.failed(error)))
+        else:
+            self.send_line(result)
+        # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
+        # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init
+        # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown
+        # takes a while).
+        self.spares.append(self.new_run_process())
+        if not died and grading is None:
+            run.finish(self.kernel_caches)
+
+    def grade(self, run_id, line, grading, submitted, spec, deadline):
+        """The graded result: the student's run (`line`) with the verdict of a grader, a fresh run
+        process given the kernel the student's run exported and the puzzle's tests. Returns (the
+        result line, None) or (None, the error of a grader that timed out)."""
+        msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)
+        shown = msg["content"]["result"]  # its shape was checked as it came (relay)
+        if not submitted.get("package"):
+            reason = submitted.get("error") or "the run ended before its kernel could be graded"
+            outcome = failed_grading(grading, RunError("compile", f"nothing to grade: {reason}"))
+        else:
+            options = spec.get("options") or {}
+            job = {"puzzle": grading["puzzle"], "tests": grading["tests"], "expected": grading.get("expected"),
+                   "package": submitted["package"],
+                   "launch": {"num_warps": options.get("num_warps", 4), "num_stages": options.get("num_stages", 3)}}
+            outcome, error = self.run_grader(run_id, job, deadline)
+            if error is not None and error.phase == "timeout":
+                return None, error
+            if error is not None:
+                outcome = failed_grading(grading, error)
+        return protocol.encode(protocol.message("result", run_id, result=graded_result(
+            shown, outcome, grading.get("expected"))), nan_to_null=True), None
+
+    def run_grader(self, run_id, job, deadline):
+        """(the grader's verdict, None) or (None, why there is none). What the grader prints is
+        dropped; its status messages are relayed."""
+        from sandbox.worker.run_process import describe_exit
+        grader = self.take_warm_run_process()
+        grader.owner = None  # lent no kernels, keeps none
+        outcome = error = None
+        try:
+            grader.send_job(protocol.message("job", run_id, grade=job))
+        except OSError:
+            pass  # it died meanwhile: the loop below says so
+        while outcome is None and error is None:
+            kind, data = grader.next_message(deadline)
+            if kind == "msg":
+                msg = protocol.decode(data, protocol.RUN_TYPES)
+                content = msg["content"] if msg is not None and msg["run_id"] == run_id else {}
+                if msg is not None and msg["type"] == "result" and grader_outcome_ok(content):
+                    outcome = content["grade"]
+                elif msg is not None and msg["type"] == "status" and status_shape_ok(content):
+                    self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
+            elif kind == "timeout":
+                error = RunError("timeout", f"grading took the run past {self.settings.timeout_s:g} s and was stopped. "
+                                            f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
+            elif kind == "eof":
+                status, _ = grader.finish(self.kernel_caches, grace_s=2.0)
+                error = RunError("launch", f"the grader's process {describe_exit(status)} while running the kernel")
+        grader.finish(self.kernel_caches)
+        self.spares.append(self.new_run_process())
+        return outcome, error
+
+
+def main():
+    # Before any thread exists (importing torch starts one): a mount namespace of the worker's own.
+    can_mount = isolation.prepare_worker()
+    # Fork-safety: torch asks NVML, not the CUDA driver, whether there is a GPU, so this process
+    # never initialises CUDA (a CUDA context does not survive fork); and numpy's OpenBLAS starts no
+    # thread pool (a thread per core, from the import on): this process stays single-threaded, so no
+    # lock can be held by another thread when it forks a run process (a test checks it).
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    # This process's own Triton cache (the launcher utilities it builds before any fork), hidden
+    # from runs: they compile into their scratch dirs, and their kernels are kept per owner.
+    cache = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-worker-cache"))
+    os.makedirs(cache, mode=0o700, exist_ok=True)
+    with contextlib.suppress(PermissionError):
+        os.chmod(cache, 0o700)
+    import torch  # noqa: F401  (the warm import: the reason this process exists)
+    import triton
+    from sandbox.worker.kernel_cache import KernelCaches
+    from sandbox.worker.run_process import Settings, sweep_scratch_dirs
+    from sandbox.worker.shared_kernels import SharedKernels
+
+    # Not torch.cuda.is_available(): even NVML's answer starts a thread in this process.
+    settings = Settings.from_environment(can_mount, isolation.has_gpu())
+    if not settings.has_gpu:
+        os.environ["TRITON_INTERPRET"] = "1"
+        triton.knobs.runtime.interpret = True
+    os.makedirs(settings.run_root, mode=0o711, exist_ok=True)
+    os.makedirs(settings.root_mountpoint, mode=0o755, exist_ok=True)
+    warm_compiler(settings.has_gpu)
+    sweep_scratch_dirs(settings.run_root)
+    isolation.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
+    # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    shared = SharedKernels(settings.shared_kernels) if settings.shared_kernels else None
+    worker = Worker(channel, settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared)
+    ready = worker.start()
+    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
+    worker.serve()
+    for spare in worker.spares:  # stdin closed: the server stopped this worker
+        spare.finish(worker.kernel_caches)
+    worker.zygote.stop()
+

@@ -1,0 +1,158 @@
+"""A worker's warm-up: the gallery's kernels, compiled by the worker for every owner.
+
+The server sends the gallery's specs as it ships them (a `warm` message, once, after `ready`). One
+worker of a host at a time (the lock of sandbox.worker.shared_kernels) runs each spec in a run process of
+its own, jailed as any run and at idle CPU priority, with the spec's own compile options: the launch
+compiles exactly the entries (kernel, launcher library) a user's run of that example looks up, the
+IR pass those of the IR tab, and on a GPU the bounds check on CPU copies proves the launch in bounds.
+After each, the worker publishes what it compiled into the shared kernels. Runs never wait for any
+of it: the worker takes a job whenever one comes (sandbox.worker's loop), and a warm-up run goes on
+in its own process meanwhile; an entry is usable the moment it is published.
+
+In the interpreter (a host without a GPU) a launch compiles nothing, so what is shared there is the
+IR compile (for sm90) that a run's IR tab needs.
+"""
+import select
+import time
+
+import triton
+
+from sandbox import protocol
+from sandbox.spec import launch_key
+
+# What a warm-up run does of each example: no timing; the launch, the check (on a GPU the bounds
+# check first), the IR compile, and the trace as the example ships it: on a GPU that is the GPU
+# tracer's instrumented build, which a page-default run of the example compiles too, so a new
+# student's first run finds it built.
+WARM_OPTIONS = {"check": True, "bench": False, "ir": True, "sanitize": True}
+LOCK_POLL_S = 1.0  # another worker of the host warms: look again this often
+
+
+class Warming:
+    """The state of one worker's warm-up; the worker calls `begin` once, then `step` whenever it is
+    idle (with the descriptors of `fds()` that are readable)."""
+
+    def __init__(self, shared, settings, new_run_process, kernel_caches, report):
+        self.shared, self.settings, self.kernel_caches = shared, settings, kernel_caches
+        self.new_run_process, self.report = new_run_process, report
+        self.state, self.pending, self.total = "off" if shared is None else "idle", [], 0
+        self.verified = set()  # launch keys of the gallery's launches that passed the bounds check
+        self.published, self.failed = [], []
+        self.run = self.spec = self.deadline = None
+        self.digest = None
+
+    # -- what the worker asks
+
+    def sanitized(self, spec):
+        """Did this worker's warm-up bounds-check this exact launch?"""
+        return launch_key(spec) in self.verified
+
+    def fds(self):
+        return [self.run.msg_r, self.run.out_r] if self.run is not None else []
+
+    def poll_s(self):
+        """How long the worker may block waiting for a job before calling `step` again."""
+        if self.state == "waiting":
+            return LOCK_POLL_S
+        if self.run is not None:
+            return max(0.0, self.deadline - time.monotonic())
+        return None
+
+    def status(self):
+        return {"state": self.state, "examples": self.total, "warmed": self.total - len(self.pending) - (self.run is not None),
+                "failed": len(self.failed), "entries": len(self.shared.entries()) if self.shared else 0}
+
+    # -- the warm-up
+
+    def begin(self, specs, device):
+        """Warm these specs (the gallery's, from the server), unless a worker of this host did already."""
+        if self.shared is None or self.state != "idle" or not isinstance(specs, list):
+            return
+        self.pending = [s for s in specs if isinstance(s, dict)]
+        self.total = len(self.pending)
+        self.digest = self.shared.digest(triton.__version__, device, self.pending)
+        self.state = "waiting"
+        self.step([])
+
+    def step(self, readable):
+        if self.state == "waiting":
+            self._take_lock_or_adopt()
+        elif self.run is not None:
+            self._follow(readable)
+        if self.state == "warming" and self.run is None:
+            self._start_next()
+
+    def _take_lock_or_adopt(self):
+        done = self.shared.marker(self.digest)
+        if done is None and not self.shared.try_lock():
+            return  # another worker of this host warms these: wait for its marker
+        done = done or self.shared.marker(self.digest)  # it may have finished just now
+        if done is not None:
+            self.shared.unlock()
+            self.verified = set(done["launches"])
+            self.pending = []
+            self._finished()
+            return
+        self.shared.sweep(triton.__version__)
+        self.state = "warming"
+        self.report(self.status())
+
+    def _start_next(self):
+        if not self.pending:
+            self.shared.finish(self.digest, triton.__version__, self.published, self.verified)
+            self._finished()
+            return
+        self.spec = self.pending.pop(0)
+        self.run = self.new_run_process(warming=True)
+        self.deadline = time.monotonic() + 120 + self.settings.timeout_s  # its warm-up, then the job
+
+    def _follow(self, readable):
+        """Read what the warm-up run has sent; give it its job once it is warm; end it on its result,
+        its death or its deadline."""
+        run, ended = self.run, False
+        if time.monotonic() > self.deadline:
+            ended = True
+        elif run.ready is None:
+            if run.poll_ready():
+                run.send_job(protocol.message("job", "warm-" + protocol.new_id(), owner=None, sanitized_before=False,
+                                              spec={**self.spec, "options": {**self.spec["options"], **WARM_OPTIONS}}))
+                self.deadline = time.monotonic() + self.settings.timeout_s
+            elif run.wait() is not None:
+                ended = True
+        elif any(fd in readable for fd in (run.msg_r, run.out_r)):
+            ended = self._read(run)
+        if ended:
+            self._end(run)
+
+    def _read(self, run):
+        """Take what is there (output is dropped); True once the run has sent its result or died."""
+        while select.select([run.msg_r, run.out_r], [], [], 0)[0]:
+            kind, data = run.next_message(time.monotonic() + 5)
+            if kind in ("eof", "timeout"):
+                return True
+            msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
+            if msg is None:
+                continue
+            if msg["type"] == "sanitized":
+                self.verified.add(launch_key(self.spec))
+            elif msg["type"] == "result":
+                if (msg["content"].get("result") or {}).get("status") == "error":
+                    self.failed.append(self.spec.get("kernel"))
+                return True
+        return False
+
+    def _end(self, run):
+        run.finish(self.kernel_caches, publish=lambda cache: self.published.extend(self.shared.publish(cache)))
+        self.run = None
+        self.report(self.status())
+
+    def _finished(self):
+        self.state = "ready"
+        self.report(self.status())
+
+    def stop(self):
+        if self.run is not None:
+            self.run.finish(self.kernel_caches)
+            self.run = None
+        if self.shared is not None:
+            self.shared.unlock()
