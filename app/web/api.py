@@ -12,7 +12,7 @@ from app.web.clients import TooManyWrites, charge_write
 from app.web.errors import error_response, refused
 from app.web.export import export_script
 from app.web.owners import current_address, current_owner
-from sandbox.run.launch_form import form_of
+from sandbox.launch_form import form_of
 from sandbox.spec import SpecError, check_depth, check_finite, normalize, too_deep
 
 bp = Blueprint("api", __name__)

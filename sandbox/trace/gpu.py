@@ -118,7 +118,7 @@ class InstrumentedTracer:
             copies += [fn] if reached.path else []
         module.body[at:at] = copies
         imports = ast.parse("import triton as _tp_triton\nimport triton.language as _tp_tl\nimport triton.language as tl\n"
-                            "from sandbox import probes as _tp_probes\n").body
+                            "from sandbox.trace import probes as _tp_probes\n").body
         at = next((i for i, node in enumerate(module.body)
                    if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
                    and not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))), 0)
