@@ -12,7 +12,7 @@ import triton.language as tl
 from triton.runtime import interpreter
 from triton.runtime.jit import mangle_type
 
-from sandbox.run import libdevice
+from sandbox.trace import libdevice
 
 @contextlib.contextmanager
 def interpreter_hygiene():
