@@ -16,7 +16,7 @@ import pytest
 # the tests time and count.
 os.environ.setdefault("PUZZLE_WARMUP", "0")
 
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
+from tests.support import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
 
 
 WORKER_FIXTURES = {"app", "client", "make_app", "live_server"}  # each starts real workers
@@ -110,7 +110,7 @@ def browser():
     own browsers and asyncio clients must not find."""
     from playwright.sync_api import sync_playwright
 
-    from tests.helpers import predicates_as_functions
+    from tests.support import predicates_as_functions
     predicates_as_functions()  # the pages' CSP allows no eval
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -7,7 +7,7 @@ import os
 import threading
 from contextlib import contextmanager
 
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, ROOT
+from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT
 
 PAGES = {"/harness.html": "diagram_harness.html", "/model.html": "model_harness.html"}
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.fake_results import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
                                 LAUNCH_ERROR, OLD_SHAPE_ERROR, RACE_RESULT)
-from tests.helpers import new_page, page_without_errors
+from tests.support import new_page, page_without_errors
 
 RUN_TIMEOUT_MS = 60_000
 

@@ -1,7 +1,7 @@
 import os
 
 from app.config import SETTINGS
-from tests.helpers import ROOT
+from tests.support import ROOT
 
 
 def test_every_setting_is_documented_in_the_readme():

@@ -9,7 +9,7 @@ import pytest
 
 from app import create_app, socketio
 from app.dispatch import interface, slot as dispatcher_module
-from tests.helpers import ENDLESS, wait_until_ready
+from tests.support import ENDLESS, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
 TIMEOUT_S = 3.0

@@ -4,7 +4,7 @@ one module, and errors are read as fields."""
 import os
 import re
 
-from tests.helpers import ROOT
+from tests.support import ROOT
 
 JS = os.path.join(ROOT, "static", "js")
 PANES = {"editor.js", "form.js", "results.js", "timings.js", "ir.js", "diagram.js"}

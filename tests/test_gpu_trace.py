@@ -15,7 +15,7 @@ from sandbox.run.kernel import write_source
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace, provenance
 from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
-from tests.helpers import VECTOR_ADD, vector_add_spec
+from tests.support import VECTOR_ADD, vector_add_spec
 from tests.trace_corpus import BUGS, CORPUS
 
 pytestmark = pytest.mark.integration  # the two tracers over the whole trace corpus

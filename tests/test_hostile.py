@@ -31,7 +31,7 @@ from sandbox.jail.isolation import Limits
 from sandbox.worker.run_process import RUN_ENVIRONMENT
 from tests import hostile_cases as H
 from app.web.gallery import load_example
-from tests.helpers import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
+from tests.support import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
 pytestmark = pytest.mark.integration  # every attack runs in a real jailed run process
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 

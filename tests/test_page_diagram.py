@@ -10,7 +10,7 @@ import pytest
 
 from tests.fake_results import row_sum_2d_trace, vector_add_trace
 from tests.frontend_harness import harness_page, static_server
-from tests.helpers import VECTOR_ADD, page_without_errors, running_app, served, set_source
+from tests.support import VECTOR_ADD, page_without_errors, running_app, served, set_source
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"

@@ -6,7 +6,7 @@ elements past the end that no figure can draw."""
 import pytest
 
 from app.course import puzzles
-from tests.helpers import VECTOR_ADD, page_without_errors, set_source, vector_add_spec
+from tests.support import VECTOR_ADD, page_without_errors, set_source, vector_add_spec
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 from tests.test_puzzles import graded_run
 

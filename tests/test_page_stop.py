@@ -5,7 +5,7 @@ test client takes over its app's sending, so a browser on that app would hear no
 
 import pytest
 
-from tests.helpers import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, served, set_source, wait_until_busy,
+from tests.support import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, served, set_source, wait_until_busy,
                            wait_until_ready)
 from tests.test_browser import open_playground, run_and_wait
 

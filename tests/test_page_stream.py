@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.helpers import page_without_errors, running_app, served, vector_add_spec, wait_until_ready
+from tests.support import page_without_errors, running_app, served, vector_add_spec, wait_until_ready
 from tests.test_browser import RUN_TIMEOUT_MS, open_playground
 
 pytestmark = pytest.mark.browser

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.helpers import ROOT, page_without_errors
+from tests.support import ROOT, page_without_errors
 from tests.test_browser import open_diagram, run_and_wait
 
 SHOTS = "/tmp/shots"

@@ -4,7 +4,7 @@ import copy
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.run.pipeline import run_spec
-from tests.helpers import vector_add_spec
+from tests.support import vector_add_spec
 
 
 def test_a_real_result_conforms_and_every_drift_is_named():

@@ -6,7 +6,7 @@ import pytest
 from sandbox.run import pipeline
 from sandbox.run.pipeline import run_spec
 from sandbox.trace import provenance
-from tests.helpers import has_gpu
+from tests.support import has_gpu
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
 DEVICE = "gpu" if has_gpu() else "interpreter"

@@ -19,7 +19,7 @@ from sandbox.run.ir import DERIVED_FILE, compile_ir
 from sandbox.worker import shared_kernels
 from sandbox.worker.kernel_cache import GROUP
 from sandbox.worker.shared_kernels import SharedKernels
-from tests.helpers import VECTOR_ADD, wait_until_warmed
+from tests.support import VECTOR_ADD, wait_until_warmed
 from tests.test_ir import vector_add_args, write
 
 pytestmark = pytest.mark.integration  # starts workers and their warm-up
@@ -213,7 +213,7 @@ def run_twice(client, spec):
 @pytest.fixture(scope="module")
 def warmed_app(tmp_path_factory):
     from app import create_app
-    from tests.helpers import wait_until_ready
+    from tests.support import wait_until_ready
     root = tmp_path_factory.mktemp("shared-kernels")
     app = create_app({"TESTING": True, "DATABASE": str(root / "db.sqlite"), "RUN_ROOT": str(root / "runs"),
                       "WORKERS": 2, "RUN_TIMEOUT_S": 60.0})

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from app import socketio
-from tests.helpers import (ENDLESS, first_worker_busy, running_app, vector_add_spec, wait_until_busy,
+from tests.support import (ENDLESS, first_worker_busy, running_app, vector_add_spec, wait_until_busy,
                            wait_until_ready)
 from tests.test_runs import collect_until_result
 
