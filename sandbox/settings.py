@@ -68,6 +68,8 @@ SETTINGS = [
     Setting("WORKER_START_TIMEOUT_S", 180.0, "Longest a worker may take from its start to warm (torch and triton imported, its first run process ready); past it the worker is replaced."),
     Setting("RUN_GRACE_S", 10.0, "A worker enforces `RUN_TIMEOUT_S` itself; a worker still silent this much later is killed and replaced."),
     Setting("STUCK_MARGIN_S", 15.0, "A worker busy for longer than `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this (the kill and the error result take less) is stuck: `/healthz` answers 503."),
+    Setting("COMPILE_INTERVAL_S", 0.25, "Compile ahead (the page asks ~0.4 s after the last keystroke): one owner's requests are taken at most one per this; a faster one is refused, and Run compiles what it needs."),
+    Setting("COMPILE_STALE_S", 10.0, "A compile ahead no worker took within this is dropped: its person has typed on or run it."),
     Setting("WAIT_MARGIN_S", 5.0, "`POST /api/run` waits at most `QUEUE_WAIT_S` + `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this for its result, then answers 503: the run was lost."),
 ]
 

@@ -10,13 +10,13 @@ import time
 
 from app.dispatch.interface import AddressQueueFull, OwnerQueueFull, QueueFull
 from app.web import owners
-from sandbox import protocol
+from sandbox import protocol, settings
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import launch_key
 
 log = logging.getLogger(__name__)
-COMPILE_STALE_S = 10  # a compile ahead no worker took by then is dropped: its person has typed on or run it
+COMPILE_STALE_S = settings.value("COMPILE_STALE_S")  # then a compile ahead no worker took is dropped
 
 
 def owner_full_message(per_owner):

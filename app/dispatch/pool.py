@@ -12,7 +12,6 @@ from app.dispatch.slot import Slot, SlotShared, gpu_assignments
 from sandbox.spec import compile_key
 
 COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
-COMPILE_INTERVAL_S = 0.25  # an owner's compile requests, at most one per this (the page pauses 0.4 s)
 # A host without a GPU: two workers, so that a run rarely waits for the next warm run process.
 CPU_WORKERS = 2
 
@@ -71,10 +70,11 @@ class Pool:
             self.compile_asked[request.owner] = request.queued_at
             while len(self.compile_asked) > COMPILES_ANSWERED:
                 self.compile_asked.popitem(last=False)
-            if last is not None and request.queued_at - last < COMPILE_INTERVAL_S:
+            interval_s = self.config["COMPILE_INTERVAL_S"]
+            if last is not None and request.queued_at - last < interval_s:
                 # The page asks once its person pauses; faster, each compile would end the one before
                 # on its worker, and starting run processes for nothing costs the host's CPU.
-                raise QueueFull(f"compile requests come faster than one per {COMPILE_INTERVAL_S:g} s; "
+                raise QueueFull(f"compile requests come faster than one per {interval_s:g} s; "
                                 f"this one was dropped (Run compiles what it needs)")
             self.compile_clients[request.compile_id] = (client, request.owner, compile_key(spec))
             while len(self.compile_clients) > COMPILES_ANSWERED:
