@@ -43,7 +43,7 @@ class Pool:
                              daemon=True).start()
         return self
 
-    def submit(self, spec, owner, client=None, from_link=False, listener=None, address=None):
+    def submit(self, spec, owner, client=None, from_link=False, address=None, listener=None):
         """Queue a run of `owner` (who may reuse its own compiled kernels); returns its run_id. Its
         status, stdout, parts and result go to the Socket.IO client `client`, whose leaving withdraws the
         run while it waits, or, in this process only, to listener(run_id, type, content)."""
