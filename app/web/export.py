@@ -1,10 +1,10 @@
 """Export a run spec as a standalone Python script that needs only triton and torch.
 
 Pure text generation: the web process never runs the script. The script is, in order: its header
-(exported/header.py), the kernel's source as written, the spec as a Python literal, the run's own
+(exported/header.py.in), the kernel's source as written, the spec as a Python literal, the run's own
 build and check (the definitions SHARED_DEFINITIONS names, copied from sandbox/run/build.py and
 sandbox/run/check.py as text: read here, never imported, as they import torch), and the runner
-(exported/runner.py) that builds, launches, checks and times with them as a run does.
+(exported/runner.py.in) that builds, launches, checks and times with them as a run does.
 """
 import ast
 import functools
@@ -116,9 +116,9 @@ def export_script(spec, title=None):
         choose = 'os.environ["TRITON_INTERPRET"] = "1"  # the run spec asks for the interpreter'
     else:
         choose = 'if not torch.cuda.is_available():\n    os.environ["TRITON_INTERPRET"] = "1"'
-    script = part("header.py").format(title=(title or spec["kernel"]).replace('"""', "'''"), choose_interpreter=choose)
+    script = part("header.py.in").format(title=(title or spec["kernel"]).replace('"""', "'''"), choose_interpreter=choose)
     if spec["options"]["puzzle"]:
         script += PUZZLE_NOTE.format(puzzle=spec["options"]["puzzle"])
     script += _source_without_header_imports(spec["source"]).strip("\n") + "\n\n"
     script += SPEC.format(kernel=repr(spec["kernel"]), spec=_spec_literal(spec)) + "\n\n"
-    return script + part("shared.py") + shared_definitions() + "\n\n\n" + part("runner.py")
+    return script + part("shared.py.in") + shared_definitions() + "\n\n\n" + part("runner.py.in")
