@@ -225,6 +225,47 @@ def test_racing_the_graders_files(client, spec):
     assert_not_passed(graded(client, spec, with_module_code(attack)))
 
 
+LIBDEVICE = {  # how a kernel reaches libdevice's rsqrt: (the import, the call)
+    "imported by name": ("from triton.language.extra.libdevice import rsqrt\n", "rsqrt"),
+    "imported from CUDA's, renamed": ("from triton.language.extra.cuda.libdevice import rsqrt as root\n", "root"),
+    "through the module": ("from triton.language.extra import libdevice\n", "libdevice.rsqrt"),
+}
+
+
+def with_libdevice(how, square=1.0):
+    imports, call = LIBDEVICE[how]  # 10 * rsqrt(1) is 10: the solution, written with libdevice
+    return imports + SOLUTION.replace("x + 10.0", f"x + 10.0 * {call}(tl.full([BLOCK], {square}, tl.float32))")
+
+
+@pytest.mark.parametrize("how", list(LIBDEVICE))
+def test_a_kernel_calling_libdevice_is_graded(client, spec, how):
+    result = graded(client, spec, with_libdevice(how))
+    assert result["status"] == "ok" and result["puzzle"]["ok"], result["puzzle"]["tests"]
+    wrong = graded(client, spec, with_libdevice(how, square=4.0))  # adds 5: the grader ran libdevice's rsqrt
+    assert_not_passed(wrong)
+    assert [test["status"] for test in wrong["puzzle"]["tests"]] == ["mismatch"] * len(wrong["puzzle"]["tests"])
+
+
+LOOK_ALIKES = {
+    "a function named and placed as libdevice's": (
+        "def rsqrt(x):\n"
+        "    return x * 10.0\n"
+        "rsqrt.__module__, rsqrt.__qualname__ = 'triton.language.extra.libdevice', 'rsqrt'\n"),
+    "a function of another module": "from math import sqrt as rsqrt\n",
+}
+
+
+@pytest.mark.parametrize("what", list(LOOK_ALIKES))
+def test_a_look_alike_of_libdevice_does_not_reach_the_grader(client, spec, what):
+    """Only libdevice's own functions pass, by name: the grader binds its own, so a function of the
+    student's under libdevice's name and module is a global the kernel may not read."""
+    source = with_libdevice("imported by name").replace(LIBDEVICE["imported by name"][0], "") + LOOK_ALIKES[what]
+    result = graded(client, spec, source)
+    assert_not_passed(result)
+    error = result["puzzle"]["tests"][0]["error"]
+    assert error["phase"] == "compile" and "add_ten reads 'rsqrt'" in error["message"], error
+
+
 # ---------------------------------------------------------------- the kernel check, without workers
 
 def package(source, **changes):
@@ -234,7 +275,7 @@ def package(source, **changes):
     functions = {node.name: {"source": "\n".join(lines[node.lineno - 1:node.end_lineno]) + "\n", "line": node.lineno}
                  for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
     return {"kernel": "add_ten", "functions": functions, "constexprs": {}, "modules": {"tl": "triton.language",
-            "triton": "triton"}, "autotune": None, **changes}
+            "triton": "triton"}, "libdevice": {}, "autotune": None, **changes}
 
 
 REFUSED = {
@@ -266,8 +307,21 @@ def test_the_grader_takes_a_kernel_its_helpers_and_constexprs():
     from sandbox.grading import submission
     source = ("import triton\nimport triton.language as tl\nSHIFT = tl.constexpr(10.0)\n\n\n@triton.jit\n"
               "def _plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "_plus(x)"))
-    functions, constexprs, modules, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
+    functions, constexprs, modules, _, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
     assert set(functions) == {"_plus", "add_ten"} and constexprs["SHIFT"].value == 10.0 and modules["tl"] == "triton.language"
     with pytest.raises(RunError, match="overlaps"):
         submission.bare_source({"a": {"source": "def a():\n    pass\n", "line": 3},
                                 "b": {"source": "def b():\n    pass\n", "line": 4}})
+
+
+@pytest.mark.parametrize("named", [["os", "system"], ["triton.language.extra.libdevice", "__builtins__"],
+                                   ["triton.language", "load"], ["triton.language.extra.libdevice", "no_such"],
+                                   "rsqrt", ["triton.language.extra.libdevice", "rsqrt", "x"]])
+def test_the_grader_binds_only_libdevices_own_functions(named):
+    from sandbox.grading import submission
+    source = with_libdevice("imported by name")
+    with pytest.raises(RunError, match="'rsqrt' is not a function of Triton's libdevice"):
+        submission.check(package(source, libdevice={"rsqrt": named}))
+    import triton.language.extra.libdevice as libdevice
+    _, _, _, found, _ = submission.check(package(source, libdevice={"rsqrt": ["triton.language.extra.libdevice", "rsqrt"]}))
+    assert found == {"rsqrt": libdevice.rsqrt}
