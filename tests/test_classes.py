@@ -334,3 +334,89 @@ def test_a_class_is_full_at_its_roster_bound(tmp_path, monkeypatch):
     with pytest.raises(classes.ClassError, match="full") as raised:
         classes.join(db, code, "Cy")
     assert raised.value.status == 409
+
+
+def test_a_student_back_on_the_class_page_is_known_and_a_teacher_previewing_joins_nobody(app, client):
+    code = new_class(client)["code"]
+    assert client.get(f"/api/classes/{code}").json["you"] is None  # the teacher is no student of it
+    student, student_id = joined(app, code, "Ann")
+    assert student.get(f"/api/classes/{code}").json["you"] == {"id": student_id, "name": "Ann"}
+    assert student.get(f"/api/classes/{new_class(app.test_client())['code']}").json["you"] is None  # another class
+    preview = client.get(f"/classes/{code}?preview")
+    assert preview.status_code == 200 and code in preview.get_data(as_text=True)
+    assert list(progress_of(client, code)) == ["Ann"]
+    client.delete(f"/api/classes/{code}/students/{student_id}")
+    assert student.get(f"/api/classes/{code}").json["you"] is None  # removed
+
+
+def test_an_edit_is_checked_before_the_class_is_looked_up(app, client):
+    code = new_class(client)["code"]
+    for where in (code, "NOPE99"):
+        answer = app.test_client().patch(f"/api/classes/{where}", json={"title": "x", "order": [1]})
+        assert answer.status_code == 400 and answer.json["error"]["field"] == "order"
+    assert app.test_client().patch("/api/classes/NOPE99", json={"title": "x"}).status_code == 404
+
+
+@pytest.mark.browser
+def test_the_teacher_edits_the_class_and_previews_it_as_a_student(browser, live_server):
+    """The dashboard's form: a puzzle added from the list, moved first, given a due time, saved (the
+    table's columns follow); one that does not exist is refused under its row. The preview is the
+    students' page, with its join form, and joining there adds nobody."""
+    shots = "/tmp/shots"
+    teacher = browser.new_context(viewport={"width": 1280, "height": 900})
+    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "Kernels 101", "puzzles": ["constant_add"],
+                                                                     "leaderboard": True})
+    code = made.json()["code"]
+    dashboard = teacher.new_page()
+    dashboard.goto(made.json()["teacher_url"])
+    dashboard.wait_for_selector("#class-table")
+    dashboard.click("#class-edit summary")
+    dashboard.select_option("#class-edit-add", "softmax")
+    dashboard.click("#class-edit-add-button")
+    dashboard.click('.class-edit-row[data-puzzle="softmax"] .class-edit-up')
+    assert dashboard.eval_on_selector_all(".class-edit-row", "rows => rows.map((r) => r.dataset.puzzle)") == ["softmax", "constant_add"]
+    dashboard.fill('.class-edit-row[data-puzzle="softmax"] input[type="datetime-local"]', "2031-03-01T09:30")
+    dashboard.fill("#class-edit-title", "Kernels 102")
+    dashboard.click("#class-edit-save")
+    dashboard.wait_for_function("() => document.querySelector('#class-edit-note').textContent.startsWith('Saved')")
+    dashboard.wait_for_function("() => document.querySelectorAll('#class-table thead th').length === 3")
+    headers = dashboard.eval_on_selector_all("#class-table thead th", "cells => cells.map((c) => c.textContent)")
+    assert headers[1].startswith("Fused softmax") and "due" in headers[1] and headers[2] == "Constant add"
+    assert dashboard.inner_text("h1").startswith("Kernels 102")
+    public = teacher.request.get(f"{live_server}/api/classes/{code}").json()
+    assert [p["name"] for p in public["puzzles"]] == ["softmax", "constant_add"] and public["title"] == "Kernels 102"
+    due = dashboard.evaluate("() => Math.round(new Date('2031-03-01T09:30').getTime() / 1000)")
+    assert public["puzzles"][0]["due"] == due
+    dashboard.screenshot(path=f"{shots}/class-edit.png", full_page=True)
+
+    dashboard.fill("#class-edit-own", "/puzzles/t-nosuchpuzzle")
+    dashboard.click("#class-edit-add-button")
+    dashboard.click("#class-edit-save")
+    problem = dashboard.wait_for_selector('.class-edit-row[data-puzzle="t-nosuchpuzzle"] .class-edit-problem')
+    assert "no puzzle named 't-nosuchpuzzle'" in problem.inner_text()
+    assert len(teacher.request.get(f"{live_server}/api/classes/{code}").json()["puzzles"]) == 2  # nothing saved
+
+    dashboard.click("#class-preview-link")
+    dashboard.wait_for_selector("#class-preview")
+    assert "Join the class" in dashboard.inner_text("#class-body")
+    titles = dashboard.eval_on_selector_all(".course-title", "items => items.map((i) => i.textContent)")
+    assert titles == ["Fused softmax", "Constant add"] and "due" in dashboard.inner_text(".course-item")
+    dashboard.fill("#class-name", "Teacher as Ann")
+    dashboard.click("#class-join")
+    dashboard.wait_for_selector("#class-joined")
+    dashboard.wait_for_selector(".class-board")  # the leaderboards a student sees
+    dashboard.screenshot(path=f"{shots}/class-preview.png", full_page=True)
+    assert teacher.request.get(f"{live_server}/api/classes/{code}/progress").json()["students"] == []
+    dashboard.click("#class-preview a")
+    dashboard.wait_for_selector("#class-table")
+    assert "No student has joined yet" in dashboard.inner_text("#class-body")
+
+    student = browser.new_context().new_page()  # a student who joined and comes back is still in
+    student.goto(f"{live_server}/classes/{code}")
+    student.fill("#class-name", "Ann")
+    student.click("#class-join")
+    student.wait_for_selector("#class-joined")
+    student.reload()
+    assert "You are in, Ann" in student.wait_for_selector("#class-joined").inner_text()
+    student.context.close()
+    teacher.close()

@@ -1,12 +1,14 @@
 // A class's page: its teacher's dashboard (a row per student, a column per puzzle, live; failures
-// grouped by how they fail; a push to the class or to a group), or, for anyone else, the form to
-// join it and the class's puzzles.
+// grouped by how they fail; a push to the class or to a group; the form that edits the class), or,
+// for anyone else, the form to join it and the class's puzzles. `?preview` shows its teacher the
+// students' page, joining nobody.
 import { h, replaceChildren } from "./dom.js";
 import { formatMoment, formatMs, plural } from "./format.js";
 
 const page = document.querySelector("#class-page");
 const code = page.dataset.code;
 const body = document.querySelector("#class-body");
+const previewing = new URLSearchParams(window.location.search).has("preview");
 
 async function api(path, options = {}) {
   const response = await fetch(`/api/classes/${code}${path}`, {
@@ -79,9 +81,92 @@ function rosterButtons(student) {
     h("button", { type: "button", class: "button small class-remove", onclick: remove }, "Remove"));
 }
 
-function dashboard(progress) {
+// A time for <input type="datetime-local"> (the browser's zone) from seconds since 1970, and back.
+function localInput(seconds) {
+  if (!seconds) return "";
+  const date = new Date(seconds * 1000);
+  return new Date(date.getTime() - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+function fromLocalInput(value) {
+  return value ? Math.round(new Date(value).getTime() / 1000) : null;
+}
+
+// The teacher's form for the class: its title, its puzzles (order, due times, which ones: built-in
+// from a list, their own by link) and whether it has leaderboards. Save sends it whole
+// (PATCH /api/classes/<code>); a refusal is said under the field it names.
+function editForm(info, builtins) {
+  let chosen = info.puzzles.map((p) => ({ ...p }));
+  const title = h("input", { type: "text", id: "class-edit-title", value: info.title, maxlength: "120" });
+  const leaderboard = h("input", { type: "checkbox", id: "class-edit-leaderboard", checked: info.leaderboard });
+  const rows = h("ol", { class: "class-edit-list", id: "class-edit-list" });
+  const picker = h("select", { id: "class-edit-add" });
+  const own = h("input", { type: "text", id: "class-edit-own", placeholder: "or your puzzle's link: /puzzles/t-…" });
+  const note = h("p", { class: "class-push-note", id: "class-edit-note", role: "status" });
+  const problems = new Map();  // field -> message, from the last refusal
+
+  const move = (index, by) => {
+    const [item] = chosen.splice(index, 1);
+    chosen.splice(index + by, 0, item);
+    draw();
+  };
+  const row = (p, index) => h("li", { class: "class-edit-row", dataset: { puzzle: p.name } },
+    h("span", { class: "course-number" }, String(index + 1)),
+    h("span", { class: "class-edit-name" }, p.title || p.name),
+    h("label", { class: "class-edit-due" }, "due ",
+      h("input", { type: "datetime-local", value: localInput(p.due), "aria-label": `due time of ${p.title || p.name}`,
+                   onchange: (event) => { p.due = fromLocalInput(event.target.value); } })),
+    h("button", { type: "button", class: "button small class-edit-up", disabled: index === 0, "aria-label": `move ${p.title || p.name} up`,
+                  onclick: () => move(index, -1) }, "↑"),
+    h("button", { type: "button", class: "button small class-edit-down", disabled: index === chosen.length - 1,
+                  "aria-label": `move ${p.title || p.name} down`, onclick: () => move(index, 1) }, "↓"),
+    h("button", { type: "button", class: "button small class-edit-drop", disabled: chosen.length === 1,
+                  onclick: () => { chosen.splice(index, 1); draw(); } }, "Take out"),
+    problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)
+      ? h("span", { class: "class-edit-problem" }, problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)) : null);
+  const draw = () => {
+    replaceChildren(rows, chosen.map(row));
+    replaceChildren(picker, h("option", { value: "" }, "Add a puzzle…"),
+      builtins.filter((p) => !chosen.some((c) => c.name === p.name)).map((p) => h("option", { value: p.name }, p.title)));
+  };
+  const add = () => {
+    const typed = own.value.trim().replace(/^.*\/puzzles\//, "").replace(/[?#].*$/, "");
+    const name = picker.value || typed;
+    if (!name || chosen.some((c) => c.name === name)) return;
+    const known = builtins.find((p) => p.name === name);
+    chosen.push({ name, title: known ? known.title : name, due: null });
+    own.value = "";
+    draw();
+  };
+  const save = async () => {
+    const { ok, answer } = await api("", { method: "PATCH", body: JSON.stringify({
+      title: title.value, leaderboard: leaderboard.checked, puzzles: chosen.map((p) => ({ name: p.name, due: p.due })) }) });
+    problems.clear();
+    if (!ok) {
+      problems.set(answer.error.field, answer.error.message);
+      note.textContent = answer.error.message;
+      draw();
+      return;
+    }
+    chosen = answer.puzzles.map((p) => ({ ...p }));
+    draw();
+    note.textContent = "Saved: students see the new list when they open the class's page.";
+    document.querySelector("h1").firstChild.textContent = `${answer.title} `;
+    load();
+  };
+  draw();
+  return h("details", { class: "class-edit", id: "class-edit" }, h("summary", {}, "Edit the class: its puzzles, their order and due times"),
+    h("label", { class: "class-edit-field" }, "Title ", title),
+    rows,
+    h("div", { class: "class-push" }, picker, own, h("button", { type: "button", class: "button small", id: "class-edit-add-button", onclick: add }, "Add")),
+    h("label", { class: "class-edit-field" }, leaderboard, " a leaderboard per puzzle, for the teacher and the students"),
+    h("div", { class: "class-push" }, h("button", { type: "button", class: "button primary", id: "class-edit-save", onclick: save }, "Save"), note));
+}
+
+function dashboard(progress, builtins) {
   const table = h("table", { class: "class-table", id: "class-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title)))),
+    h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title,
+      p.due ? h("span", { class: "class-failing" }, `due ${formatMoment(p.due)}`) : null)))),
     h("tbody", {}, progress.students.map((student) => h("tr", { dataset: { student: student.name } },
       h("th", {}, student.name, rosterButtons(student)), progress.puzzles.map((p) => cell(student.puzzles[p.name], student, p))))));
   const groups = progress.puzzles.map((p) => {
@@ -94,10 +179,13 @@ function dashboard(progress) {
         h("details", {}, h("summary", {}, `an example: ${group.example.student}'s kernel`), h("pre", {}, group.example.source)),
         pushForm("Push to this group", group.students.map((s) => s.id))))));
   });
+  // The edit form is kept across the table's reloads (a submission arriving while the teacher edits).
+  const edit = document.querySelector("#class-edit") || editForm(progress, builtins);
   replaceChildren(body,
     h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
-      h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV")),
-    pushForm("Push to the class", null), table,
+      h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV"), " · ",
+      h("a", { href: "?preview", id: "class-preview-link" }, "Preview as a student")),
+    edit, pushForm("Push to the class", null), table,
     progress.students.length ? null : h("p", { class: "course-summary" }, "No student has joined yet."),
     document.querySelector("#class-latest") || h("section", { id: "class-latest", class: "class-latest" }), groups);
 }
@@ -118,19 +206,32 @@ async function leaderboards(info) {
   }));
 }
 
-function joinForm(info) {
+// What a student sees once in the class: their name, the puzzles, the leaderboards.
+async function joinedView(info, name, banner = null) {
+  replaceChildren(body, banner, h("p", { class: "course-summary", id: "class-joined" },
+    `You are in, ${name}. Your graded runs of these puzzles count for the class:`), puzzles(info),
+    await leaderboards(info));
+}
+
+// The join form; in the teacher's preview Join shows the page a student then sees, joining nobody.
+function joinForm(info, banner = null) {
   const input = h("input", { type: "text", id: "class-name", placeholder: "Your name", maxlength: "40" });
   const note = h("p", { class: "class-push-note", id: "class-join-note" });
   const join = async () => {
+    if (banner) { await joinedView(info, input.value.trim() || "(a student)", banner); return; }
     const { ok, answer } = await api("/join", { method: "POST", body: JSON.stringify({ name: input.value }) });
     if (!ok) { note.textContent = answer.error.message; return; }
-    replaceChildren(body, h("p", { class: "course-summary", id: "class-joined" },
-      `You are in, ${answer.student.name}. Your graded runs of these puzzles count for the class:`), puzzles(info),
-      await leaderboards(info));
+    await joinedView(info, answer.student.name);
   };
-  replaceChildren(body, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
+  replaceChildren(body, banner, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
     h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button", id: "class-join", onclick: join }, "Join")),
     note, puzzles(info));
+}
+
+function previewBanner() {
+  return h("div", { class: "class-preview", id: "class-preview", role: "note" },
+    h("b", {}, "Preview: "), "this is the class's page as a student sees it. Join here adds nobody to the roster. ",
+    h("a", { href: window.location.pathname }, "Back to the dashboard"));
 }
 
 function puzzles(info) {
@@ -140,10 +241,17 @@ function puzzles(info) {
       p.due ? h("span", { class: "badge" }, `due ${formatMoment(p.due)}`) : null))));
 }
 
+const builtinPuzzles = fetch("/api/puzzles").then((r) => r.json()).then((a) => a.puzzles).catch(() => []);
+
 async function load() {
+  if (previewing) {
+    const info = await api("");
+    if (info.ok) joinForm(info.answer, previewBanner());
+    return false;
+  }
   const { ok, status, answer } = await api("/progress");
   if (ok) {
-    dashboard(answer);
+    dashboard(answer, await builtinPuzzles);
     const boards = await leaderboards(answer);
     document.querySelector("#class-boards")?.remove();  // a reload's, when two overlap
     if (boards) body.append(boards);
@@ -151,7 +259,8 @@ async function load() {
   }
   if (status !== 403) { replaceChildren(body, h("p", {}, answer.error ? answer.error.message : "The class did not load.")); return false; }
   const info = await api("");
-  if (info.ok) joinForm(info.answer);
+  if (info.ok && info.answer.you) await joinedView(info.answer, info.answer.you.name);  // back to the class's page
+  else if (info.ok) joinForm(info.answer);
   return false;
 }
 
