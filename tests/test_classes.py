@@ -291,7 +291,7 @@ def test_a_class_in_the_browser(browser, live_server):
     assert ("#1 Ann" in board) if ranked["ranked"] else (ranked["why"] in board)  # on a CPU host: why not ranked
     dashboard.click('#class-table tr[data-student="Bob"] .class-cell')
     assert "add 10, store the result" in dashboard.wait_for_selector("#class-latest .class-source").inner_text()
-    dashboard.screenshot(path=f"{shots}/class-dashboard.png")
+    dashboard.screenshot(path=f"{shots}/class-dashboard.png", full_page=True)
     group.query_selector(".class-push-text").fill("Store the sums: tl.store(out_ptr + offsets, x + 10.0, mask=mask)")
     group.query_selector("button").click()
     for name in ("Bob", "Cy"):
