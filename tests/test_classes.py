@@ -339,8 +339,10 @@ def test_a_class_is_full_at_its_roster_bound(tmp_path, monkeypatch):
 def test_a_student_back_on_the_class_page_is_known_and_a_teacher_previewing_joins_nobody(app, client):
     code = new_class(client)["code"]
     assert client.get(f"/api/classes/{code}").json["you"] is None  # the teacher is no student of it
+    assert client.get(f"/api/classes/{code}").json["teaching"] is True
     student, student_id = joined(app, code, "Ann")
     assert student.get(f"/api/classes/{code}").json["you"] == {"id": student_id, "name": "Ann"}
+    assert student.get(f"/api/classes/{code}").json["teaching"] is False
     assert student.get(f"/api/classes/{new_class(app.test_client())['code']}").json["you"] is None  # another class
     preview = client.get(f"/classes/{code}?preview")
     assert preview.status_code == 200 and code in preview.get_data(as_text=True)
@@ -418,5 +420,8 @@ def test_the_teacher_edits_the_class_and_previews_it_as_a_student(browser, live_
     student.wait_for_selector("#class-joined")
     student.reload()
     assert "You are in, Ann" in student.wait_for_selector("#class-joined").inner_text()
+    student.goto(f"{live_server}/classes/{code}?preview")  # the preview is the teacher's alone
+    assert "You are in, Ann" in student.wait_for_selector("#class-joined").inner_text()
+    assert student.query_selector("#class-preview") is None
     student.context.close()
     teacher.close()

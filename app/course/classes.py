@@ -431,12 +431,13 @@ def class_page(code):
 
 @bp.get("/api/classes/<code>")
 def get_class(code):
-    """The class as its students see it, with `you`: this session's student in it (id, name), or null."""
+    """The class as its students see it, with `you` (this session's student in it: id, name; or null)
+    and `teaching` (whether this session is its teacher)."""
     found = find(get_db(), code)
     member = membership()
     you = next(({"id": s["id"], "name": s["name"]} for s in students(get_db(), found["code"])
                 if member is not None and member.code == found["code"] and s["id"] == member.student), None)
-    return {**public(found), "you": you}
+    return {**public(found), "you": you, "teaching": teaching(found["code"])}
 
 
 @bp.post("/api/classes/<code>/join")

@@ -241,16 +241,16 @@ function puzzles(info) {
       p.due ? h("span", { class: "badge" }, `due ${formatMoment(p.due)}`) : null))));
 }
 
-const builtinPuzzles = fetch("/api/puzzles").then((r) => r.json()).then((a) => a.puzzles).catch(() => []);
+let builtinPuzzles = null;  // the course's list for the edit form: fetched once, by the teacher's page only
 
 async function load() {
   if (previewing) {
     const info = await api("");
-    if (info.ok) joinForm(info.answer, previewBanner());
-    return false;
+    if (info.ok && info.answer.teaching) { joinForm(info.answer, previewBanner()); return false; }
   }
   const { ok, status, answer } = await api("/progress");
   if (ok) {
+    builtinPuzzles ??= fetch("/api/puzzles").then((r) => r.json()).then((found) => found.puzzles).catch(() => []);
     dashboard(answer, await builtinPuzzles);
     const boards = await leaderboards(answer);
     document.querySelector("#class-boards")?.remove();  // a reload's, when two overlap
