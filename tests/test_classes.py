@@ -272,6 +272,8 @@ def test_a_class_in_the_browser(browser, live_server):
         students[name] = (context, page)
     dashboard.reload()  # the roster: joins are not pushed, submissions are
     dashboard.wait_for_selector('#class-table tr[data-student="Cy"]')
+    dashboard.click("#class-edit summary")  # an edit under way outlives the table's live updates
+    dashboard.fill("#class-edit-title", "GPU class, week 2")
     for name, source in (("Ann", CONSTANT_ADD["solution"]), ("Bob", CONSTANT_ADD["starter"]), ("Cy", CONSTANT_ADD["starter"])):
         page = students[name][1]
         set_source(page, source)
@@ -283,6 +285,8 @@ def test_a_class_in_the_browser(browser, live_server):
         dashboard.wait_for_function(f"() => document.querySelector('#class-table tr[data-student=\"{name}\"] .class-cell')"
                                     f"?.classList.contains('{want}')", timeout=5000)
         assert time.monotonic() - seen < 1.0, f"the dashboard took {time.monotonic() - seen:.2f} s to show {name}'s run"
+    assert dashboard.input_value("#class-edit-title") == "GPU class, week 2"
+    dashboard.click("#class-edit summary")
     group = dashboard.wait_for_selector('.class-groups[data-puzzle="constant_add"] .class-group')
     assert "2 students" in group.inner_text() and "Bob" in group.inner_text() and "Cy" in group.inner_text()
     dashboard.wait_for_function("() => document.querySelector('.class-board li')?.textContent.includes('Ann')")
