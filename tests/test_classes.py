@@ -429,3 +429,41 @@ def test_the_teacher_edits_the_class_and_previews_it_as_a_student(browser, live_
     assert student.query_selector("#class-preview") is None
     student.context.close()
     teacher.close()
+
+
+@pytest.mark.browser
+def test_a_teacher_makes_a_class_from_the_page(browser, live_server):
+    """From the course's page to a class: a refusal said, the puzzles picked and dated, the class
+    made with its code and teacher link, and its dashboard one click away."""
+    shots = "/tmp/shots"
+    teacher = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = teacher.new_page()
+    page.goto(f"{live_server}/puzzles")
+    page.click("#course-new-class")
+    page.wait_for_selector("#class-new[open]")
+    page.fill("#class-edit-title", "Kernels 101")
+    page.click("#class-edit-save")  # no puzzle yet
+    page.wait_for_function("() => document.querySelector('#class-edit-note').textContent.includes('1 to 40')")
+    for name in ("constant_add", "outer_sum"):
+        page.select_option("#class-edit-add", name)
+        page.click("#class-edit-add-button")
+    assert page.inner_text("#class-edit-note") == ""  # the refusal was of the list before
+    page.fill('.class-edit-row[data-puzzle="outer_sum"] input[type="datetime-local"]', "2031-03-08T09:00")
+    page.check("#class-edit-leaderboard")
+    page.screenshot(path=f"{shots}/class-new.png", full_page=True)
+    page.click("#class-edit-save")
+    code = page.wait_for_selector("#class-made-code").inner_text()
+    page.screenshot(path=f"{shots}/class-made.png", full_page=True)
+    teacher_url = page.get_attribute("#class-made-open", "href")
+    assert f"/classes/{code}/teach/" in teacher_url and teacher_url in page.inner_text("#class-made")
+    made = teacher.request.get(f"{live_server}/api/classes/{code}").json()
+    assert made["title"] == "Kernels 101" and made["leaderboard"] and made["teaching"]
+    assert [p["name"] for p in made["puzzles"]] == ["constant_add", "outer_sum"] and made["puzzles"][1]["due"]
+    page.click("#class-made-open")
+    page.wait_for_selector("#class-table")
+    assert page.url == f"{live_server}/classes/{code}"
+    other = browser.new_context().new_page()  # the teacher link opens the dashboard in another browser
+    other.goto(teacher_url)
+    other.wait_for_selector("#class-table")
+    other.context.close()
+    teacher.close()

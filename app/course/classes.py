@@ -413,6 +413,12 @@ def create_class():
             "join_url": url_for("classes.class_page", code=code, _external=True)}
 
 
+@bp.get("/classes/new")
+def new_class_page():
+    """The form that makes a class (static/js/class-new.js, through POST /api/classes)."""
+    return render_template("class-new.html")
+
+
 @bp.get("/classes/<code>/teach/<key>")
 def teacher_link(code, key):
     found = find(get_db(), code)

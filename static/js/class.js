@@ -4,6 +4,7 @@
 // students' page, joining nobody.
 import { h, replaceChildren } from "./dom.js";
 import { formatMoment, formatMs, plural } from "./format.js";
+import { classForm } from "./class-form.js";
 
 const page = document.querySelector("#class-page");
 const code = page.dataset.code;
@@ -81,88 +82,6 @@ function rosterButtons(student) {
     h("button", { type: "button", class: "button small class-remove", onclick: remove }, "Remove"));
 }
 
-// A time for <input type="datetime-local"> (the browser's zone) from seconds since 1970, and back.
-function localInput(seconds) {
-  if (!seconds) return "";
-  const date = new Date(seconds * 1000);
-  return new Date(date.getTime() - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
-}
-
-function fromLocalInput(value) {
-  return value ? Math.round(new Date(value).getTime() / 1000) : null;
-}
-
-// The teacher's form for the class: its title, its puzzles (order, due times, which ones: built-in
-// from a list, their own by link) and whether it has leaderboards. Save sends it whole
-// (PATCH /api/classes/<code>); a refusal is said under the field it names.
-function editForm(info, builtins) {
-  let chosen = info.puzzles.map((p) => ({ ...p }));
-  const title = h("input", { type: "text", id: "class-edit-title", value: info.title, maxlength: "120" });
-  const leaderboard = h("input", { type: "checkbox", id: "class-edit-leaderboard", checked: info.leaderboard });
-  const rows = h("ol", { class: "class-edit-list", id: "class-edit-list" });
-  const picker = h("select", { id: "class-edit-add" });
-  const own = h("input", { type: "text", id: "class-edit-own", placeholder: "or your puzzle's link: /puzzles/t-…" });
-  const note = h("p", { class: "class-push-note", id: "class-edit-note", role: "status" });
-  const problems = new Map();  // field -> message, from the last refusal
-
-  const move = (index, by) => {
-    const [item] = chosen.splice(index, 1);
-    chosen.splice(index + by, 0, item);
-    draw();
-  };
-  const row = (p, index) => h("li", { class: "class-edit-row", dataset: { puzzle: p.name } },
-    h("span", { class: "course-number" }, String(index + 1)),
-    h("span", { class: "class-edit-name" }, p.title || p.name),
-    h("label", { class: "class-edit-due" }, "due ",
-      h("input", { type: "datetime-local", value: localInput(p.due), "aria-label": `due time of ${p.title || p.name}`,
-                   onchange: (event) => { p.due = fromLocalInput(event.target.value); } })),
-    h("button", { type: "button", class: "button small class-edit-up", disabled: index === 0, "aria-label": `move ${p.title || p.name} up`,
-                  onclick: () => move(index, -1) }, "↑"),
-    h("button", { type: "button", class: "button small class-edit-down", disabled: index === chosen.length - 1,
-                  "aria-label": `move ${p.title || p.name} down`, onclick: () => move(index, 1) }, "↓"),
-    h("button", { type: "button", class: "button small class-edit-drop", disabled: chosen.length === 1,
-                  onclick: () => { chosen.splice(index, 1); draw(); } }, "Take out"),
-    problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)
-      ? h("span", { class: "class-edit-problem" }, problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)) : null);
-  const draw = () => {
-    replaceChildren(rows, chosen.map(row));
-    replaceChildren(picker, h("option", { value: "" }, "Add a puzzle…"),
-      builtins.filter((p) => !chosen.some((c) => c.name === p.name)).map((p) => h("option", { value: p.name }, p.title)));
-  };
-  const add = () => {
-    const typed = own.value.trim().replace(/^.*\/puzzles\//, "").replace(/[?#].*$/, "");
-    const name = picker.value || typed;
-    if (!name || chosen.some((c) => c.name === name)) return;
-    const known = builtins.find((p) => p.name === name);
-    chosen.push({ name, title: known ? known.title : name, due: null });
-    own.value = "";
-    draw();
-  };
-  const save = async () => {
-    const { ok, answer } = await api("", { method: "PATCH", body: JSON.stringify({
-      title: title.value, leaderboard: leaderboard.checked, puzzles: chosen.map((p) => ({ name: p.name, due: p.due })) }) });
-    problems.clear();
-    if (!ok) {
-      problems.set(answer.error.field, answer.error.message);
-      note.textContent = answer.error.message;
-      draw();
-      return;
-    }
-    chosen = answer.puzzles.map((p) => ({ ...p }));
-    draw();
-    note.textContent = "Saved: students see the new list when they open the class's page.";
-    document.querySelector("h1").firstChild.textContent = `${answer.title} `;
-    load();
-  };
-  draw();
-  return h("details", { class: "class-edit", id: "class-edit" }, h("summary", {}, "Edit the class: its puzzles, their order and due times"),
-    h("label", { class: "class-edit-field" }, "Title ", title),
-    rows,
-    h("div", { class: "class-push" }, picker, own, h("button", { type: "button", class: "button small", id: "class-edit-add-button", onclick: add }, "Add")),
-    h("label", { class: "class-edit-field" }, leaderboard, " a leaderboard per puzzle, for the teacher and the students"),
-    h("div", { class: "class-push" }, h("button", { type: "button", class: "button primary", id: "class-edit-save", onclick: save }, "Save"), note));
-}
-
 function dashboard(progress, builtins) {
   const table = h("table", { class: "class-table", id: "class-table" },
     h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title,
@@ -180,7 +99,15 @@ function dashboard(progress, builtins) {
         pushForm("Push to this group", group.students.map((s) => s.id))))));
   });
   // The edit form is kept across the table's reloads (a submission arriving while the teacher edits).
-  const edit = document.querySelector("#class-edit") || editForm(progress, builtins);
+  const edit = document.querySelector("#class-edit") || classForm(progress, builtins, {
+    id: "class-edit", legend: "Edit the class: its puzzles, their order and due times", saveLabel: "Save",
+    save: (settings) => api("", { method: "PATCH", body: JSON.stringify(settings) }),
+    saved: (answer) => {
+      document.querySelector("h1").firstChild.textContent = `${answer.title} `;
+      load();
+      return "Saved: students see the new list when they open the class's page.";
+    },
+  });
   replaceChildren(body,
     h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
       h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV"), " · ",
