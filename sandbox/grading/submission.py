@@ -35,9 +35,9 @@ import types
 import triton
 import triton.language as tl
 
-from sandbox.run import libdevice
 from sandbox.errors import RunError
 from sandbox.run.kernel import find_kernel, interpreter_mode, load_module, silenced
+from sandbox.trace import libdevice
 
 MAX_FUNCTIONS = 64
 MAX_SOURCE_BYTES = 128 * 1024  # a spec's source is at most this
