@@ -272,6 +272,8 @@ def test_a_class_in_the_browser(browser, live_server):
         students[name] = (context, page)
     dashboard.reload()  # the roster: joins are not pushed, submissions are
     dashboard.wait_for_selector('#class-table tr[data-student="Cy"]')
+    dashboard.click("#class-edit summary")  # an edit under way outlives the table's live updates
+    dashboard.fill("#class-edit-title", "GPU class, week 2")
     for name, source in (("Ann", CONSTANT_ADD["solution"]), ("Bob", CONSTANT_ADD["starter"]), ("Cy", CONSTANT_ADD["starter"])):
         page = students[name][1]
         set_source(page, source)
@@ -283,6 +285,8 @@ def test_a_class_in_the_browser(browser, live_server):
         dashboard.wait_for_function(f"() => document.querySelector('#class-table tr[data-student=\"{name}\"] .class-cell')"
                                     f"?.classList.contains('{want}')", timeout=5000)
         assert time.monotonic() - seen < 1.0, f"the dashboard took {time.monotonic() - seen:.2f} s to show {name}'s run"
+    assert dashboard.input_value("#class-edit-title") == "GPU class, week 2"
+    dashboard.click("#class-edit summary")
     group = dashboard.wait_for_selector('.class-groups[data-puzzle="constant_add"] .class-group')
     assert "2 students" in group.inner_text() and "Bob" in group.inner_text() and "Cy" in group.inner_text()
     dashboard.wait_for_function("() => document.querySelector('.class-board li')?.textContent.includes('Ann')")
@@ -291,7 +295,7 @@ def test_a_class_in_the_browser(browser, live_server):
     assert ("#1 Ann" in board) if ranked["ranked"] else (ranked["why"] in board)  # on a CPU host: why not ranked
     dashboard.click('#class-table tr[data-student="Bob"] .class-cell')
     assert "add 10, store the result" in dashboard.wait_for_selector("#class-latest .class-source").inner_text()
-    dashboard.screenshot(path=f"{shots}/class-dashboard.png")
+    dashboard.screenshot(path=f"{shots}/class-dashboard.png", full_page=True)
     group.query_selector(".class-push-text").fill("Store the sums: tl.store(out_ptr + offsets, x + 10.0, mask=mask)")
     group.query_selector("button").click()
     for name in ("Bob", "Cy"):
@@ -334,3 +338,132 @@ def test_a_class_is_full_at_its_roster_bound(tmp_path, monkeypatch):
     with pytest.raises(classes.ClassError, match="full") as raised:
         classes.join(db, code, "Cy")
     assert raised.value.status == 409
+
+
+def test_a_student_back_on_the_class_page_is_known_and_a_teacher_previewing_joins_nobody(app, client):
+    code = new_class(client)["code"]
+    assert client.get(f"/api/classes/{code}").json["you"] is None  # the teacher is no student of it
+    assert client.get(f"/api/classes/{code}").json["teaching"] is True
+    student, student_id = joined(app, code, "Ann")
+    assert student.get(f"/api/classes/{code}").json["you"] == {"id": student_id, "name": "Ann"}
+    assert student.get(f"/api/classes/{code}").json["teaching"] is False
+    assert student.get(f"/api/classes/{new_class(app.test_client())['code']}").json["you"] is None  # another class
+    preview = client.get(f"/classes/{code}?preview")
+    assert preview.status_code == 200 and code in preview.get_data(as_text=True)
+    assert list(progress_of(client, code)) == ["Ann"]
+    client.delete(f"/api/classes/{code}/students/{student_id}")
+    assert student.get(f"/api/classes/{code}").json["you"] is None  # removed
+
+
+def test_an_edit_is_checked_before_the_class_is_looked_up(app, client):
+    code = new_class(client)["code"]
+    for where in (code, "NOPE99"):
+        answer = app.test_client().patch(f"/api/classes/{where}", json={"title": "x", "order": [1]})
+        assert answer.status_code == 400 and answer.json["error"]["field"] == "order"
+    assert app.test_client().patch("/api/classes/NOPE99", json={"title": "x"}).status_code == 404
+
+
+@pytest.mark.browser
+def test_the_teacher_edits_the_class_and_previews_it_as_a_student(browser, live_server):
+    """The dashboard's form: a puzzle added from the list, moved first, given a due time, saved (the
+    table's columns follow); one that does not exist is refused under its row. The preview is the
+    students' page, with its join form, and joining there adds nobody."""
+    shots = "/tmp/shots"
+    teacher = browser.new_context(viewport={"width": 1280, "height": 900})
+    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "Kernels 101", "puzzles": ["constant_add"],
+                                                                     "leaderboard": True})
+    code = made.json()["code"]
+    dashboard = teacher.new_page()
+    dashboard.goto(made.json()["teacher_url"])
+    dashboard.wait_for_selector("#class-table")
+    dashboard.click("#class-edit summary")
+    dashboard.select_option("#class-edit-add", "softmax")
+    dashboard.click("#class-edit-add-button")
+    dashboard.click('.class-edit-row[data-puzzle="softmax"] .class-edit-up')
+    assert dashboard.eval_on_selector_all(".class-edit-row", "rows => rows.map((r) => r.dataset.puzzle)") == ["softmax", "constant_add"]
+    dashboard.fill('.class-edit-row[data-puzzle="softmax"] input[type="datetime-local"]', "2031-03-01T09:30")
+    dashboard.fill("#class-edit-title", "Kernels 102")
+    dashboard.click("#class-edit-save")
+    dashboard.wait_for_function("() => document.querySelector('#class-edit-note').textContent.startsWith('Saved')")
+    dashboard.wait_for_function("() => document.querySelectorAll('#class-table thead th').length === 3")
+    headers = dashboard.eval_on_selector_all("#class-table thead th", "cells => cells.map((c) => c.textContent)")
+    assert headers[1].startswith("Fused softmax") and "due" in headers[1] and headers[2] == "Constant add"
+    assert dashboard.inner_text("h1").startswith("Kernels 102")
+    public = teacher.request.get(f"{live_server}/api/classes/{code}").json()
+    assert [p["name"] for p in public["puzzles"]] == ["softmax", "constant_add"] and public["title"] == "Kernels 102"
+    due = dashboard.evaluate("() => Math.round(new Date('2031-03-01T09:30').getTime() / 1000)")
+    assert public["puzzles"][0]["due"] == due
+    dashboard.screenshot(path=f"{shots}/class-edit.png", full_page=True)
+
+    dashboard.fill("#class-edit-own", "/puzzles/t-nosuchpuzzle")
+    dashboard.click("#class-edit-add-button")
+    dashboard.click("#class-edit-save")
+    problem = dashboard.wait_for_selector('.class-edit-row[data-puzzle="t-nosuchpuzzle"] .class-edit-problem')
+    assert "no puzzle named 't-nosuchpuzzle'" in problem.inner_text()
+    assert len(teacher.request.get(f"{live_server}/api/classes/{code}").json()["puzzles"]) == 2  # nothing saved
+
+    dashboard.click("#class-preview-link")
+    dashboard.wait_for_selector("#class-preview")
+    assert "Join the class" in dashboard.inner_text("#class-body")
+    titles = dashboard.eval_on_selector_all(".course-title", "items => items.map((i) => i.textContent)")
+    assert titles == ["Fused softmax", "Constant add"] and "due" in dashboard.inner_text(".course-item")
+    dashboard.fill("#class-name", "Teacher as Ann")
+    dashboard.click("#class-join")
+    dashboard.wait_for_selector("#class-joined")
+    dashboard.wait_for_selector(".class-board")  # the leaderboards a student sees
+    dashboard.screenshot(path=f"{shots}/class-preview.png", full_page=True)
+    assert teacher.request.get(f"{live_server}/api/classes/{code}/progress").json()["students"] == []
+    dashboard.click("#class-preview a")
+    dashboard.wait_for_selector("#class-table")
+    assert "No student has joined yet" in dashboard.inner_text("#class-body")
+
+    student = browser.new_context().new_page()  # a student who joined and comes back is still in
+    student.goto(f"{live_server}/classes/{code}")
+    student.fill("#class-name", "Ann")
+    student.click("#class-join")
+    student.wait_for_selector("#class-joined")
+    student.reload()
+    assert "You are in, Ann" in student.wait_for_selector("#class-joined").inner_text()
+    student.goto(f"{live_server}/classes/{code}?preview")  # the preview is the teacher's alone
+    assert "You are in, Ann" in student.wait_for_selector("#class-joined").inner_text()
+    assert student.query_selector("#class-preview") is None
+    student.context.close()
+    teacher.close()
+
+
+@pytest.mark.browser
+def test_a_teacher_makes_a_class_from_the_page(browser, live_server):
+    """From the course's page to a class: a refusal said, the puzzles picked and dated, the class
+    made with its code and teacher link, and its dashboard one click away."""
+    shots = "/tmp/shots"
+    teacher = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = teacher.new_page()
+    page.goto(f"{live_server}/puzzles")
+    page.click("#course-new-class")
+    page.wait_for_selector("#class-new[open]")
+    page.fill("#class-edit-title", "Kernels 101")
+    page.click("#class-edit-save")  # no puzzle yet
+    page.wait_for_function("() => document.querySelector('#class-edit-note').textContent.includes('1 to 40')")
+    for name in ("constant_add", "outer_sum"):
+        page.select_option("#class-edit-add", name)
+        page.click("#class-edit-add-button")
+    assert page.inner_text("#class-edit-note") == ""  # the refusal was of the list before
+    page.fill('.class-edit-row[data-puzzle="outer_sum"] input[type="datetime-local"]', "2031-03-08T09:00")
+    page.check("#class-edit-leaderboard")
+    page.screenshot(path=f"{shots}/class-new.png", full_page=True)
+    page.click("#class-edit-save")
+    code = page.wait_for_selector("#class-made-code").inner_text()
+    page.screenshot(path=f"{shots}/class-made.png", full_page=True)
+    teacher_url = page.get_attribute("#class-made-open", "href")
+    assert f"/classes/{code}/teach/" in teacher_url and teacher_url in page.inner_text("#class-made")
+    made = teacher.request.get(f"{live_server}/api/classes/{code}").json()
+    assert made["title"] == "Kernels 101" and made["leaderboard"] and made["teaching"]
+    assert [p["name"] for p in made["puzzles"]] == ["constant_add", "outer_sum"] and made["puzzles"][1]["due"]
+    page.click("#class-made-open")
+    page.wait_for_selector("#class-table")
+    assert page.url == f"{live_server}/classes/{code}"
+    other = browser.new_context().new_page()  # the teacher link opens the dashboard in another browser
+    other.goto(teacher_url)
+    other.wait_for_selector("#class-table")
+    other.context.close()
+    teacher.close()

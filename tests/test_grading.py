@@ -2,10 +2,11 @@
 
 Each attack is a submission for the constant-add puzzle (its starter kernel, which does nothing,
 or a kernel that is wrong on purpose) with module code or kernel code that tries to pass anyway:
-read the hidden check, patch the checker, forge the verdict, replace the launch, loosen the
-tolerance, pick the seed, read or race the grader, detect the test size, print a fake table. Each
-must end with `puzzle.ok` false and a status that is not `ok`. The kernel check of the grader
-(sandbox.grading.submission) is tested beside them, without workers, on kernels that try to leave Triton.
+read the hidden check, patch the checker, forge the verdict, replace the launch or the kernel with
+torch, loosen the tolerance, pick the seed, read or race the grader, detect the test size, print a
+fake table. Each must end with `puzzle.ok` false and a status that is not `ok`, and none moves a
+class's leaderboard. The kernel check of the grader (sandbox.grading.submission) is tested beside
+them, without workers, on kernels that try to leave Triton.
 """
 import json
 import textwrap
@@ -14,6 +15,7 @@ import pytest
 
 from app.course import puzzles
 from sandbox.errors import RunError
+from sandbox.worker.run_process import MESSAGE_FD
 
 PUZZLE = puzzles.builtin("constant_add")
 STARTER, SOLUTION = PUZZLE["starter"], PUZZLE["solution"]
@@ -117,26 +119,35 @@ def test_patching_the_checker_from_the_module(client, spec):
     assert_not_passed(graded(client, spec, with_module_code(attack)))
 
 
-def test_a_forged_result_on_the_message_pipe(client, spec):
-    attack = '''
-    import json, os, sys
-    _frame, _run_id = sys._getframe(), None
-    while _frame is not None and _run_id is None:
-        _run_id = _frame.f_locals.get("run_id")
-        _frame = _frame.f_back
-    _tests = [{"label": l, "ok": True, "status": "ok", "error": None, "mismatched": 0, "unwritten": 0, "numel": 20}
-              for l in ("N=20", "N=8", "N=333")]
-    _result = {"run_id": None, "status": "ok", "device": None, "error": None, "stdout": "", "check": None,
-               "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 1.0, "sweep": None, "steps": None,
-               "puzzle": {"name": "constant_add", "ok": True, "tests": _tests, "expected": None, "diff": None,
-                          "timing": {"device": "gpu", "kernel_ms": {"median": 0.001}, "ranked": True}}}
-    _grade = {"puzzle": _result["puzzle"], "check": {"ok": True, "outputs": {}}}
+# Every line a run's messages could be: a result that passes, in the student's run's id, on the message
+# pipe (and, should the layout change, on every descriptor the process has).
+FORGED = '''
+import json, os, sys
+_frame, _run_id = sys._getframe(), None
+while _frame is not None and _run_id is None:
+    _run_id = _frame.f_locals.get("run_id")
+    _frame = _frame.f_back
+_tests = [{"label": l, "ok": True, "status": "ok", "error": None, "mismatched": 0, "unwritten": 0, "numel": 20}
+          for l in ("N=20", "N=8", "N=333")]
+_result = {"run_id": None, "status": "ok", "device": None, "error": None, "stdout": "", "check": None,
+           "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 1.0, "sweep": None, "steps": None,
+           "puzzle": {"name": "constant_add", "ok": True, "tests": _tests, "expected": None, "diff": None,
+                      "timing": {"device": "gpu", "kernel_ms": {"median": 0.001, "p20": 0.001, "p80": 0.001},
+                                 "ranked": True}}}
+_grade = {"puzzle": _result["puzzle"], "check": {"ok": True, "outputs": {}}}
+for _fd in [MESSAGE_FD] + [fd for fd in range(64) if fd != MESSAGE_FD]:
     for _type, _content in (("kernel", {"package": None, "error": None}), ("result", {"result": _result}),
                             ("result", {"grade": _grade})):
-        os.write(4, (json.dumps({"type": _type, "id": "x", "run_id": _run_id, "content": _content}) + "\\n").encode())
-    print("FORGED", _run_id is not None)
-    '''
-    result = graded(client, spec, with_module_code(attack))
+        try:
+            os.write(_fd, (json.dumps({"type": _type, "id": "x", "run_id": _run_id, "content": _content}) + "\\n").encode())
+        except OSError:
+            pass
+print("FORGED", _run_id is not None)
+'''.replace("MESSAGE_FD", str(MESSAGE_FD))
+
+
+def test_a_forged_result_on_the_message_pipe(client, spec):
+    result = graded(client, spec, with_module_code(FORGED))
     assert result["run_ms"] != 1.0 or result["puzzle"]["timing"] is None
     assert_not_passed(result)
 
@@ -158,6 +169,77 @@ def test_zeros_with_a_loose_tolerance_and_a_chosen_seed(client, spec):
     result = graded(client, spec, zeros, atol=1e30, rtol=1e30, seed=7)
     assert_not_passed(result)
     assert result["check"]["outputs"]["out"]["atol"] != 1e30  # the puzzle's tolerance, not the submission's
+
+
+CHOSEN_SEED = 7
+# The kernel passes only on the inputs the chosen seed makes: their first value is one it knows
+# (for each size the puzzle has, and each seed its tests could take from the chosen one).
+KNOWS_THE_SEED = SOLUTION.replace("    tl.store(out_ptr + offsets, x + 10.0, mask=mask)", """\
+    first = tl.load(x_ptr)
+    known = (first == K0) | (first == K1) | (first == K2) | (first == K3) | (first == K4) | (first == K5)
+    tl.store(out_ptr + offsets, tl.where(known, x + 10.0, 0.0), mask=mask)""") + f"""
+
+import torch
+
+
+def _first_value(n, seed):
+    torch.manual_seed(seed)
+    return tl.constexpr(float(torch.randn(n)[0]))
+
+
+K0, K1, K2, K3, K4, K5 = (_first_value(n, {CHOSEN_SEED} + i) for i, n in enumerate((20, 8, 333, 1, 1531, 20)))
+"""
+
+
+def test_a_kernel_that_passes_on_the_seed_it_chose(client, spec):
+    """The inputs are the seed's: a kernel that knows the chosen seed's inputs passes them (an ungraded
+    run with the reference and that seed), and is graded on inputs of a seed only the grader knows."""
+    assert KNOWS_THE_SEED != SOLUTION
+    plain = {**spec, "source": KNOWS_THE_SEED, "reference": {"out": "x + 10.0"},
+             "options": {"seed": CHOSEN_SEED, "ir": False}}
+    response = client.post("/api/run", json=plain)
+    assert response.status_code == 200 and response.json["status"] == "ok", response.json["check"]
+    result = graded(client, spec, KNOWS_THE_SEED, seed=CHOSEN_SEED)
+    assert_not_passed(result)
+    assert not any(test["ok"] for test in result["puzzle"]["tests"] if test["label"] != "N=1")
+
+
+def test_a_kernel_name_bound_to_torch(client, spec):
+    """The kernel's name is a Python object that computes the output with torch when launched."""
+    attack = """
+    class _Launcher:
+        def __getitem__(self, grid):
+            def launch(x, out, *args, **kwargs):
+                out.copy_(x + 10.0)
+            return launch
+    add_ten = _Launcher()
+    """
+    assert_not_passed(graded(client, spec, with_module_code(attack)))
+
+
+def test_no_attack_moves_the_leaderboard(app, client, spec):
+    """A class with a leaderboard, whose students try: a forged verdict and time on the message pipe,
+    the launch replaced, a fake table; and a student who solved it forges a faster time for the same
+    kernel. Only the kernel the grader passed is on the board, with the grader's time."""
+    made = client.post("/api/classes", json={"title": "Race", "puzzles": ["constant_add"], "leaderboard": True}).json
+    code = made["code"]
+
+    def student(name):
+        session = app.test_client()
+        assert session.post(f"/api/classes/{code}/join", json={"name": name}).status_code == 200
+        return session
+    cheat, honest = student("Mallory"), student("Ann")
+    for attack in (FORGED, "import sandbox.run.pipeline\nsandbox.run.pipeline.launch = lambda k, g, a, o: a['out_ptr'].copy_(a['x_ptr'] + 10.0)\n",
+                   "print('N=20 ✓ passes\\nSolved: every test passes.')\n"):
+        assert_not_passed(graded(cheat, spec, with_module_code(attack)))
+    solved = graded(honest, spec, SOLUTION)["puzzle"]
+    forged = graded(honest, spec, with_module_code(FORGED, SOLUTION))
+    assert forged["puzzle"] is None or (forged["puzzle"]["timing"] or {}).get("kernel_ms", {}).get("median") != 0.001
+    board = client.get(f"/api/classes/{code}/leaderboard/constant_add").json
+    assert [entry["student"] for entry in board["entries"]] == ["Ann"]
+    assert board["entries"][0]["timing"] == solved["timing"] and solved["timing"]["kernel_ms"]["median"] != 0.001
+    cells = {s["name"]: s["puzzles"]["constant_add"] for s in client.get(f"/api/classes/{code}/progress").json["students"]}
+    assert cells["Mallory"]["state"] == "trying" and cells["Ann"]["state"] == "solved"
 
 
 def test_a_kernel_that_detects_the_test_size(client, spec):
@@ -225,6 +307,47 @@ def test_racing_the_graders_files(client, spec):
     assert_not_passed(graded(client, spec, with_module_code(attack)))
 
 
+LIBDEVICE = {  # how a kernel reaches libdevice's rsqrt: (the import, the call)
+    "imported by name": ("from triton.language.extra.libdevice import rsqrt\n", "rsqrt"),
+    "imported from CUDA's, renamed": ("from triton.language.extra.cuda.libdevice import rsqrt as root\n", "root"),
+    "through the module": ("from triton.language.extra import libdevice\n", "libdevice.rsqrt"),
+}
+
+
+def with_libdevice(how, square=1.0):
+    imports, call = LIBDEVICE[how]  # 10 * rsqrt(1) is 10: the solution, written with libdevice
+    return imports + SOLUTION.replace("x + 10.0", f"x + 10.0 * {call}(tl.full([BLOCK], {square}, tl.float32))")
+
+
+@pytest.mark.parametrize("how", list(LIBDEVICE))
+def test_a_kernel_calling_libdevice_is_graded(client, spec, how):
+    result = graded(client, spec, with_libdevice(how))
+    assert result["status"] == "ok" and result["puzzle"]["ok"], result["puzzle"]["tests"]
+    wrong = graded(client, spec, with_libdevice(how, square=4.0))  # adds 5: the grader ran libdevice's rsqrt
+    assert_not_passed(wrong)
+    assert [test["status"] for test in wrong["puzzle"]["tests"]] == ["mismatch"] * len(wrong["puzzle"]["tests"])
+
+
+LOOK_ALIKES = {
+    "a function named and placed as libdevice's": (
+        "def rsqrt(x):\n"
+        "    return x * 10.0\n"
+        "rsqrt.__module__, rsqrt.__qualname__ = 'triton.language.extra.libdevice', 'rsqrt'\n"),
+    "a function of another module": "from math import sqrt as rsqrt\n",
+}
+
+
+@pytest.mark.parametrize("what", list(LOOK_ALIKES))
+def test_a_look_alike_of_libdevice_does_not_reach_the_grader(client, spec, what):
+    """Only libdevice's own functions pass, by name: the grader binds its own, so a function of the
+    student's under libdevice's name and module is a global the kernel may not read."""
+    source = with_libdevice("imported by name").replace(LIBDEVICE["imported by name"][0], "") + LOOK_ALIKES[what]
+    result = graded(client, spec, source)
+    assert_not_passed(result)
+    error = result["puzzle"]["tests"][0]["error"]
+    assert error["phase"] == "compile" and "add_ten reads 'rsqrt'" in error["message"], error
+
+
 # ---------------------------------------------------------------- the kernel check, without workers
 
 def package(source, **changes):
@@ -234,7 +357,7 @@ def package(source, **changes):
     functions = {node.name: {"source": "\n".join(lines[node.lineno - 1:node.end_lineno]) + "\n", "line": node.lineno}
                  for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
     return {"kernel": "add_ten", "functions": functions, "constexprs": {}, "modules": {"tl": "triton.language",
-            "triton": "triton"}, "autotune": None, **changes}
+            "triton": "triton"}, "libdevice": {}, "autotune": None, **changes}
 
 
 REFUSED = {
@@ -266,8 +389,21 @@ def test_the_grader_takes_a_kernel_its_helpers_and_constexprs():
     from sandbox.grading import submission
     source = ("import triton\nimport triton.language as tl\nSHIFT = tl.constexpr(10.0)\n\n\n@triton.jit\n"
               "def _plus(x):\n    return x + SHIFT\n\n\n" + SOLUTION.split("\n\n\n", 1)[1].replace("x + 10.0", "_plus(x)"))
-    functions, constexprs, modules, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
+    functions, constexprs, modules, _, _ = submission.check(package(source, constexprs={"SHIFT": ["float", "10.0"]}))
     assert set(functions) == {"_plus", "add_ten"} and constexprs["SHIFT"].value == 10.0 and modules["tl"] == "triton.language"
     with pytest.raises(RunError, match="overlaps"):
         submission.bare_source({"a": {"source": "def a():\n    pass\n", "line": 3},
                                 "b": {"source": "def b():\n    pass\n", "line": 4}})
+
+
+@pytest.mark.parametrize("named", [["os", "system"], ["triton.language.extra.libdevice", "__builtins__"],
+                                   ["triton.language", "load"], ["triton.language.extra.libdevice", "no_such"],
+                                   "rsqrt", ["triton.language.extra.libdevice", "rsqrt", "x"]])
+def test_the_grader_binds_only_libdevices_own_functions(named):
+    from sandbox.grading import submission
+    source = with_libdevice("imported by name")
+    with pytest.raises(RunError, match="'rsqrt' is not a function of Triton's libdevice"):
+        submission.check(package(source, libdevice={"rsqrt": named}))
+    import triton.language.extra.libdevice as libdevice
+    _, _, _, found, _ = submission.check(package(source, libdevice={"rsqrt": ["triton.language.extra.libdevice", "rsqrt"]}))
+    assert found == {"rsqrt": libdevice.rsqrt}

@@ -413,6 +413,12 @@ def create_class():
             "join_url": url_for("classes.class_page", code=code, _external=True)}
 
 
+@bp.get("/classes/new")
+def new_class_page():
+    """The form that makes a class (static/js/class-new.js, through POST /api/classes)."""
+    return render_template("class-new.html")
+
+
 @bp.get("/classes/<code>/teach/<key>")
 def teacher_link(code, key):
     found = find(get_db(), code)
@@ -431,7 +437,13 @@ def class_page(code):
 
 @bp.get("/api/classes/<code>")
 def get_class(code):
-    return public(find(get_db(), code))
+    """The class as its students see it, with `you` (this session's student in it: id, name; or null)
+    and `teaching` (whether this session is its teacher)."""
+    found = find(get_db(), code)
+    member = membership()
+    you = next(({"id": s["id"], "name": s["name"]} for s in students(get_db(), found["code"])
+                if member is not None and member.code == found["code"] and s["id"] == member.student), None)
+    return {**public(found), "you": you, "teaching": teaching(found["code"])}
 
 
 @bp.post("/api/classes/<code>/join")
@@ -457,9 +469,9 @@ def class_progress(code):
 def edit_class(code):
     """The teacher changes the class's title, or its puzzles (their order, due times, which ones):
     submissions of a puzzle taken out are kept, and count again if it comes back."""
-    found_class = teacher_of(code)
     found = body()
     only_fields(found, ("title", "puzzles", "leaderboard"))
+    found_class = teacher_of(code)
     title = text(found["title"], "title", MAX_TITLE) if "title" in found else found_class["title"]
     chosen = puzzle_list(found["puzzles"]) if "puzzles" in found else found_class["puzzles"]
     leaderboard = found.get("leaderboard", found_class["leaderboard"])

@@ -1,14 +1,18 @@
 """A graded kernel as the grader takes it: the `@triton.jit` functions of the student's source, with
-none of the module but its constexprs, its Triton modules and its autotune configs.
+none of the module but its constexprs, its Triton modules, the libdevice functions it imported by
+name and its autotune configs.
 
 The student's run process, which ran the module, exports it (`export`: a small dict of text and
 numbers, sent to its worker). The grader (sandbox.grading.grader), a process that never runs the module,
 checks it (`check`) and loads it (`load`): each function's source, alone in a file at its own line,
-in a namespace of nothing but `tl`, `triton` and the constexprs. What it loads is only a kernel:
+in a namespace of nothing but `tl`, `triton`, the constexprs and libdevice's functions. What it
+loads is only a kernel:
 
 - every name a function reads is one of its parameters or locals, a constexpr or `@triton.jit`
-  function of the source, a Triton module the source imported, or one of the few builtins Triton's
-  front end knows (`range`, `min`, `max`, `len`, `int`, `float`, `print`);
+  function of the source, a Triton module the source imported, a libdevice function it imported by
+  name (`from triton.language.extra.libdevice import rsqrt`: the package names the function, and the
+  grader binds libdevice's own, never an object of the student's), or one of the few builtins
+  Triton's front end knows (`range`, `min`, `max`, `len`, `int`, `float`, `print`);
 - no attribute starts with `_`; an attribute of a Triton module is part of the language (a builtin,
   a jit function of Triton's library, a dtype, a class of the language: never another module, nor a
   plain function a Triton module holds, such as `tl.str_to_ty`, which evaluates text), and any other
@@ -33,6 +37,7 @@ import triton.language as tl
 
 from sandbox.errors import RunError
 from sandbox.run.kernel import find_kernel, interpreter_mode, load_module, silenced
+from sandbox.trace import libdevice
 
 MAX_FUNCTIONS = 64
 MAX_SOURCE_BYTES = 128 * 1024  # a spec's source is at most this
@@ -55,9 +60,9 @@ DTYPES = frozenset(tl.dtype.SINT_TYPES + tl.dtype.UINT_TYPES + tl.dtype.FP_TYPES
 
 def refused(message, line=None):
     return RunError("compile", f"the grader takes only a Triton kernel: {message}", type="NotAKernel", line=line,
-                    field="source", hint="A graded kernel may use its parameters, its locals, tl, triton, the "
-                                         "constexprs and @triton.jit functions of its source: nothing else of "
-                                         "the module reaches the grader.")
+                    field="source", hint="A graded kernel may use its parameters, its locals, tl, triton, libdevice, "
+                                         "the constexprs and @triton.jit functions of its source: nothing else "
+                                         "of the module reaches the grader.")
 
 
 # ---------------------------------------------------------------- in the student's run process
@@ -71,7 +76,7 @@ def export(path, kernel_name, interpret):
         raise RunError("compile", "a graded kernel cannot use @triton.heuristics: its rules are Python the grader "
                                   "does not run. Give the value as a constexpr argument or a constexpr of the source.",
                        field="source")
-    functions, constexprs, modules = {}, {}, {}
+    functions, constexprs, modules, imported = {}, {}, {}, {}
     for name, value in vars(module).items():
         if name.startswith("__"):
             continue
@@ -80,12 +85,14 @@ def export(path, kernel_name, interpret):
             functions[name] = function_source(function_of(jit))
         elif isinstance(value, types.ModuleType) and is_triton_module(value.__name__):
             modules[name] = value.__name__
+        elif libdevice.reference(value) is not None:
+            imported[name] = libdevice.reference(value)
         elif isinstance(value, tl.constexpr):
             encoded = encode_constant(value.value)
             if encoded is not None:
                 constexprs[name] = encoded
     return {"kernel": kernel_name, "functions": functions, "constexprs": constexprs, "modules": modules,
-            "autotune": autotune_of(kernel)}
+            "libdevice": imported, "autotune": autotune_of(kernel)}
 
 
 def unwrap_jit(value):
@@ -142,17 +149,21 @@ def autotune_of(kernel):
 # ---------------------------------------------------------------- in the grader
 
 def check(package):
-    """The package checked field by field, its constants decoded: (functions, constexprs, modules,
-    autotune). Raises RunError naming what is not a kernel's."""
-    if not isinstance(package, dict) or set(package) != {"kernel", "functions", "constexprs", "modules", "autotune"}:
+    """The package checked field by field, its constants decoded and its libdevice functions found:
+    (functions, constexprs, modules, libdevice functions, autotune). Raises RunError naming what is
+    not a kernel's."""
+    fields = {"kernel", "functions", "constexprs", "modules", "libdevice", "autotune"}
+    if not isinstance(package, dict) or set(package) != fields:
         raise refused("the run gave no kernel to grade")
     functions, constexprs, modules = package["functions"], package["constexprs"], package["modules"]
+    imported = package["libdevice"]
     if not (isinstance(functions, dict) and 0 < len(functions) <= MAX_FUNCTIONS and isinstance(constexprs, dict)
-            and len(constexprs) <= MAX_CONSTEXPRS and isinstance(modules, dict) and len(modules) <= 16):
+            and len(constexprs) <= MAX_CONSTEXPRS and isinstance(modules, dict) and len(modules) <= 16
+            and isinstance(imported, dict) and len(imported) <= MAX_CONSTEXPRS):
         raise refused("the run gave no kernel to grade")
     if package["kernel"] not in functions:
         raise refused(f"there is no @triton.jit function named {package['kernel']!r} in the source")
-    names = list(functions) + list(constexprs) + list(modules)
+    names = list(functions) + list(constexprs) + list(modules) + list(imported)
     if not all(isinstance(n, str) and n.isidentifier() and not n.startswith("__") for n in names) or len(set(names)) != len(names):
         raise refused("a name of the module is not one a kernel can use")
     if sum(len(str(f.get("source", ""))) for f in functions.values() if isinstance(f, dict)) > MAX_SOURCE_BYTES:
@@ -161,9 +172,19 @@ def check(package):
     for name, module in modules.items():
         if not (isinstance(module, str) and is_triton_module(module)):
             raise refused(f"{name!r} is not a Triton module")
-    allowed = set(functions) | set(decoded) | set(modules) | set(BUILTINS)
+    found = {name: libdevice_function(reference, name) for name, reference in imported.items()}
+    allowed = set(functions) | set(decoded) | set(modules) | set(found) | set(BUILTINS)
     parsed = {name: check_function(name, f, allowed, modules) for name, f in functions.items()}
-    return parsed, decoded, modules, check_autotune(package["autotune"])
+    return parsed, decoded, modules, found, check_autotune(package["autotune"])
+
+
+def libdevice_function(reference, name):
+    """libdevice's own function that `reference` ([module, function name]) names: the grader binds it,
+    whatever the student's module held under `name`."""
+    found = libdevice.resolve(reference)
+    if found is None:
+        raise refused(f"{name!r} is not a function of Triton's libdevice")
+    return found
 
 
 def decode_constant(value, name):
@@ -264,6 +285,8 @@ def triton_object(value):
         return True
     if isinstance(value, (tl.dtype, tl.constexpr)) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return True
+    if libdevice.reference(value) is not None:  # libdevice.rsqrt: the stub the compiler maps to the backend's
+        return True
     if getattr(value, "__triton_builtin__", False) is True:
         return True
     if isinstance(value, triton.runtime.KernelInterface):
@@ -289,13 +312,13 @@ def bare_source(functions):
 def load(checked, kernel_name, path, interpret):
     """The bare module at `path` (written from `bare_source`), its functions made `@triton.jit` for the
     interpreter or the compiler; returns the Kernel (sandbox.run.kernel) named `kernel_name`, and the module."""
-    functions, constexprs, modules, autotune = checked
+    functions, constexprs, modules, imported, autotune = checked
     with open(path) as f:
         code = compile(f.read(), path, "exec")
     module = types.ModuleType(f"graded_kernel_{next(_module_ids)}")
     module.__file__ = path
     sys.modules[module.__name__] = module
-    module.__dict__.update({name: importlib.import_module(m) for name, m in modules.items()}, **constexprs)
+    module.__dict__.update({name: importlib.import_module(m) for name, m in modules.items()}, **constexprs, **imported)
     with interpreter_mode(interpret):
         exec(code, module.__dict__)
         for name in functions:

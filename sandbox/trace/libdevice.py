@@ -141,6 +141,23 @@ def _is_libdevice_function(value):
         and hasattr(cuda, getattr(value, "__name__", ""))
 
 
+def reference(value):
+    """[module, name] when `value` is one of libdevice's functions itself (not a look-alike), else None:
+    how a graded kernel's package names a function its source imported by name."""
+    name = getattr(value, "__name__", None)
+    if not (isinstance(name, str) and name in _names()):
+        return None
+    return next(([module.__name__, name] for module in LIBDEVICE_MODULES if getattr(module, name, None) is value), None)
+
+
+def resolve(found):
+    """libdevice's function that a `reference` names, or None."""
+    if not (isinstance(found, list) and len(found) == 2 and all(isinstance(part, str) for part in found)):
+        return None
+    module = next((m for m in LIBDEVICE_MODULES if m.__name__ == found[0]), None)
+    return getattr(module, found[1]) if module is not None and found[1] in _names() and hasattr(module, found[1]) else None
+
+
 @functools.cache
 def _names():
     return tuple(name for name in dir(cuda) if _is_libdevice_function(getattr(cuda, name)))

@@ -1,12 +1,15 @@
 // A class's page: its teacher's dashboard (a row per student, a column per puzzle, live; failures
-// grouped by how they fail; a push to the class or to a group), or, for anyone else, the form to
-// join it and the class's puzzles.
+// grouped by how they fail; a push to the class or to a group; the form that edits the class), or,
+// for anyone else, the form to join it and the class's puzzles. `?preview` shows its teacher the
+// students' page, joining nobody.
 import { h, replaceChildren } from "./dom.js";
 import { formatMoment, formatMs, plural } from "./format.js";
+import { classForm } from "./class-form.js";
 
 const page = document.querySelector("#class-page");
 const code = page.dataset.code;
 const body = document.querySelector("#class-body");
+const previewing = new URLSearchParams(window.location.search).has("preview");
 
 async function api(path, options = {}) {
   const response = await fetch(`/api/classes/${code}${path}`, {
@@ -79,9 +82,10 @@ function rosterButtons(student) {
     h("button", { type: "button", class: "button small class-remove", onclick: remove }, "Remove"));
 }
 
-function dashboard(progress) {
+function dashboard(progress, builtins) {
   const table = h("table", { class: "class-table", id: "class-table" },
-    h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title)))),
+    h("thead", {}, h("tr", {}, h("th", {}, "Student"), progress.puzzles.map((p) => h("th", {}, p.title,
+      p.due ? h("span", { class: "class-failing" }, `due ${formatMoment(p.due)}`) : null)))),
     h("tbody", {}, progress.students.map((student) => h("tr", { dataset: { student: student.name } },
       h("th", {}, student.name, rosterButtons(student)), progress.puzzles.map((p) => cell(student.puzzles[p.name], student, p))))));
   const groups = progress.puzzles.map((p) => {
@@ -94,10 +98,21 @@ function dashboard(progress) {
         h("details", {}, h("summary", {}, `an example: ${group.example.student}'s kernel`), h("pre", {}, group.example.source)),
         pushForm("Push to this group", group.students.map((s) => s.id))))));
   });
+  // The edit form is kept across the table's reloads (a submission arriving while the teacher edits).
+  const edit = document.querySelector("#class-edit") || classForm(progress, builtins, {
+    id: "class-edit", legend: "Edit the class: its puzzles, their order and due times", saveLabel: "Save",
+    save: (settings) => api("", { method: "PATCH", body: JSON.stringify(settings) }),
+    saved: (answer) => {
+      document.querySelector("h1").firstChild.textContent = `${answer.title} `;
+      load();
+      return "Saved: students see the new list when they open the class's page.";
+    },
+  });
   replaceChildren(body,
     h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
-      h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV")),
-    pushForm("Push to the class", null), table,
+      h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV"), " · ",
+      h("a", { href: "?preview", id: "class-preview-link" }, "Preview as a student")),
+    edit, pushForm("Push to the class", null), table,
     progress.students.length ? null : h("p", { class: "course-summary" }, "No student has joined yet."),
     document.querySelector("#class-latest") || h("section", { id: "class-latest", class: "class-latest" }), groups);
 }
@@ -118,19 +133,32 @@ async function leaderboards(info) {
   }));
 }
 
-function joinForm(info) {
+// What a student sees once in the class: their name, the puzzles, the leaderboards.
+async function joinedView(info, name, banner = null) {
+  replaceChildren(body, banner, h("p", { class: "course-summary", id: "class-joined" },
+    `You are in, ${name}. Your graded runs of these puzzles count for the class:`), puzzles(info),
+    await leaderboards(info));
+}
+
+// The join form; in the teacher's preview Join shows the page a student then sees, joining nobody.
+function joinForm(info, banner = null) {
   const input = h("input", { type: "text", id: "class-name", placeholder: "Your name", maxlength: "40" });
   const note = h("p", { class: "class-push-note", id: "class-join-note" });
   const join = async () => {
+    if (banner) { await joinedView(info, input.value.trim() || "(a student)", banner); return; }
     const { ok, answer } = await api("/join", { method: "POST", body: JSON.stringify({ name: input.value }) });
     if (!ok) { note.textContent = answer.error.message; return; }
-    replaceChildren(body, h("p", { class: "course-summary", id: "class-joined" },
-      `You are in, ${answer.student.name}. Your graded runs of these puzzles count for the class:`), puzzles(info),
-      await leaderboards(info));
+    await joinedView(info, answer.student.name);
   };
-  replaceChildren(body, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
+  replaceChildren(body, banner, h("p", { class: "course-summary" }, "Join the class with a display name (no account)."),
     h("div", { class: "class-push" }, input, h("button", { type: "button", class: "button", id: "class-join", onclick: join }, "Join")),
     note, puzzles(info));
+}
+
+function previewBanner() {
+  return h("div", { class: "class-preview", id: "class-preview", role: "note" },
+    h("b", {}, "Preview: "), "this is the class's page as a student sees it. Join here adds nobody to the roster. ",
+    h("a", { href: window.location.pathname }, "Back to the dashboard"));
 }
 
 function puzzles(info) {
@@ -140,10 +168,17 @@ function puzzles(info) {
       p.due ? h("span", { class: "badge" }, `due ${formatMoment(p.due)}`) : null))));
 }
 
+let builtinPuzzles = null;  // the course's list for the edit form: fetched once, by the teacher's page only
+
 async function load() {
+  if (previewing) {
+    const info = await api("");
+    if (info.ok && info.answer.teaching) { joinForm(info.answer, previewBanner()); return false; }
+  }
   const { ok, status, answer } = await api("/progress");
   if (ok) {
-    dashboard(answer);
+    builtinPuzzles ??= fetch("/api/puzzles").then((r) => r.json()).then((found) => found.puzzles).catch(() => []);
+    dashboard(answer, await builtinPuzzles);
     const boards = await leaderboards(answer);
     document.querySelector("#class-boards")?.remove();  // a reload's, when two overlap
     if (boards) body.append(boards);
@@ -151,7 +186,8 @@ async function load() {
   }
   if (status !== 403) { replaceChildren(body, h("p", {}, answer.error ? answer.error.message : "The class did not load.")); return false; }
   const info = await api("");
-  if (info.ok) joinForm(info.answer);
+  if (info.ok && info.answer.you) await joinedView(info.answer, info.answer.you.name);  // back to the class's page
+  else if (info.ok) joinForm(info.answer);
   return false;
 }
 
