@@ -203,6 +203,10 @@ def test_the_leaderboard_on_this_host(app, client):
     assert client.get(f"/api/classes/{code}/leaderboard/constant_add").status_code == 404  # none chosen
     code = client.post("/api/classes", json={"title": "Race", "puzzles": ["constant_add"], "leaderboard": True}).json["code"]
     student, _ = joined(app, code, "Ann")
+    empty = student.get(f"/api/classes/{code}/leaderboard/constant_add").json
+    device = app.extensions["dispatcher"].health()["device"]
+    assert empty["entries"] == [] and (("interpreter" in empty["why"]) if device["kind"] == "interpreter"
+                                       else empty["why"] is None)  # said before the first correct kernel
     result = graded(student, CONSTANT_ADD["solution"])
     board = student.get(f"/api/classes/{code}/leaderboard/constant_add").json
     assert [e["student"] for e in board["entries"]] == ["Ann"]
