@@ -23,13 +23,13 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install $(TORCH_INDEX) -r requirements.txt
 	touch $@
 
-# scale out only (REDIS_URL): celery and redis
+# scale out only (REDIS_URL, DATABASE_URL): celery, redis, psycopg
 $(VENV)/.scale-installed: requirements-scale.txt $(VENV)/.installed
 	$(PY) -m pip install -q -r requirements-scale.txt
 	touch $@
 
 # the tests and benchmarks: requirements-dev.txt brings requirements-scale.txt (the scale-out tests
-# run real Celery workers); the corpus's libraries without their dependencies
+# run real Celery workers and a real PostgreSQL); the corpus's libraries without their dependencies
 $(VENV)/.dev-installed: requirements-dev.txt requirements-scale.txt requirements-corpus.txt $(VENV)/.installed
 	$(PY) -m pip install $(TORCH_INDEX) -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-corpus.txt
@@ -38,7 +38,7 @@ $(VENV)/.dev-installed: requirements-dev.txt requirements-scale.txt requirements
 install: $(VENV)/.installed
 
 # gunicorn with one gevent worker process (app/serve.py); settings from the environment: make run PORT=9000
-run: install $(if $(REDIS_URL),$(VENV)/.scale-installed)
+run: install $(if $(REDIS_URL)$(DATABASE_URL),$(VENV)/.scale-installed)
 	$(PY) -m app.serve
 
 # scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker); app/dispatch/celery_worker.py

@@ -19,7 +19,7 @@ def planned(target, tmp_path, path=None, plain_pip=False, **variables):
     `plain_pip`: as on a host whose pip has no sources of its own (no wheelhouse, index or mirror)."""
     env = {**os.environ, "PATH": path or os.environ["PATH"]}
     # Not what an outer make (`make test`) passes down: its variables would be this make's too.
-    for name in ("REDIS_URL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+    for name in ("REDIS_URL", "DATABASE_URL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
         env.pop(name, None)
     if plain_pip:
         for name in PIP_SOURCES:
@@ -34,12 +34,13 @@ def requirements(name):
         return [line.strip().split("==")[0] for line in f if line.strip() and not line.startswith("#")]
 
 
-def test_celery_and_redis_are_installed_for_scale_out_only(tmp_path):
-    assert "celery" not in requirements("requirements.txt") and "redis" not in requirements("requirements.txt")
-    assert requirements("requirements-scale.txt") == ["celery", "redis"]
+def test_celery_redis_and_psycopg_are_installed_for_scale_out_only(tmp_path):
+    assert not {"celery", "redis", "psycopg[binary]"} & set(requirements("requirements.txt"))
+    assert requirements("requirements-scale.txt") == ["celery", "redis", "psycopg[binary]"]
     assert "-r requirements-scale.txt" in requirements("requirements-dev.txt")  # the tests run Celery workers
     assert "requirements-scale.txt" not in planned("run", tmp_path)
     assert "requirements-scale.txt" in planned("run", tmp_path, REDIS_URL="redis://localhost:6379/0")
+    assert "requirements-scale.txt" in planned("run", tmp_path, DATABASE_URL="postgresql://db-host/playground")
     assert "-r requirements-scale.txt" in planned("worker", tmp_path)
     test = planned("test", tmp_path)
     assert "-r requirements-dev.txt" in test and "pytest" in test.splitlines()[-1]

@@ -14,7 +14,6 @@ import io
 import json
 import logging
 import secrets
-import sqlite3
 import time
 import unicodedata
 from contextlib import closing
@@ -103,11 +102,10 @@ def create(db, title, chosen, leaderboard=False):
     for _ in range(20):
         code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
         try:
-            database.insert(db, "INSERT INTO class (code, teacher_digest, title, puzzles, leaderboard, created) "
-                                "VALUES (?, ?, ?, ?, ?, ?)",
-                            (code, digest(key), title, json.dumps(chosen), int(leaderboard), time.time()))
+            db.execute("INSERT INTO class (code, teacher_digest, title, puzzles, leaderboard, created) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", (code, digest(key), title, json.dumps(chosen), int(leaderboard), time.time()))
             return code, key
-        except sqlite3.IntegrityError:
+        except database.Conflict:
             continue  # the code is taken: another one
     raise ClassError("could not make a class code; try again", status=503)
 
@@ -145,8 +143,7 @@ def join(db, code, name):
     if len(roster) >= MAX_STUDENTS:
         raise ClassError(f"this class is full: it has {MAX_STUDENTS} students", 409, "name")
     student = secrets.token_hex(16)
-    database.insert(db, "INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)",
-                    (student, code, name, time.time()))
+    db.execute("INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)", (student, code, name, time.time()))
     return student
 
 
@@ -164,7 +161,7 @@ def remove(db, code, student):
         raise ClassError("there is no such student in this class", 404)
 
 
-def record(path, membership, puzzle, source, result):
+def record(where, membership, puzzle, source, result):
     """Keep a graded run of a student of a class (from the thread that delivers its result: its own
     connection). Nothing is kept of a run the grader did not judge, of a removed student, or of a
     puzzle the class does not have."""
@@ -173,7 +170,7 @@ def record(path, membership, puzzle, source, result):
         return False
     failing = next((t.get("label") for t in verdict.get("tests") or [] if not t.get("ok")), None)
     timing = verdict.get("timing") if verdict.get("ok") and isinstance(verdict.get("timing"), dict) else None
-    with closing(database.connect(path)) as conn:
+    with closing(database.connect(where)) as conn:
         row = conn.execute("SELECT c.puzzles FROM student s JOIN class c ON c.code = s.class_code "
                            "WHERE s.id = ? AND s.class_code = ? AND s.removed = 0",
                            (membership.student, membership.code)).fetchone()
@@ -344,14 +341,14 @@ def room(kind, key):
 
 
 def recorder(member, spec):
-    """record(result) for a graded run of a class's student: the database path is read now, in the
-    request; the result comes later, on another thread."""
-    path = current_app.config["DATABASE"]
+    """record(result) for a graded run of a class's student: where the database is is read now, in
+    the request; the result comes later, on another thread."""
+    where = database.target(current_app.config)
 
     def keep(result):
         try:
-            kept = record(path, member, spec["options"]["puzzle"], spec["source"], result)
-        except sqlite3.Error:  # the run's result still reaches its student
+            kept = record(where, member, spec["options"]["puzzle"], spec["source"], result)
+        except database.DatabaseError:  # the run's result still reaches its student
             log.exception("a submission of class %s could not be kept", member.code)
             return
         if kept:  # the dashboards read the progress again

@@ -25,7 +25,6 @@ import hashlib
 import io
 import json
 import logging
-import sqlite3
 import threading
 import time
 import tokenize
@@ -336,6 +335,9 @@ RETRY_S = 600.0  # an outcome that says nothing of the solution (the server busy
 POLL_S = 0.1
 # The phases of a run's error that are the server's doing, not the solution's.
 SERVER_PHASES = ("sandbox", "stopped")
+UPSERT_SOLUTION = ("INSERT INTO solution (digest, state, trace, detail, updated) VALUES (?, ?, ?, ?, ?) "
+                   "ON CONFLICT (digest) DO UPDATE SET state = excluded.state, trace = excluded.trace, "
+                   "detail = excluded.detail, updated = excluded.updated")
 
 
 class Solutions:
@@ -355,7 +357,7 @@ class Solutions:
 
     def __init__(self, config, dispatcher):
         from app.dispatch.interface import wait_bound_s
-        self.database, self.dispatcher = config["DATABASE"], dispatcher
+        self.database, self.dispatcher = database.target(config), dispatcher
         self.trace_max_bytes = config["TRACE_MAX_BYTES"]
         self.max_bytes = database.max_bytes(config)  # DATABASE_MAX_MB: a trace that does not fit is not kept
         self.claim_s = wait_bound_s(config)
@@ -380,22 +382,16 @@ class Solutions:
                 or (row["state"] == "lost" and age > RETRY_S))
 
     def _claim(self, digest):
-        conn = database.connect(self.database)
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute("SELECT state, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
-            if not self._due(dict(row) if row else None):
-                conn.execute("ROLLBACK")
-                return False
-            conn.execute("INSERT OR REPLACE INTO solution (digest, state, trace, detail, updated) "
-                         "VALUES (?, 'running', NULL, NULL, ?)", (digest, time.time()))
-            conn.execute("COMMIT")
-            return True
-        except sqlite3.Error:
+            with self._connect() as conn, conn.transaction(lock=f"solution {digest}"):
+                row = conn.execute("SELECT state, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
+                if not self._due(dict(row) if row else None):
+                    return False
+                conn.execute(UPSERT_SOLUTION, (digest, "running", None, None, time.time()))
+                return True
+        except database.DatabaseError:
             log.exception("could not claim the solution run %s", digest[:12])
             return False
-        finally:
-            conn.close()
 
     def _store(self, digest, state, trace=None, detail=None):
         try:
@@ -403,11 +399,10 @@ class Solutions:
                 if state is None:
                     conn.execute("DELETE FROM solution WHERE digest = ? AND state = 'running'", (digest,))
                     return
-                if trace is not None and self.max_bytes and database.size_bytes(conn) + len(trace) > self.max_bytes:
+                if trace is not None and self.max_bytes and conn.size_bytes() + len(trace) > self.max_bytes:
                     trace, detail = None, "its trace was not kept: the database is at DATABASE_MAX_MB"
-                conn.execute("INSERT OR REPLACE INTO solution (digest, state, trace, detail, updated) "
-                             "VALUES (?, ?, ?, ?, ?)", (digest, state, trace, detail, time.time()))
-        except sqlite3.Error:
+                conn.execute(UPSERT_SOLUTION, (digest, state, trace, detail, time.time()))
+        except (database.DatabaseError, database.StorageFull):
             log.exception("could not keep the outcome of the solution run %s", digest[:12])
 
     def _run(self, puzzle, digest):

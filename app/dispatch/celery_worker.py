@@ -81,8 +81,8 @@ class WorkerHost:
         """One run, if no one took it before (a message delivered again, a run withdrawn or given up)."""
         if not self.state.take(message["run_id"], message["owner"], self.id, message.get("address")):
             return
-        client = message["client"]
-        job = Job.arrived(message, functools.partial(self.listener, client), self.state.now() - message["queued_at"])
+        listener = functools.partial(self.listener, message["client"], message.get("reply_to"))
+        job = Job.arrived(message, listener, self.state.now() - message["queued_at"])
         self.run_id, self.job = job.run_id, job
         try:
             self.slot.ensure_worker()
@@ -90,12 +90,15 @@ class WorkerHost:
         finally:
             self.run_id, self.job = None, None
 
-    def listener(self, client, run_id, type, content):
+    def listener(self, client, reply_to, run_id, type, content):
         """A run's event to its client (a part too: its web process needs nothing of it); the
-        result once, or to the POST /api/run that waits for it."""
+        result once: to the web process that asked for it (`reply_to`: it keeps a class's verdict,
+        then delivers it), or to the POST /api/run that waits for it."""
         if type == "result":
             if not self.state.finish(run_id):
                 return  # the web process gave it a result already (it thought this worker lost)
+            if reply_to is not None:
+                return self.state.send_result(reply_to, run_id, content["result"])
             if client is None:
                 return self.state.reply(run_id, content["result"])  # POST /api/run waits on it
         deliver(self.emit, client, run_id, type, content)

@@ -21,9 +21,11 @@ class Dispatcher(Protocol):
 
     def stop(self): ...
 
-    def submit(self, spec, owner, client=None, from_link=False, address=None) -> str:
+    def submit(self, spec, owner, client=None, from_link=False, address=None, listener=None) -> str:
         """Queue a run; its run_id. QueueFull, OwnerQueueFull or AddressQueueFull: the queue, or the
-        owner's or the address's share of it, is full."""
+        owner's or the address's share of it, is full. `listener(run_id, type, content)`, in this
+        process, gets its result (the embedded pool's: every event) and delivers it to `client`
+        itself (a class's graded run: app.web.events.keeping)."""
 
     def withdraw_client(self, client) -> int:
         """The client left: its waiting runs never start; how many there were."""

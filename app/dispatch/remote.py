@@ -9,10 +9,16 @@ QUEUE_PER_ADDRESS, counted in Redis across web processes: app.dispatch.runstate)
 its runs: a run whose worker was lost (its heartbeat stopped: killed, its host gone) gets an error
 result within HEARTBEAT_TTL_S, and one that waited past QUEUE_WAIT_S (no worker took it) gets the
 "too busy" error, each exactly once (app.dispatch.runstate: whoever finishes a run first gives its result).
+
+A run submitted with a listener (a class's student's graded run: app.web.events.keeping) has its
+result come back here instead of going straight to its client: the worker pushes it to this
+process's inbox in Redis, and the listener keeps the verdict and then delivers the result, as the
+embedded pool's listener does.
 """
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import redis
@@ -21,7 +27,7 @@ from celery import Celery
 from app.dispatch.interface import (WAIT_MARGIN_S, AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of,
                                     wait_bound_s)
 from app.dispatch.jobs import Job, address_full_message, ordinal, owner_full_message, stopped
-from app.dispatch.runstate import WITHDRAWN, RunState
+from app.dispatch.runstate import REPLY_KEEP_S, WITHDRAWN, RunState
 from app.dispatch.slot import GRACE_S, STUCK_MARGIN_S
 from sandbox import result as results
 from sandbox.errors import RunError
@@ -57,6 +63,7 @@ class Waiting:
     job: Job
     since: float = field(default_factory=time.monotonic)
     started: float = None  # when this process first saw a worker take it
+    finished: float = None  # when this process first saw it finished (a listener's result may be on its way)
 
 
 class CeleryDispatcher:
@@ -68,16 +75,21 @@ class CeleryDispatcher:
         self.runs, self.lock = {}, threading.Lock()  # run_id: Waiting
         self.stopping = threading.Event()
         self.watch = threading.Thread(target=self._watch, name="run-watch", daemon=True)
+        self.inbox = self.state.inbox(uuid.uuid4().hex)  # the results of this process's runs with a listener
+        self.collector = threading.Thread(target=self._collect, name="run-results", daemon=True)
 
     def start(self):
         self.watch.start()
+        self.collector.start()
         return self
 
     def stop(self):
         self.stopping.set()
 
-    def submit(self, spec, owner, client=None, from_link=False, address=None):
-        job = Job(spec, None, owner, client, from_link, address)
+    def submit(self, spec, owner, client=None, from_link=False, address=None, listener=None):
+        """Queue a run; its events go from its worker to the Socket.IO client `client`, but for its
+        result, which goes to listener(run_id, "result", content) in this process where one is given."""
+        job = Job(spec, listener, owner, client, from_link, address)
         try:
             # Runs older than a run can wait and run are gone from the line (their web process died).
             stale_before = self.state.now() - wait_bound_s(self.config)
@@ -99,7 +111,8 @@ class CeleryDispatcher:
         self.deliver(client, job.run_id, "status",
                      {"phase": "queued", "message": f"queued: {ordinal(place)} in line", "position": place})
         try:
-            self.celery.send_task(TASK, args=[{**job.message(), "queued_at": self.state.now()}],
+            reply_to = {"reply_to": self.inbox} if listener is not None else {}
+            self.celery.send_task(TASK, args=[{**job.message(), "queued_at": self.state.now(), **reply_to}],
                                   task_id=job.run_id, queue=QUEUE)
         except Exception as e:  # the broker is down, or the spec cannot be encoded: nothing ran
             log.exception("run %s could not be sent to a worker", job.run_id)
@@ -116,8 +129,9 @@ class CeleryDispatcher:
             log.exception("the runs of a client that left could not be withdrawn")
             gone = []
         with self.lock:
-            for job in mine:  # its running runs finish on their workers; no one here waits for them
-                self.runs.pop(job.run_id, None)
+            for job in mine:  # its running runs finish on their workers; only a listener still waits for them
+                if job in gone or job.listener is None:
+                    self.runs.pop(job.run_id, None)
         return len(gone)
 
     def compile_ahead(self, spec, owner, client, address=None):
@@ -184,8 +198,11 @@ class CeleryDispatcher:
             run_id, now = run.job.run_id, time.monotonic()
             by = self.state.taken_by(run_id)
             if self.state.finished(run_id) or by == WITHDRAWN:
-                with self.lock:
-                    self.runs.pop(run_id, None)
+                run.finished = run.finished or now
+                # A listener's result comes through the inbox: left to the collector, unless it never comes.
+                if run.job.listener is None or by == WITHDRAWN or now - run.finished > REPLY_KEEP_S:
+                    with self.lock:
+                        self.runs.pop(run_id, None)
             elif by is None and now - run.since > wait_s + WAIT_MARGIN_S:
                 if self.state.take(run_id, run.job.owner, WITHDRAWN, run.job.address):  # no worker took it in time
                     self._fail(run_id, RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
@@ -201,7 +218,33 @@ class CeleryDispatcher:
         if waiting is None or not self.state.finish(run_id):
             return
         result = results.delivered(results.failed(error), run_id, "")
-        if waiting.job.client is None:
+        if waiting.job.listener is not None:
+            self._tell(waiting.job, result)
+        elif waiting.job.client is None:
             self.state.reply(run_id, result)
         else:
             self.deliver(waiting.job.client, run_id, "result", {"result": result})
+
+    def _collect(self):
+        """The results workers push to this process's inbox, each to its run's listener."""
+        while not self.stopping.is_set():
+            try:
+                found = self.state.next_result(self.inbox, WATCH_S)
+            except redis.RedisError:  # Redis away for a moment: look again
+                log.exception("the results of this process's runs could not be read")
+                self.stopping.wait(WATCH_S)
+                continue
+            if found is None:
+                continue
+            run_id, result = found
+            with self.lock:
+                waiting = self.runs.pop(run_id, None)
+            if waiting is not None:
+                self._tell(waiting.job, result)
+
+    @staticmethod
+    def _tell(job, result):
+        try:
+            job.listener(job.run_id, "result", {"result": result})
+        except Exception:
+            log.exception("the listener of run %s failed on its result", job.run_id)

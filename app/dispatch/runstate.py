@@ -11,6 +11,8 @@ processes and the Celery workers must agree on, each step one atomic command or 
   result    run:<id>:result, set once, by whoever gives the run its one result: its worker, or the web
             process that found its worker gone
   reply     run:<id>:reply, the result of a POST /api/run run, which its web process waits for
+  inbox     results-for:<web process>, the results of the runs whose web process asked for them
+            (a class's graded run: its verdict is kept there), each with its run id
   stop      run:<id>:stop, set by the web process whose client pressed Stop; the worker running
             the run sees it at its next heartbeat and ends the run
   workers   worker:<id>, each worker's heartbeat (its slot's state and device), expiring
@@ -120,6 +122,17 @@ class RunState:
         """The result pushed by reply(), or None after timeout_s."""
         found = self.redis.blpop([self.key("run", run_id, "reply")], timeout=max(1, int(timeout_s)))
         return json.loads(found[1]) if found else None
+
+    def inbox(self, web_process):
+        return self.key("results-for", web_process)
+
+    def send_result(self, inbox, run_id, result):
+        self.redis.pipeline().rpush(inbox, json.dumps([run_id, result])).expire(inbox, REPLY_KEEP_S).execute()
+
+    def next_result(self, inbox, timeout_s):
+        """(run id, result) from `inbox`, or None after timeout_s."""
+        found = self.redis.blpop([inbox], timeout=max(1, int(timeout_s)))
+        return tuple(json.loads(found[1])) if found else None
 
     def queued(self):
         return int(self.redis.zcard(self.key("waiting")))

@@ -42,10 +42,10 @@ def spec_of(data, event):
 
 def keeping(dispatcher, spec):
     """For a graded run of a class's student: a listener that delivers as usual and, with the result,
-    keeps the grader's verdict (app.course.classes). The embedded dispatcher's runs only: a Celery
-    worker's results reach their client from the worker's host."""
+    keeps the grader's verdict (app.course.classes). With Celery workers only the result comes back
+    to this process for it (app.dispatch.remote); the other events go from the worker to the client.
     member = classes.counted(spec)
-    if member is None or not hasattr(dispatcher, "jobs"):
+    if member is None:
         return {}
     keep, send = classes.recorder(member, spec), functools.partial(dispatcher.deliver, request.sid)
 

@@ -1,15 +1,17 @@
+-- Migration 1: the schema as it was before migrations were numbered (app.db.migrate). Each table
+-- "IF NOT EXISTS": a database made before then has them already, and is marked at version 1.
 CREATE TABLE IF NOT EXISTS snippet (
     id TEXT PRIMARY KEY,            -- shortest unique prefix (>= 8) of the content hash
     digest TEXT UNIQUE NOT NULL,    -- sha256 of the canonical JSON body
     body TEXT NOT NULL,             -- {"spec": ..., "ui": ...}
-    created TEXT NOT NULL DEFAULT (datetime('now'))
+    created TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
 CREATE TABLE IF NOT EXISTS puzzle (
     id TEXT PRIMARY KEY,            -- shortest unique prefix (>= 10) of the content hash; the puzzle is t-<id>
     digest TEXT UNIQUE NOT NULL,    -- sha256 of the body
     body TEXT NOT NULL,             -- {"title", "statement", "hints", "starter", "solution", "reference", ...}: server-only
-    created TEXT NOT NULL DEFAULT (datetime('now'))
+    created TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
 
 CREATE TABLE IF NOT EXISTS solution (
@@ -17,7 +19,7 @@ CREATE TABLE IF NOT EXISTS solution (
     state TEXT NOT NULL,            -- running (claimed at `updated`), ok, failed (the solution's own), lost (the server's)
     trace TEXT,                     -- ok: the solution's trace of the first test, JSON, at most TRACE_MAX_BYTES
     detail TEXT,                    -- what failed, or why there is no trace
-    updated REAL NOT NULL           -- unix time
+    updated DOUBLE PRECISION NOT NULL           -- unix time
 );
 
 CREATE TABLE IF NOT EXISTS class (
@@ -26,14 +28,14 @@ CREATE TABLE IF NOT EXISTS class (
     title TEXT NOT NULL,
     puzzles TEXT NOT NULL,          -- JSON [{"name", "due"}], in the class's order; due: unix time or null
     leaderboard INTEGER NOT NULL DEFAULT 0,  -- whether its students see a leaderboard per puzzle
-    created REAL NOT NULL
+    created DOUBLE PRECISION NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS student (
     id TEXT PRIMARY KEY,            -- random, kept in the student's signed session cookie
     class_code TEXT NOT NULL REFERENCES class (code),
     name TEXT NOT NULL,             -- the display name, unique in its class (case aside)
-    joined REAL NOT NULL,
+    joined DOUBLE PRECISION NOT NULL,
     removed INTEGER NOT NULL DEFAULT 0  -- removed by the teacher: their runs count no more
 );
 CREATE INDEX IF NOT EXISTS student_by_class ON student (class_code);
@@ -47,6 +49,6 @@ CREATE TABLE IF NOT EXISTS submission (
     verdict TEXT NOT NULL,          -- JSON: result.puzzle's tests and diff (the grader's)
     source TEXT NOT NULL,           -- the kernel's source, as submitted
     timing TEXT,                    -- JSON: the grader's time of a passing kernel (result.puzzle.timing), or null
-    created REAL NOT NULL
+    created DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS submission_by_student ON submission (student_id, puzzle);
