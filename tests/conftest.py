@@ -20,6 +20,7 @@ from tests.support import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served,
 
 
 WORKER_FIXTURES = {"app", "client", "make_app", "live_server"}  # each starts real workers
+SERVER_FIXTURES = {"postgres"}  # each starts a server
 
 
 def pytest_collection_modifyitems(config, items):
@@ -33,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
         for marker, (skip, reason) in skips.items():
             if skip and marker in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
-        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if (WORKER_FIXTURES | SERVER_FIXTURES) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
         if not {"browser", "gpu", "integration"} & set(item.keywords):
             item.add_marker(pytest.mark.unit)
@@ -101,6 +102,17 @@ def make_app(tmp_path):
     for app in made:
         if app.extensions.get("dispatcher") is not None:
             app.extensions["dispatcher"].stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (tests/postgres.py); its database(name) makes a new one."""
+    from tests.postgres import PostgresServer, binaries
+    if binaries() is None:
+        pytest.skip("needs PostgreSQL (Debian's postgresql; .ci/run installs it)")
+    server = PostgresServer().start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")
