@@ -1,8 +1,10 @@
-"""Scale out (REDIS_URL): a real Redis on a free port, two web processes as `make run` starts them and
-two Celery workers as `make worker` starts them (Triton's interpreter here). A client on either web
-process gets its results, never another client's events; a worker killed mid-run costs that run an
-error result, exactly once, and the next run works; a web process killed costs only its own clients;
-the owner's share of the queue holds across web processes; no result is lost or given twice."""
+"""Scale out (REDIS_URL, DATABASE_URL): a real Redis on a free port, a real PostgreSQL made from scratch
+(tests/postgres.py), two web processes as `make run` starts them and two Celery workers as `make
+worker` starts them (Triton's interpreter here). A client on either web process gets its results,
+never another client's events; a worker killed mid-run costs that run an error result, exactly once,
+and the next run works; a web process killed costs only its own clients; the owner's share of the
+queue holds across web processes; no result is lost or given twice; a class made on one web process
+counts the graded runs its students make through the other."""
 import contextlib
 import http.cookiejar
 import json
@@ -21,7 +23,7 @@ from app.web.gallery import load_example
 from benchmarks.server import ROOT, Server, free_port
 
 socketio = pytest.importorskip("socketio")
-pytestmark = [pytest.mark.integration,  # Redis, web processes and Celery workers
+pytestmark = [pytest.mark.integration,  # Redis, PostgreSQL, web processes and Celery workers
               pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (.ci/run installs it)")]
 
 RUN_TIMEOUT_S = 15.0
@@ -60,11 +62,11 @@ class Process:
 
 
 class Cluster:
-    def __init__(self, root):
+    def __init__(self, root, database_url):
         self.root, self.port = root, free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.env = {**os.environ, **{k: str(v) for k, v in SETTINGS.items()}, "REDIS_URL": self.url,
-                    "RUN_ROOT": str(root / "runs"), "DATABASE": str(root / "db.sqlite")}
+                    "RUN_ROOT": str(root / "runs"), "DATABASE_URL": database_url}
         self.log = open(root / "cluster.log", "ab")
         self.redis = Process(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"], self.env, self.log)
@@ -76,7 +78,7 @@ class Cluster:
         return worker
 
     def start_web(self):
-        web = Server(log=self.log, **{k: self.env[k] for k in ("REDIS_URL", "RUN_ROOT", "DATABASE", *SETTINGS)})
+        web = Server(log=self.log, **{k: self.env[k] for k in ("REDIS_URL", "RUN_ROOT", "DATABASE_URL", *SETTINGS)})
         self.webs.append(web)
         return web.start()
 
@@ -92,8 +94,8 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("scale"))
+def cluster(tmp_path_factory, postgres):
+    cluster = Cluster(tmp_path_factory.mktemp("scale"), postgres.database("scale"))
     try:
         cluster.start_worker(), cluster.start_worker()
         a = cluster.start_web()
@@ -183,6 +185,62 @@ def test_clients_on_both_web_processes_get_every_result_once_and_only_their_own(
     finally:
         for client in clients:
             client.close()
+
+
+class Session:
+    """One browser's cookies, over plain HTTP to one web process."""
+
+    def __init__(self, web):
+        self.web, self.jar = web, http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def call(self, method, path, body=None):
+        request = urllib.request.Request(self.web.url + path, None if body is None else json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"}, method=method)
+        with self.opener.open(request, timeout=30) as response:
+            return json.load(response)
+
+    def cookie(self):
+        return "; ".join(f"{c.name}={c.value}" for c in self.jar)
+
+
+def test_a_class_made_on_one_web_process_counts_the_runs_its_students_make_through_the_other(cluster):
+    """Web processes A and B on one PostgreSQL and one Redis: the teacher makes the class on A and
+    watches it there; the students join on B and run over Socket.IO there, on the Celery workers.
+    Each verdict is kept before its student sees the result, and the dashboard on A hears of it."""
+    from app.puzzles import builtin
+    a, b = cluster.webs
+    puzzle = builtin("constant_add")
+    teacher = Session(a)
+    code = teacher.call("POST", "/api/classes", {"title": "Two hosts", "puzzles": ["constant_add"]})["code"]
+    dashboard = Client(a, teacher.cookie())
+    pages = {}
+    try:
+        assert dashboard.sio.call("watch_class", {"code": code}, timeout=10) == {"watching": True}
+        for name, source in (("Ann", puzzle["solution"]), ("Bob", puzzle["starter"])):
+            student = Session(b)
+            student.call("POST", f"/api/classes/{code}/join", {"name": name})
+            spec = student.call("GET", "/api/puzzles/constant_add")["spec"]
+            pages[name] = Client(b, student.cookie())
+            run_id = pages[name].submit({**spec, "source": source, "options": {**spec["options"], "ir": False}})["run_id"]
+            result = pages[name].result(run_id, 120)
+            assert result["puzzle"]["ok"] is (name == "Ann"), result.get("error")
+            state = teacher.call("GET", f"/api/classes/{code}/progress")["students"][-1]
+            assert state["name"] == name  # kept before the result reached the page: no wait here
+            assert state["puzzles"]["constant_add"]["state"] == ("solved" if name == "Ann" else "trying")
+            assert state["puzzles"]["constant_add"]["attempts"] == 1
+        wait_for(lambda: len([d for e, d in dashboard.events if e == "class_progress"]) == 2, 10,
+                 "the dashboard on A to hear of both submissions")
+        assert all(d == {"code": code} for e, d in dashboard.events if e == "class_progress")
+        time.sleep(1)  # a duplicate would come soon after
+        for page in pages.values():
+            assert all(len(page.results(run_id)) == 1 for run_id in page.mine) and page.strangers() == []
+        assert teacher.call("GET", f"/api/classes/{code}/students/{state['id']}/latest/constant_add")["source"] == \
+            puzzle["starter"]
+    finally:
+        dashboard.close()
+        for page in pages.values():
+            page.close()
 
 
 def test_the_owners_share_of_the_queue_holds_across_web_processes(cluster):
@@ -297,9 +355,11 @@ def test_killing_web_process_a_does_not_disturb_a_client_on_b(cluster):
         on_b.close()
 
 
-def test_a_worker_and_so_a_run_never_sees_redis_url(monkeypatch):
+def test_a_worker_and_so_a_run_never_sees_redis_url_or_database_url(monkeypatch):
     from app.config import from_environment
     from app.dispatch.slot import worker_env
     monkeypatch.setenv("REDIS_URL", "redis://:the-password@redis-host:6379/0")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://playground:the-db-password@db-host/playground")
     env = worker_env(from_environment(), gpu="0")
-    assert "REDIS_URL" not in env and not any("the-password" in value for value in env.values())
+    assert "REDIS_URL" not in env and "DATABASE_URL" not in env
+    assert not any("the-password" in value or "the-db-password" in value for value in env.values())
