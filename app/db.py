@@ -117,8 +117,12 @@ def connect(where, max_bytes=None):
     """A connection to `where` (target(config): an SQLite file's path or a postgresql:// URL)."""
     max_mb = max_bytes // (1024 * 1024) if max_bytes else None
     if is_postgres(where):
-        import psycopg  # requirements-scale.txt; gevent is supported by psycopg itself (cooperative waits)
-        from psycopg.rows import dict_row
+        try:  # requirements-scale.txt; psycopg's waits are gevent's where gevent has patched the process
+            import psycopg
+            from psycopg.rows import dict_row
+        except ImportError as e:
+            raise RuntimeError(f"DATABASE_URL is set, and PostgreSQL needs psycopg ({e}): pip install -r "
+                               "requirements-scale.txt (make run does when DATABASE_URL is set)") from e
         try:
             raw = psycopg.connect(where, autocommit=True, row_factory=dict_row, connect_timeout=10)
         except psycopg.Error as e:

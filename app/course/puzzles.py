@@ -370,9 +370,11 @@ class Solutions:
     def _connect(self):
         return contextlib.closing(database.connect(self.database))
 
-    def _row(self, digest):
-        with self._connect() as conn:
-            row = conn.execute("SELECT state, trace, detail, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
+    def _row(self, digest, conn=None):
+        if conn is None:
+            with self._connect() as conn:
+                return self._row(digest, conn)
+        row = conn.execute("SELECT state, trace, detail, updated FROM solution WHERE digest = ?", (digest,)).fetchone()
         return dict(row) if row is not None else None
 
     def _due(self, row):
@@ -450,9 +452,11 @@ class Solutions:
             threading.Thread(target=self._run, args=(puzzle, digest), daemon=True,
                              name=f"solution-{puzzle['name']}").start()
             row = {"state": "running"}
-        while row is not None and row["state"] == "running" and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-            row = self._row(digest)
+        if row is not None and row["state"] == "running" and time.monotonic() < deadline:
+            with self._connect() as conn:  # one connection for the wait (a PostgreSQL one is a server process)
+                while row is not None and row["state"] == "running" and time.monotonic() < deadline:
+                    time.sleep(POLL_S)
+                    row = self._row(digest, conn)
         return row if row is not None and row["state"] != "running" else None
 
     def expected(self, puzzle, wait_s=SOLUTION_WAIT_S):
