@@ -208,7 +208,7 @@ def test_a_class_made_on_one_web_process_counts_the_runs_its_students_make_throu
     """Web processes A and B on one PostgreSQL and one Redis: the teacher makes the class on A and
     watches it there; the students join on B and run over Socket.IO there, on the Celery workers.
     Each verdict is kept before its student sees the result, and the dashboard on A hears of it."""
-    from app.puzzles import builtin
+    from app.course.puzzles import builtin
     a, b = cluster.webs
     puzzle = builtin("constant_add")
     teacher = Session(a)

@@ -11,7 +11,8 @@ from contextlib import closing
 
 import pytest
 
-from app import classes, create_app, puzzles
+from app import create_app
+from app.course import classes, puzzles
 from app import db as database
 from tests.helpers import vector_add_spec
 

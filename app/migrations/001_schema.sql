@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS puzzle (
 );
 
 CREATE TABLE IF NOT EXISTS solution (
-    digest TEXT PRIMARY KEY,        -- sha256 of the puzzle (app.puzzles.Solutions.digest)
+    digest TEXT PRIMARY KEY,        -- sha256 of the puzzle (app.course.puzzles.Solutions.digest)
     state TEXT NOT NULL,            -- running (claimed at `updated`), ok, failed (the solution's own), lost (the server's)
     trace TEXT,                     -- ok: the solution's trace of the first test, JSON, at most TRACE_MAX_BYTES
     detail TEXT,                    -- what failed, or why there is no trace

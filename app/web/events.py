@@ -43,7 +43,7 @@ def spec_of(data, event):
 def keeping(dispatcher, spec):
     """For a graded run of a class's student: a listener that delivers as usual and, with the result,
     keeps the grader's verdict (app.course.classes). With Celery workers only the result comes back
-    to this process for it (app.dispatch.remote); the other events go from the worker to the client.
+    to this process for it (app.dispatch.remote); the other events go from the worker to the client."""
     member = classes.counted(spec)
     if member is None:
         return {}
