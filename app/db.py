@@ -45,7 +45,11 @@ class StorageFull(Exception):
 
 def target(config):
     """Where the database is: DATABASE_URL (PostgreSQL) where set, else the SQLite file DATABASE."""
-    return config.get("DATABASE_URL") or config["DATABASE"]
+    url = config.get("DATABASE_URL")
+    if url and not is_postgres(url):
+        raise ValueError(f"DATABASE_URL must be a PostgreSQL URL ({' or '.join(POSTGRES_SCHEMES)}...), "
+                         f"not one starting {url.split(':', 1)[0][:20]!r}; unset it for the SQLite file DATABASE")
+    return url or config["DATABASE"]
 
 
 def is_postgres(where):

@@ -193,3 +193,10 @@ def test_times_keep_their_fractions_of_a_second(db):
     student = classes.join(db, code, "Ann")
     joined = db.execute("SELECT joined FROM student WHERE id = ?", (student,)).fetchone()["joined"]
     assert before <= joined <= time.time()
+
+
+def test_a_database_url_that_is_not_postgresqls_is_refused_naming_the_setting(tmp_path):
+    with pytest.raises(ValueError, match="DATABASE_URL must be a PostgreSQL URL") as refused:
+        create_app({"TESTING": True, "START_WORKERS": False, "DATABASE_URL": "mysql://user:secret@db-host/playground",
+                    "INSTANCE_PATH": str(tmp_path / "instance")})
+    assert "secret" not in str(refused.value)
