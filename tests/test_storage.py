@@ -80,6 +80,29 @@ def test_web_processes_starting_at_once_apply_each_migration_once(where):
     assert errors == [] and applied == [version for version, _ in database.migrations()]
 
 
+def test_later_migrations_apply_in_order_and_a_failing_one_leaves_nothing(where, tmp_path, monkeypatch):
+    """Migrations 2 and 3 beside the real 1: a database at 1 gets 2 alone; 3 fails on its second
+    statement, and its transaction takes its first back."""
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    (migrations / "001_schema.sql").write_text(database.migrations()[0][1])
+    database.init_db(where)
+    (migrations / "002_notes.sql").write_text("-- a table whose key counts up\n"
+                                              "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);\n")
+    monkeypatch.setattr(database, "MIGRATIONS_DIR", migrations)
+    assert database.init_db(where) == [2] and versions(where) == [1, 2]
+    with closing(database.connect(where)) as conn:
+        conn.execute("INSERT INTO note (body) VALUES (?)", ("a",))
+        conn.execute("INSERT INTO note (body) VALUES (?)", ("b",))
+        assert [row["id"] for row in conn.execute("SELECT id FROM note ORDER BY id")] == [1, 2]
+    (migrations / "003_broken.sql").write_text("CREATE TABLE half (id INTEGER);\nCREATE TABLE note (id INTEGER);\n")
+    with pytest.raises(database.DatabaseError):
+        database.init_db(where)
+    assert versions(where) == [1, 2]
+    with closing(database.connect(where)) as conn, pytest.raises(database.DatabaseError):
+        conn.execute("SELECT * FROM half")
+
+
 def test_a_database_made_before_migrations_is_marked_at_version_1(tmp_path):
     """An SQLite file with the tables and no schema_version (as the server made it before): its rows
     stay, and migration 1 changes nothing but the mark."""
