@@ -237,6 +237,16 @@ def test_a_class_made_on_one_web_process_counts_the_runs_its_students_make_throu
             assert all(len(page.results(run_id)) == 1 for run_id in page.mine) and page.strangers() == []
         assert teacher.call("GET", f"/api/classes/{code}/students/{state['id']}/latest/constant_add")["source"] == \
             puzzle["starter"]
+        # A student who closes the page once the run has started: the run finishes, and counts.
+        student = Session(b)
+        student.call("POST", f"/api/classes/{code}/join", {"name": "Cy"})
+        leaving = Client(b, student.cookie())
+        run_id = leaving.submit({**spec, "source": puzzle["solution"], "options": {**spec["options"], "ir": False}})["run_id"]
+        wait_for(lambda: "starting" in leaving.statuses(run_id), 60, "Cy's run to start")
+        leaving.close()
+        cy = lambda: next(s for s in teacher.call("GET", f"/api/classes/{code}/progress")["students"]  # noqa: E731
+                          if s["name"] == "Cy")["puzzles"]["constant_add"]["state"]
+        wait_for(lambda: cy() == "solved", 60, "the run of a student who left to count")
     finally:
         dashboard.close()
         for page in pages.values():
