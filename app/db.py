@@ -70,7 +70,10 @@ class Connection:
         try:
             return self.raw.execute(sql, tuple(params))
         except Exception as e:
-            raise self._mapped(e) from e
+            mapped = self._mapped(e)
+            if mapped is e:
+                raise
+            raise mapped from e
 
     def _mapped(self, e):
         if self.postgres:
@@ -106,9 +109,9 @@ class Connection:
     def size_bytes(self):
         """What the database holds: its tables and their indexes."""
         if self.postgres:
-            return self.execute("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS size FROM pg_class c "
-                                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                                "WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchone()["size"]
+            return int(self.execute("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS size FROM pg_class c "
+                                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                    "WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchone()["size"])
         page_size = self.raw.execute("PRAGMA page_size").fetchone()[0]
         pages = self.raw.execute("PRAGMA page_count").fetchone()[0] - self.raw.execute("PRAGMA freelist_count").fetchone()[0]
         return pages * page_size

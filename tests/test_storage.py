@@ -4,6 +4,7 @@ idempotent at a restart and once when web processes start together; snippets and
 by content; a class from its creation to its CSV; a solution's outcome claimed once and kept."""
 import csv
 import io
+import os
 import threading
 import time
 import uuid
@@ -216,6 +217,16 @@ def test_times_keep_their_fractions_of_a_second(db):
     student = classes.join(db, code, "Ann")
     joined = db.execute("SELECT joined FROM student WHERE id = ?", (student,)).fetchone()["joined"]
     assert before <= joined <= time.time()
+
+
+def test_the_databases_size_is_measured_and_bounded(db):
+    before = db.size_bytes()
+    body = os.urandom(150_000).hex()  # 300 KB that no compression takes below 150
+    db.execute("INSERT INTO snippet (id, digest, body) VALUES (?, ?, ?)", ("a" * 8, "a" * 64, body))
+    assert db.size_bytes() >= before + 150_000
+    database.check_room(db, 0, {"DATABASE_MAX_MB": 1})
+    with pytest.raises(database.StorageFull, match=r"DATABASE_MAX_MB = 1 MB"):
+        database.check_room(db, 1024 * 1024, {"DATABASE_MAX_MB": 1})
 
 
 def test_a_database_url_that_is_not_postgresqls_is_refused_naming_the_setting(tmp_path):
