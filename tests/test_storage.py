@@ -15,7 +15,7 @@ import pytest
 from app import create_app
 from app.course import classes, puzzles
 from app import db as database
-from tests.helpers import vector_add_spec
+from tests.support import vector_add_spec
 
 ONE_PUZZLE = [{"name": "constant_add", "due": None}]
 
