@@ -22,7 +22,7 @@ class Pool:
 
     def __init__(self, config, deliver=None):
         self.config = config
-        self.deliver = deliver  # deliver(client, run_id, type, content): app.events.deliver's emit
+        self.deliver = deliver  # deliver(client, run_id, type, content): app.web.events.deliver's emit
         self.jobs = JobQueue(config["QUEUE_LIMIT"], config["QUEUE_PER_OWNER"], config.get("QUEUE_PER_ADDRESS"))
         self.compile_clients = collections.OrderedDict()  # compile_id -> (the client to answer, owner, compile key)
         self.compiled_ahead = collections.OrderedDict()  # owner -> the compile key of its last compile ahead done
