@@ -2,8 +2,10 @@
 
 From a record of `result.launches.list` (docs/result.md) and the program's source: the program's
 definitions (its launches and checks left out: a form run imports the source), the kernel, inputs
-as torch expressions that rebuild the captured shapes, dtypes and strides, the arguments, and the
-grid as the captured tuple. Pure Python and free of user-code evaluation (it builds text), so the
+as torch expressions that rebuild the captured tensors (their values where the program made them
+with calls a form can repeat: the same fills, the same draws from the same seed in the same order;
+else random values of the captured shapes, dtypes and strides, and a note says which), the
+arguments, and the grid as the captured tuple. Pure Python and free of user-code evaluation (it builds text), so the
 web process may answer it; the spec is checked by sandbox.spec.normalize like any other.
 """
 import ast
@@ -16,7 +18,8 @@ DTYPE = re.compile(r"^(bool|u?int(8|16|32|64)|float(8\w*|16|32|64)|bfloat16|comp
 
 
 def form_of(source, launch, seed=0):
-    """The form run's spec of `launch` (a launch record) of the program `source`; raises SpecError."""
+    """(the form run's spec of `launch`, a launch record of the program `source`; notes on its
+    inputs' values, for the person who asked); raises SpecError."""
     _expect(len(source.encode()) <= MAX_SOURCE_BYTES, f"'source' is larger than {MAX_SOURCE_BYTES // 1024} KB", "source")
     _expect(isinstance(launch, dict), "'launch' must be a launch of result.launches.list", "launch")
     kernel = launch.get("kernel")
@@ -25,25 +28,73 @@ def form_of(source, launch, seed=0):
     _expect(isinstance(args, list) and all(isinstance(a, dict) and str(a.get("name", "")).isidentifier()
                                            for a in args), "launch.args must list the launch's arguments", "launch.args")
     tuned = set(launch.get("config") or {}) - {"num_warps", "num_stages"}
-    inputs, values = {}, {}
+    tensors, values = {}, {}
     for arg in args:
         name = arg["name"]
         if name in tuned:
             continue  # the autotuner's configs set it
         if arg.get("kind") == "tensor":
-            input_name = _input_name(name, args, inputs)
-            inputs[input_name] = _tensor_expression(arg)
+            input_name = _input_name(name, args, tensors)
+            tensors[input_name] = arg
             values[name] = input_name
         else:
             values[name] = _literal(arg.get("value"), f"launch.args.{name}")
-    options = {"seed": seed}
+    inputs, drawn_seed, notes = _inputs(tensors)
+    options = {"seed": seed if drawn_seed is None else drawn_seed}
     if launch.get("config") is None:
         if launch.get("num_warps") in NUM_WARPS:
             options["num_warps"] = launch["num_warps"]
         if isinstance(launch.get("num_stages"), int) and NUM_STAGES[0] <= launch["num_stages"] <= NUM_STAGES[1]:
             options["num_stages"] = launch["num_stages"]
-    return normalize({"source": definitions(source), "kernel": kernel, "inputs": inputs, "args": values,
+    spec = normalize({"source": definitions(source), "kernel": kernel, "inputs": inputs, "args": values,
                       "grid": _grid(launch.get("grid")), "reference": {}, "options": options})
+    return spec, notes
+
+
+def _inputs(tensors):
+    """({input: expression} in the order a form run builds them, the seed they are drawn from or None,
+    notes). The program's draws since its seed come first, in its order (a draw no argument kept is
+    made and dropped inside the next one's expression: `(torch.rand(...), torch.randn(...))[-1]`),
+    then its fills, then random tensors for the values that cannot be made again (which draw from
+    the generator after the program's draws, so never before them)."""
+    drawn, draws, seed, filled, random, why = {}, [], None, {}, {}, {}
+    for name, arg in tensors.items():
+        field = f"launch.args.{arg['name']}.values"
+        origin = arg.get("values") if isinstance(arg.get("values"), dict) else {"why": "not recorded"}
+        if "expression" in origin:
+            filled[name] = _expression(origin["expression"], field)
+            continue
+        mine = origin.get("draws")
+        if isinstance(mine, list) and mine and type(origin.get("seed")) is int:
+            mine = [_expression(e, f"{field}.draws") for e in mine]
+            shorter, longer = sorted([mine, draws], key=len)
+            if seed in (None, origin["seed"]) and longer[:len(shorter)] == shorter:
+                seed, draws = origin["seed"], longer
+                drawn.setdefault(len(mine) - 1, name)
+                continue
+            origin = {"why": f"drawn from seed {origin['seed']} by other draws than the launch's other inputs"}
+        random[name] = _tensor_expression(arg)
+        why[name] = str(origin.get("why", "not recorded"))[:200]
+    inputs, pending = {}, []
+    for index, expression in enumerate(draws):
+        pending.append(expression)
+        if index in drawn:
+            inputs[drawn[index]] = pending[0] if len(pending) == 1 else f"({', '.join(pending)})[-1]"
+            pending = []
+    notes = []
+    if drawn:
+        notes.append(f"{', '.join(inputs)}: drawn again from seed {seed} as the program drew them, the same values.")
+    if filled:
+        notes.append(f"{', '.join(filled)}: made by the program's own torch call.")
+    notes += [f"{name}: random values of the launch's shape, dtype and strides, not the program's ({reason})."
+              for name, reason in why.items()]
+    return {**inputs, **filled, **random}, seed, notes
+
+
+def _expression(text, field):
+    _expect(isinstance(text, str) and 0 < len(text) <= 300 and text.startswith("torch."),
+            f"{field} must be a torch call", field)
+    return text
 
 
 def _expect(cond, message, field):

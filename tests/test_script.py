@@ -75,7 +75,8 @@ def test_a_launch_records_its_arguments_config_and_options(app):
     first = result["launches"]["list"][0]
     args = {arg["name"]: arg for arg in first["args"]}
     assert args["a_ptr"] == {"name": "a_ptr", "kind": "tensor", "shape": [200, 160], "dtype": "float16",
-                             "strides": [160, 1], "device": "cpu"}
+                             "strides": [160, 1], "device": "cpu",
+                             "values": {"seed": 0, "draws": ["torch.randn((200, 160), dtype=torch.float16)"]}}
     assert args["M"] == {"name": "M", "kind": "scalar", "value": 200}
     assert args["ACTIVATION"] == {"name": "ACTIVATION", "kind": "constexpr", "value": ""}
     assert args["BLOCK_SIZE_M"]["value"] == 64  # the autotuner's config, as the launch received it
@@ -199,12 +200,71 @@ def test_a_launch_becomes_a_form_run_of_the_same_launch(app, name):
         response = client.post("/api/launch-form", json={"source": source, "launch": launch, "seed": 3})
         assert response.status_code == 200, response.get_json()
         spec = response.get_json()["spec"]
-        assert spec["kernel"] == launch["kernel"] and spec["options"]["seed"] == 3 and "mode" not in spec
+        assert spec["kernel"] == launch["kernel"] and "mode" not in spec
         form = client.post("/api/run", json={**spec, "options": {**spec["options"], "ir": False}}).get_json()
         assert form["status"] == "ok", form["error"]
         assert form["trace"]["grid"] == launch["grid"]
         shapes = {name: info["shape"] for name, info in form["trace"]["tensors"].items()}
         assert sorted(shapes.values()) == sorted(a["shape"] for a in launch["args"] if a["kind"] == "tensor")
+
+
+def test_a_launchs_form_makes_the_programs_values_again(app):
+    """The form's inputs are drawn again from the program's seed in the program's order (a draw no
+    argument kept is made and dropped), its fills made by the same call: the same values."""
+    import torch
+    from sandbox.build import build_inputs
+    source = program("01_vector_add.py")
+    result, _ = run_script(app, source, ir=False, bench=False)
+    client = app.test_client()
+    torch.manual_seed(0)
+    program_values = [torch.rand(98432), torch.rand(98432), torch.rand(4096), torch.rand(4096)]
+    for launch, (x, y) in zip(result["launches"]["list"], [program_values[:2], program_values[2:]]):
+        body = client.post("/api/launch-form", json={"source": source, "launch": launch, "seed": 3}).get_json()
+        spec = body["spec"]
+        assert spec["options"]["seed"] == 0  # the program's, not the one asked for
+        inputs, poisoned = build_inputs(spec, {"torch": torch}, "cpu")
+        assert torch.equal(inputs["x"], x) and torch.equal(inputs["y"], y)
+        assert poisoned == {"output"}  # torch.empty_like, as the program made it
+        assert body["notes"][0] == "x, y: drawn again from seed 0 as the program drew them, the same values."
+    assert spec["inputs"]["x"] == ("(torch.rand((98432,), dtype=torch.float32), torch.rand((98432,), "
+                                   "dtype=torch.float32), torch.rand((4096,), dtype=torch.float32))[-1]")
+
+
+UNREPEATABLE = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one(x_ptr, y_ptr, z_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    s = tl.load(x_ptr + offs, mask=offs < n) + tl.load(y_ptr + offs, mask=offs < n) + tl.load(z_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, s, mask=offs < n)
+
+
+torch.manual_seed(5)
+x = torch.randn(64) * 2                  # an expression over a draw
+y = torch.randn(64)
+y.add_(1)                                # changed since it was made
+torch.randperm(10)                       # a draw the form does not repeat
+z = torch.rand(64)
+out = torch.zeros(64)
+add_one[(1,)](x, y, z, out, 64, BLOCK=64)
+'''
+
+
+def test_a_launchs_form_says_which_values_it_cannot_make_again(app):
+    result, _ = run_script(app, UNREPEATABLE, ir=False, bench=False)
+    [launch] = result["launches"]["list"]
+    values = {a["name"]: a["values"] for a in launch["args"] if a["kind"] == "tensor"}
+    assert "expression" in values["x_ptr"]["why"] and "changed" in values["y_ptr"]["why"]
+    assert "drawn from by more than" in values["z_ptr"]["why"]
+    assert values["out_ptr"] == {"expression": "torch.zeros((64,), dtype=torch.float32)"}
+    body = app.test_client().post("/api/launch-form", json={"source": UNREPEATABLE, "launch": launch}).get_json()
+    assert body["spec"]["inputs"]["out"] == "torch.zeros((64,), dtype=torch.float32)"
+    assert body["spec"]["inputs"]["x"] == "torch.randn((64,), dtype=torch.float32)"
+    assert [note.split(":")[0] for note in body["notes"]] == ["out", "x", "y", "z"]
+    assert all("not the program's" in note for note in body["notes"][1:])
 
 
 def test_a_strided_launch_becomes_inputs_of_the_same_strides(app):

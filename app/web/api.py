@@ -147,7 +147,8 @@ def get_snippet(snippet_id):
 @bp.post("/api/launch-form")
 def launch_form():
     """A launch of a script's result (body: {"source", "launch": a record of result.launches.list,
-    "seed"?}) as a form run's spec, to edit, share and export as any other."""
+    "seed"?}) as a form run's spec, to edit, share and export as any other, and notes saying which
+    inputs hold the program's values and which do not (and why)."""
     body = json_body() or {}
     try:
         unknown = sorted(set(body) - {"source", "launch", "seed"})
@@ -158,7 +159,8 @@ def launch_form():
         seed = body.get("seed", 0)
         if type(seed) is not int:
             raise SpecError("'seed' must be an integer", "seed")
-        return jsonify({"spec": form_of(body["source"], body.get("launch"), seed)})
+        spec, notes = form_of(body["source"], body.get("launch"), seed)
+        return jsonify({"spec": spec, "notes": notes})
     except SpecError as e:
         return refused(400, e, phase="parse")
 

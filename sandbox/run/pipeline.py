@@ -463,7 +463,11 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="run-"))
         if is_script(spec):
-            return script.run_script(spec, emit, scratch, limits or {}, device_info("interpreter"))
+            try:
+                kind = choose_device(spec["options"]["device"])
+            except RunError as e:
+                return results.failed(e)
+            return script.run_script(spec, emit, scratch, limits or {}, device_info(kind))
         run = Run(spec, emit, scratch, limits or {}, sanitized_before,
                   reference_times if isinstance(reference_times, dict) else None)
         if compiled_ahead:

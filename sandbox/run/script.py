@@ -17,6 +17,7 @@ import math
 import sys
 import time
 import types
+import weakref
 
 import torch
 import triton
@@ -41,18 +42,19 @@ MAX_CHARTS, MAX_CHART_POINTS = 8, 200  # perf_report plots kept for the page, an
 
 
 def run_script(spec, emit, scratch, limits, device):
-    """Run the program of a `"mode": "script"` spec (`device`: the interpreter's result.device); the
-    result lists its launches."""
+    """Run the program of a `"mode": "script"` spec where `device` (result.device) says: Triton's
+    interpreter, or the GPU (sandbox.script_gpu); the result lists its launches."""
     result = results.new(device)
     path = f"{scratch}/program.py"
     capture = None
     try:
         write_source(spec["source"], path)
-        if spec["options"]["device"] == "gpu":
-            raise RunError("build", "a script runs in Triton's interpreter (script mode on a GPU is not built yet): "
-                                    "use options.device 'auto' or 'interpreter'", field="options.device")
-        capture = Capture(spec["options"], path, limits)
-        emit("status", {"phase": "running", "message": "running the program in Triton's interpreter"})
+        if device["kind"] == "gpu":
+            from sandbox.script_gpu import GpuCapture
+            capture = GpuCapture(spec["options"], path, limits, scratch, emit)
+        else:
+            capture = Capture(spec["options"], path, limits)
+        emit("status", {"phase": "running", "message": f"running the program {capture.where}"})
         failure = capture.run_program(spec["options"]["seed"])
         chosen = capture.chosen()
         result["launches"] = capture.listing(chosen)
@@ -73,21 +75,23 @@ def run_script(spec, emit, scratch, limits, device):
 
 
 def show(result, kept, index, capture, emit):
-    """The chosen launch's trace, timings and IR, each sent as soon as it is ready; a launch that
-    failed has its trace up to the failure only."""
+    """The chosen launch's trace, timings and IR, each sent as soon as it is ready (the trace may
+    have been sent already, as its launch ran); a launch that failed has its trace up to the failure
+    only."""
     def ready(part, content):
         result[part] = content
         if content is not None:
             emit("partial", {"part": part, "content": content})
 
-    ready("trace", kept.trace)
+    if kept.sent:
+        result["trace"] = kept.trace
+    else:
+        ready("trace", kept.trace)
     if kept.ms is None:
         return
     if capture.options["bench"]:
-        timings = bench.interpreter_timings(kept.ms, None, bench.bytes_moved(kept.trace, kept.tensors), None,
-                                            kept.autotuner)
-        timings["notes"].append(f"Launch {index} as the program ran it, once, in Triton's interpreter.")
-        ready("timings", timings)
+        emit("status", {"phase": "bench", "message": f"timing launch {index}"})
+        ready("timings", capture.timings(kept, index))
     if capture.options["ir"]:
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
         try:
@@ -109,10 +113,14 @@ class Kept:
     def __init__(self, function, arguments, tensors, trace, ms, num_warps, num_stages, autotuner):
         self.function, self.arguments, self.tensors, self.trace = function, arguments, tensors, trace
         self.ms, self.num_warps, self.num_stages, self.autotuner = ms, num_warps, num_stages, autotuner
+        self.sent = False  # its trace was sent as the launch ran
+        self.replay = None  # on a GPU: the launch again, from its inputs as they were (script_gpu)
 
 
 class Capture:
     """The program's launches, as Triton makes them; see the module's docstring."""
+    where = "in Triton's interpreter"
+    clock = "the interpreter's wall clock"
 
     def __init__(self, options, path, limits):
         self.options, self.path = options, path
@@ -126,7 +134,7 @@ class Capture:
         self.tuning = []        # the autotuners whose run is under way (innermost last)
         self.analyses = {}      # kernel name -> its provenance analysis
         self.notes = []
-        self.benchmarks = Benchmarks(options["benchmarks"] == "all", self.notes)
+        self.benchmarks = Benchmarks(options["benchmarks"] == "all", self.notes, self.clock)
         with open(path) as f:
             self.source = f.read()
 
@@ -138,7 +146,8 @@ class Capture:
         module.__file__ = self.path
         code = compile(self.source, self.path, "exec")
         torch.manual_seed(seed)
-        with host_driver.standing_in() as driver, interpreter_mode(True), self.hooked():
+        self.origins = Origins(seed)
+        with self.origins.watching(), self.environment():
             try:
                 exec(code, module.__dict__)
             except LaunchFailed:
@@ -150,11 +159,18 @@ class Capture:
             except Exception as e:
                 if self.error is None:  # else the launch's error, already kept, is the run's
                     return program_error(e, self.path)
+        return None
+
+    @contextlib.contextmanager
+    def environment(self):
+        """What the program runs in: the interpreter standing in for the driver, the launch path hooked."""
+        with host_driver.standing_in() as driver, interpreter_mode(True), self.hooked():
+            try:
+                yield
             finally:
                 stood_in = host_driver.note_of(driver, "Triton's interpreter ran this program")
                 if stood_in:
                     self.notes.append(stood_in)
-        return None
 
     @contextlib.contextmanager
     def hooked(self):
@@ -200,17 +216,21 @@ class Capture:
 
     # -- one launch
 
-    def launch(self, run, fn, args, kwargs, grid):
+    def begin(self, fn, args, kwargs, grid):
+        """Number and record a launch: (index, Kernel, bound arguments, grid as 3 ints, its record,
+        whether it may be shown, the autotuner that made it)."""
         index = self.total
         self.total += 1
         kernel = Kernel(fn.__name__, fn, fn)
         arguments = bind(kernel, args, kwargs)
         grid = resolve_grid(grid, {**kwargs, **arguments})
-        num_warps = kwargs.get("num_warps", DEFAULT_NUM_WARPS)
-        num_stages = kwargs.get("num_stages", DEFAULT_NUM_STAGES)
         autotuner = self.tuning[-1] if self.tuning else None
-        record = describe_launch(index, kernel, arguments, grid, self.call_line(), num_warps, num_stages,
+        record = describe_launch(index, kernel, arguments, grid, self.call_line(), kwargs.get("num_warps", DEFAULT_NUM_WARPS),
+                                 kwargs.get("num_stages", DEFAULT_NUM_STAGES),
                                  autotuner.best_config if autotuner else None)
+        for arg in record["args"]:
+            if arg["kind"] == "tensor":
+                arg["values"] = self.origins.of(arguments[arg["name"]])
         if index < MAX_LAUNCHES:
             self.launches.append(record)
         elif index == MAX_LAUNCHES:
@@ -220,16 +240,26 @@ class Capture:
         keep = index == wanted if wanted is not None else kernel.name not in self.first_of
         self.first_of.setdefault(kernel.name, index)
         self.last_kernel = kernel.name
+        return index, kernel, arguments, grid, record, keep, autotuner
+
+    def refuse_device(self, index, kernel, record, tensors, device, why):
+        """Stop at launch `index` if a tensor argument is not on `device` (torch's device type)."""
+        elsewhere = next((name for name, t in tensors.items() if t.device.type != device), None)
+        if elsewhere is None:
+            return
+        record["bounds"] = "failed"
+        self.error = self.error or RunError(
+            "launch", f"launch {index} ({kernel.name}, called at line {record['line']}): argument '{elsewhere}' is "
+                      f"a tensor on {tensors[elsewhere].device}, but {why}",
+            type="DeviceMismatch", line=record["line"], launch=index)
+        raise LaunchFailed()
+
+    def launch(self, run, fn, args, kwargs, grid):
+        index, kernel, arguments, grid, record, keep, autotuner = self.begin(fn, args, kwargs, grid)
         tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
-        elsewhere = next((name for name, t in tensors.items() if t.device.type != "cpu"), None)
-        if elsewhere is not None:
-            record["bounds"] = "failed"
-            self.error = self.error or RunError(
-                "launch", f"launch {index} ({kernel.name}, called at line {record['line']}): argument '{elsewhere}' is "
-                          f"a tensor on {tensors[elsewhere].device}, but a script runs in Triton's interpreter on the "
-                          f"CPU: make tensors on triton.runtime.driver.active.get_active_torch_device() (here 'cpu')",
-                type="DeviceMismatch", line=record["line"], launch=index)
-            raise LaunchFailed()
+        self.refuse_device(index, kernel, record, tensors, "cpu",
+                           "a script runs in Triton's interpreter on the CPU: make tensors on "
+                           "triton.runtime.driver.active.get_active_torch_device() (here 'cpu')")
         trace, start = None, time.perf_counter()
         try:
             with self.tracer(kernel, arguments, tensors, grid, keep and self.options["trace"]) as tracer:
@@ -242,8 +272,16 @@ class Capture:
         ms = (time.perf_counter() - start) * 1e3
         record["ms"], record["bounds"] = ms, "ok"
         if keep:
-            self.kept[index] = Kept(fn, arguments, tensors, trace, ms, num_warps, num_stages, autotuner)
+            self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"], record["num_stages"],
+                                    autotuner)
         return value
+
+    def timings(self, kept, index):
+        """The shown launch's timings: in the interpreter, its one run by the wall clock."""
+        timings = bench.interpreter_timings(kept.ms, None, bench.bytes_moved(kept.trace, kept.tensors), None,
+                                            kept.autotuner)
+        timings["notes"].append(f"Launch {index} as the program ran it, once, in Triton's interpreter.")
+        return timings
 
     def tracer(self, kernel, arguments, tensors, grid, record):
         if kernel.name not in self.analyses:
@@ -305,6 +343,116 @@ class Capture:
 
     def listing(self, chosen):
         return {"total": self.total, "selected": chosen, "list": self.launches}
+
+
+class Origins:
+    """Where the program's tensors came from, so that a form run can make them again ("Make a form
+    from this launch", sandbox.launch_form): torch's factories are watched while the program runs.
+    A tensor made by a fill (`torch.zeros`, `torch.full`, `torch.empty`, ...) is that call; one drawn
+    by a random factory (`torch.rand`, `torch.randn`, `torch.randint`, their `_like`) is the draws
+    since the program's last `torch.manual_seed`, checked by drawing them again from that seed
+    (anything else that drew from the generator would show there). A tensor changed since it was
+    made (its version moved), a view of it, or one made otherwise has no origin, and says why."""
+    RANDOM = ("rand", "randn", "randint", "rand_like", "randn_like", "randint_like")
+    FILLS = ("zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like")
+    MAX_DRAWS = 16  # draws since the seed that a form repeats; past them a tensor is not made again
+
+    def __init__(self, seed):
+        self.seed, self.draws = seed, []  # the draws since the last torch.manual_seed
+        self.made = {}                    # id(tensor) -> (weak reference, version, origin)
+        self.replaying = False
+
+    @contextlib.contextmanager
+    def watching(self):
+        originals = {name: getattr(torch, name) for name in ("manual_seed",) + self.RANDOM + self.FILLS}
+        for name, original in originals.items():
+            setattr(torch, name, self.watched(name, original))
+        try:
+            yield
+        finally:
+            for name, original in originals.items():
+                setattr(torch, name, original)
+
+    def watched(self, name, original):
+        origins = self
+
+        def call(*args, **kwargs):
+            value = original(*args, **kwargs)
+            if origins.replaying:
+                return value
+            if name == "manual_seed":
+                origins.seed, origins.draws = args[0] if args else kwargs.get("seed"), []
+            elif isinstance(value, torch.Tensor):
+                origins.made_by(name, value, args, kwargs)
+            return value
+
+        return call
+
+    def made_by(self, name, tensor, args, kwargs):
+        expression = factory_call(name.removesuffix("_like"), tensor, args, kwargs)
+        if name in self.RANDOM:
+            if expression is None or not isinstance(self.seed, int):
+                self.draws = None  # a draw the form cannot repeat: the later ones cannot be repeated either
+            elif self.draws is not None:
+                self.draws.append(expression)
+            origin = {"seed": self.seed, "draws": list(self.draws)} if self.draws and len(self.draws) <= self.MAX_DRAWS \
+                else {"why": f"drawn after {self.MAX_DRAWS} other random tensors since the seed" if self.draws
+                      else "drawn from a generator the form cannot set again (its seed or an earlier draw unknown)"}
+        else:
+            origin = {"expression": expression} if expression else {"why": f"made by torch.{name} with arguments "
+                                                                           f"a form cannot repeat"}
+        try:
+            self.made[id(tensor)] = (weakref.ref(tensor), tensor._version, origin)
+        except TypeError:
+            pass
+
+    def of(self, tensor):
+        """The origin of a launch's tensor argument (docs/result.md, `values`)."""
+        made = self.made.get(id(tensor))
+        if made is None or made[0]() is not tensor:
+            return {"why": "made by the program other than by one torch factory call (an expression, a view, a copy)"}
+        _, version, origin = made
+        if tensor._version != version:
+            return {"why": "changed by the program since it was made"}
+        if "draws" in origin and "checked" not in origin:
+            origin["checked"] = self.drawn_again(origin, tensor)
+        if origin.get("checked") is False:
+            return {"why": "its generator was drawn from by more than the torch calls the form repeats"}
+        return {k: v for k, v in origin.items() if k != "checked"}
+
+    def drawn_again(self, origin, tensor):
+        """The draws since the seed, repeated on the tensor's device: do they make the same values?"""
+        devices = [tensor.device.index or 0] if tensor.device.type == "cuda" else []
+        self.replaying = True
+        try:
+            with torch.random.fork_rng(devices=devices), torch.device(tensor.device):
+                torch.manual_seed(origin["seed"])
+                values = [eval(expression, {"torch": torch}) for expression in origin["draws"]]  # our own text
+                return bool(values[-1].shape == tensor.shape and torch.equal(values[-1], tensor))
+        except Exception:
+            return False
+        finally:
+            self.replaying = False
+
+
+def factory_call(name, tensor, args, kwargs):
+    """The torch call that makes a tensor as `tensor` was made (its shape and dtype; a fill's value,
+    randint's bounds), or None where they are not plain numbers."""
+    shape, dtype = tuple(tensor.shape), f"torch.{str(tensor.dtype).removeprefix('torch.')}"
+    if name == "randint":
+        numbers = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        low, high = kwargs.get("low", numbers[0] if len(numbers) > 1 else 0), kwargs.get("high", numbers[-1] if numbers else None)
+        if not (isinstance(low, int) and isinstance(high, int)):
+            return None
+        return f"torch.randint({low}, {high}, {shape}, dtype={dtype})"
+    if name == "full":
+        value = kwargs.get("fill_value", args[1] if len(args) > 1 else None)  # full(size, v), full_like(t, v)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if not isinstance(value, (bool, int, float)) or isinstance(value, float) and not math.isfinite(value):
+            return None
+        return f"torch.full({shape}, {value!r}, dtype={dtype})"
+    return f"torch.{name}({shape}, dtype={dtype})"
 
 
 class Warmed:
@@ -428,8 +576,8 @@ class Benchmarks:
     unless every point is asked for, its table printed without pandas or matplotlib, and the plot it
     would draw kept for the page (`charts`: result.benchmarks, docs/result.md)."""
 
-    def __init__(self, every_point, notes):
-        self.every_point, self.notes = every_point, notes
+    def __init__(self, every_point, notes, clock):
+        self.every_point, self.notes, self.clock = every_point, notes, clock
         self.charts = []
 
     @property
@@ -454,7 +602,7 @@ class Benchmarks:
         points = list(bench.x_vals)
         if not self.every_point and len(points) > 1:
             self.note(f"The perf_report benchmark '{bench.plot_name}' ran at its first point only ({len(points)} points; "
-                      f"options.benchmarks \"all\" runs every one), its times the interpreter's wall clock.")
+                      f"options.benchmarks \"all\" runs every one), its times {self.clock}.")
             points = points[:1]
         header = x_names + [f"{name} ({bench.ylabel})" for name in bench.line_names]
         rows = []

@@ -25,6 +25,7 @@ interpreter tracer on CPU copies.
 """
 import ast
 import copy
+import hashlib
 import inspect
 import math
 import os
@@ -107,8 +108,14 @@ class InstrumentedTracer:
 
     # -- the instrumented module
 
-    def instrumented_source(self):
+    def instrumented_source(self, functions_only=False):
+        """The source with the kernel instrumented and a copy of each helper per call; with
+        `functions_only`, those functions and the imports alone (what script mode defines beside a
+        running program, sandbox.script_gpu)."""
         module = ast.parse(self.source)
+        if functions_only:
+            module.body = [node for node in module.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                           or isinstance(node, ast.FunctionDef) and node.name == self.analysis.name]
         at = next(i for i, node in enumerate(module.body)
                   if isinstance(node, ast.FunctionDef) and node.name == self.analysis.name)
         copies = []
@@ -133,6 +140,17 @@ class InstrumentedTracer:
         with silenced():
             module = load_module(path, self.device.type == "cpu")
         return find_kernel(module, self.analysis.name).jit
+
+    def define(self, scratch, namespace):
+        """The instrumented kernel for a program already running: its functions alone, defined in a copy
+        of `namespace` (the program's globals), so that nothing else of the program runs again."""
+        source = self.instrumented_source(functions_only=True)
+        path = os.path.join(scratch, f"instrumented_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py")
+        with open(path, "w") as f:
+            f.write(source)  # @triton.jit reads its function's source from the file
+        scope = {**namespace, "__name__": "playground_instrumented", "__file__": path}
+        exec(compile(source, path, "exec"), scope)
+        return scope[self.analysis.name]
 
     # -- one launch
 

@@ -1,0 +1,286 @@
+"""Script mode on a GPU: the program runs as written, its kernels compiled, and every launch is
+bounds-checked on the GPU before it touches memory.
+
+Triton's launch path is hooked where every launch passes (`JITFunction.run`, under
+`@triton.autotune` and `@triton.heuristics`). Each launch first runs as the GPU tracer's
+instrumented build (sandbox.gpu_trace) over copies of its tensors: an out-of-bounds access
+stops the program there, named (launch, program, tensor, line) and drawn, and the real launch
+never happens. Only a launch found clean runs, on the program's own tensors. The launch that is
+shown has its trace from that check, its timings from do_bench's way of timing (sandbox.bench)
+replaying it with its inputs restored before each repetition, and its IR.
+
+Launches that repeat one already checked run unchecked: the repetitions of a function that
+`triton.testing.do_bench` times (its first call is checked), and the autotuner's timing of a config
+(each config's first launch is checked).
+"""
+import contextlib
+import time
+
+import torch
+import triton
+from triton.runtime.autotuner import Autotuner, Config
+from triton.runtime.jit import JITFunction
+
+from sandbox import bench, gpu_trace
+from sandbox.errors import RunError
+from sandbox.kernel import launch_error
+from sandbox.kernel import Kernel
+from sandbox.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
+from sandbox.trace import LIMITS as TRACE_LIMITS
+
+
+class GpuCapture(Capture):
+    """The program's launches on the GPU; see the module's docstring."""
+    where = "on the GPU"
+    clock = "do_bench's on the GPU"
+
+    def __init__(self, options, path, limits, scratch, emit):
+        super().__init__(options, path, limits)
+        self.scratch, self.emit = scratch, emit
+        self.trace_limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
+        self.unchecked_why = None if limits.get("gpu_tracer", True) else "the GPU tracer is off on this server (GPU_TRACER=0)"
+        self.instrumented = {}  # instrumented source -> its kernel, compiled once
+        self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
+        self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
+        self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
+
+    @contextlib.contextmanager
+    def environment(self):
+        with self.hooked():
+            yield
+
+    @contextlib.contextmanager
+    def passing_through(self):
+        self.passing += 1
+        try:
+            yield
+        finally:
+            self.passing -= 1
+
+    @contextlib.contextmanager
+    def hooked(self):
+        """Triton's launch path, the autotuner's timing of configs, do_bench and perf_report."""
+        capture = self
+        run, tune, bench_config, do_bench, mark_run = (JITFunction.run, Autotuner.run, Autotuner._bench,
+                                                       triton.testing.do_bench, triton.testing.Mark.run)
+
+        def launched(fn, *args, grid, warmup, **kwargs):
+            again = lambda: run(fn, *args, grid=grid, warmup=False, **kwargs)  # noqa: E731
+            if capture.passing:
+                return run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup:
+                return GpuWarmed(run(fn, *args, grid=grid, warmup=True, **kwargs), fn, args, kwargs, capture.path,
+                                 lambda grid, *args, **options: launched(fn, *args, grid=grid, warmup=False, **options))
+            if capture.trial is not None:
+                return capture.trial_launch(again, fn, args, kwargs, grid)
+            return capture.launch(again, fn, args, kwargs, grid)
+
+        def tuned(autotuner, *args, **kwargs):
+            capture.tuning.append(autotuner)
+            try:
+                return tune(autotuner, *args, **kwargs)
+            finally:
+                capture.tuning.pop()
+
+        def timing_config(autotuner, *args, config, **kwargs):
+            capture.trial = [config, False]
+            try:
+                return bench_config(autotuner, *args, config=config, **kwargs)
+            finally:
+                capture.trial = None
+
+        def checked_do_bench(fn, *args, **kwargs):
+            fn()  # its launches captured and checked once; do_bench's repetitions of them are not
+            with capture.passing_through():
+                return do_bench(fn, *args, **kwargs)
+
+        JITFunction.run, Autotuner.run, Autotuner._bench = launched, tuned, timing_config
+        triton.testing.do_bench, triton.testing.Mark.run = checked_do_bench, self.benchmarks.run
+        try:
+            yield
+        finally:
+            JITFunction.run, Autotuner.run, Autotuner._bench = run, tune, bench_config
+            triton.testing.do_bench, triton.testing.Mark.run = do_bench, mark_run
+
+    # -- one launch
+
+    def launch(self, run, fn, args, kwargs, grid):
+        index, kernel, arguments, grid, record, keep, autotuner = self.begin(fn, args, kwargs, grid)
+        tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+        self.refuse_device(index, kernel, record, tensors, "cuda",
+                           "the program runs on the GPU: make tensors on "
+                           "triton.runtime.driver.active.get_active_torch_device() (here 'cuda')")
+        config = Config({}, num_warps=record["num_warps"], num_stages=record["num_stages"])
+        traced = keep and self.options["trace"]
+        try:
+            checked, trace = self.check(kernel, arguments, tensors, grid, config, traced)
+        except Exception as e:
+            record["bounds"] = "out_of_bounds" if isinstance(e, RunError) and e.type == "OutOfBounds" else "failed"
+            self.failed(e, index, record, kernel, arguments, tensors, grid, run)
+            raise LaunchFailed() from None
+        record["bounds"] = "ok" if checked else "unchecked"
+        before = snapshot(tensors) if keep and self.options["bench"] else None
+        start = time.perf_counter()
+        try:
+            value = run()
+            torch.cuda.synchronize()
+        except Exception as e:
+            record["bounds"] = "failed" if record["bounds"] == "ok" else record["bounds"]
+            self.failed(e, index, record, kernel, arguments, tensors, grid, run)
+            raise LaunchFailed() from None
+        ms = (time.perf_counter() - start) * 1e3
+        record["ms"] = ms
+        if keep:
+            kept = self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"],
+                                           record["num_stages"], autotuner)
+            if before is not None:
+                kept.replay = (run, lambda: restore(before))
+            if trace is not None:  # the diagram need not wait for the rest of the program
+                self.emit("partial", {"part": "trace", "content": trace})
+                kept.sent = True
+        return value
+
+    def trial_launch(self, run, fn, args, kwargs, grid):
+        """A launch of the autotuner timing a config: the config's first is bounds-checked, not listed."""
+        config, checked = self.trial
+        if not checked:
+            self.trial[1] = True
+            kernel = Kernel(fn.__name__, fn, fn)
+            arguments = bind(kernel, args, kwargs)
+            tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+            try:
+                self.check(kernel, arguments, tensors, resolve_grid(grid, {**kwargs, **arguments}),
+                           Config({}, num_warps=config.num_warps, num_stages=config.num_stages), False)
+            except RunError as e:
+                if e.type != "OutOfBounds":
+                    raise
+                self.trial_failed(e, kernel, config)
+                raise LaunchFailed() from None
+        return run()
+
+    def trial_failed(self, error, kernel, config):
+        """An out-of-bounds access of a config the autotuner was timing: the launch it was tuning is named."""
+        index = self.total
+        settings = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+        error.launch = None
+        error.message = (f"launch {index} ({kernel.name}, called at line {self.call_line()}), as the autotuner timed "
+                         f"its config {settings}: {error.message}")
+        if self.error is None:
+            self.error = error
+
+    def check(self, kernel, arguments, tensors, grid, config, traced):
+        """The GPU tracer's instrumented launch over copies of the tensors: (whether it checked the
+        launch, its trace where `traced`), or the out-of-bounds RunError; the program's tensors
+        untouched. Where the tracer cannot see the kernel's accesses, the launch runs unchecked and
+        the notes say why."""
+        copies = copies_of(tensors)
+        args = {**arguments, **{name: copies[name] for name in tensors}}
+        tracer = gpu_trace.InstrumentedTracer(self.path, kernel, args, {name: copies[name] for name in tensors})
+        why = self.unchecked_why or (f"the GPU tracer cannot see {tracer.unsupported}" if tracer.unsupported else None)
+        if why is not None:
+            self.note_unchecked(kernel.name, why)
+            return False, None
+        tracer.restore = lambda: [span_of(copies[name]).copy_(span_of(tensors[name])) for name in tensors]
+        jit = self.instrumented_kernel(tracer, kernel)
+        options = {"trace": traced, "trace_pid": self.options["trace_pid"] if traced else None}
+        with self.passing_through():
+            try:
+                return True, gpu_trace.gpu_trace(tracer, jit, grid, args, config, options, self.trace_limits)
+            except RunError:
+                raise
+            except Exception as e:
+                if "CompilationError" not in type(e).__name__:
+                    raise launch_error(e, self.path) from None
+                self.note_unchecked(kernel.name, "the GPU tracer's instrumented build of it did not compile")
+                return False, None
+
+    def note_unchecked(self, name, why):
+        if name not in self.unchecked:
+            self.unchecked.add(name)
+            self.notes.append(f"The launches of {name} ran without a bounds check: {why}.")
+
+    def instrumented_kernel(self, tracer, kernel):
+        """The instrumented build of the kernel, defined beside the program once per source."""
+        source = tracer.instrumented_source(functions_only=True)
+        if source not in self.instrumented:
+            self.instrumented[source] = tracer.define(self.scratch, kernel.function.__globals__)
+        return self.instrumented[source]
+
+    def retrace(self, kernel, arguments, tensors, grid, run):
+        return None  # the GPU tracer's error brings its trace
+
+    def failed(self, exc, index, record, kernel, arguments, tensors, grid, run):
+        if not isinstance(exc, RunError) and "CompilationError" in type(exc).__name__:
+            exc = launch_error(exc, self.path, "compile")
+        super().failed(exc, index, record, kernel, arguments, tensors, grid, run)
+
+    def timings(self, kept, index):
+        """The shown launch replayed as do_bench times a kernel, its inputs restored before each call."""
+        if kept.replay is None:
+            return None
+        run, refresh = kept.replay
+        with self.passing_through():
+            kernel_ms = bench.time_gpu(run, refresh=refresh)
+            refresh()
+        timings = bench.gpu_timings(kernel_ms, None, kept.ms, bench.bytes_moved(kept.trace, kept.tensors), None,
+                                    kept.tensors.values(), kept.autotuner)
+        timings["notes"].append(f"Launch {index} replayed as triton.testing.do_bench times a kernel, its tensors "
+                                f"restored to what the program gave it before each call; the first launch's time "
+                                f"is the program's own launch (its compile included where it compiled).")
+        return timings
+
+
+class GpuWarmed(Warmed):
+    """`kernel.warmup(...)` on a GPU: the compiled kernel's facts are the real ones; its launch,
+    `warmed[grid](*args)`, is a launch like any other (captured and bounds-checked)."""
+
+    def __init__(self, compiled, function, args, kwargs, path, launch):
+        super().__init__(function, args, kwargs, path, launch)
+        self.real = compiled
+
+    def _init_handles(self):
+        self.real._init_handles()
+        return self.real
+
+    @property
+    def n_regs(self):
+        return self._init_handles().n_regs
+
+    @property
+    def n_spills(self):
+        return self._init_handles().n_spills
+
+    @property
+    def metadata(self):
+        return self.real.metadata
+
+
+def span_of(tensor):
+    """The elements from a tensor's first to its last, as one flat view of its storage."""
+    span = 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) if tensor.numel() else 0
+    return tensor.as_strided((span,), (1,))
+
+
+def copies_of(tensors):
+    """A copy of each tensor with its shape and strides (a slice's gaps included), arguments that
+    are the same tensor sharing one copy."""
+    made, copies = {}, {}
+    for name, tensor in tensors.items():
+        key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+        if key not in made:
+            made[key] = span_of(tensor).clone().as_strided(tensor.shape, tensor.stride())
+        copies[name] = made[key]
+    return copies
+
+
+def snapshot(tensors):
+    """What a replay restores: each tensor's span as the launch received it."""
+    return [(span_of(t), span_of(t).clone()) for t in {t.data_ptr(): t for t in tensors.values()}.values()]
+
+
+def restore(saved):
+    for view, before in saved:
+        view.copy_(before)
+
+
+__all__ = ["GpuCapture"]

@@ -1,0 +1,121 @@
+"""Script mode on a GPU (sandbox/script_gpu.py), through the real server and one real worker: the
+programs of tests/scripts/ run with their kernels compiled, every launch bounds-checked by the GPU
+tracer before it runs, one launch traced, replayed for its timings and compiled."""
+import time
+import urllib.request
+
+import pytest
+import socketio as socketio_client
+
+from app import socketio
+from tests.helpers import running_app, served
+from tests.test_script import OVERRUN, TUTORIALS, program, run_script
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with running_app(tmp_path_factory.mktemp("db"), WORKERS=1) as app:
+        assert app.config["RUN_TIMEOUT_S"] == 30.0  # each tutorial runs whole within the default limit
+        yield app
+
+
+@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
+def test_a_tutorial_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kernels, shown, lines):
+    start = time.monotonic()
+    result, events = run_script(app, program(name))
+    print(f"\n{name} on the GPU: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
+    assert result["status"] == "ok", result["error"]
+    assert result["device"]["kind"] == "gpu"
+    launches = result["launches"]
+    assert [launch["kernel"] for launch in launches["list"]] == kernels and launches["total"] == len(kernels)
+    assert all(launch["bounds"] == "ok" and launch["ms"] > 0 for launch in launches["list"])
+    assert all(launch["line"] == lines[launch["kernel"]] for launch in launches["list"])
+    assert launches["selected"] == shown
+    chosen = launches["list"][shown]
+    assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["source"] == "gpu"
+    timings = result["timings"]
+    assert not timings["interpreter"] and timings["kernel_ms"]["n"] >= 10 and timings["kernel_ms"]["median"] > 0
+    assert "ttir" in result["ir"] and "ptx" in result["ir"]
+    assert any("ran at its first point only" in note and "do_bench's on the GPU" in note for note in result["notes"])
+    assert {e["args"][0]["part"] for e in events if e["name"] == "run_partial"} == {"trace", "timings", "ir"}
+
+
+def test_the_autotuners_choice_is_the_launchs_config(app):
+    result, _ = run_script(app, program("03_matmul.py"), ir=False)
+    assert result["status"] == "ok", result["error"]
+    first = result["launches"]["list"][0]
+    config = {k: v for k, v in first["config"].items() if k not in ("num_warps", "num_stages")}
+    args = {arg["name"]: arg.get("value") for arg in first["args"]}
+    assert all(args[name] == value for name, value in config.items())  # the chosen config, as launched
+    table = result["timings"]["autotune"]
+    assert len(table) == 3 and sum(row["chosen"] for row in table) == 1
+    assert all(row["ms"] is not None for row in table)  # the autotuner timed every config on the GPU
+
+
+def test_an_out_of_bounds_store_in_launch_3_is_stopped_before_it_touches_memory(app):
+    """The instrumented check runs first: launch 3's stray store is named and drawn, and the real launch
+    never runs, so the 8 floats past `out` (the tail of a larger buffer) still hold what they held."""
+    source = OVERRUN.replace("torch.randn(size)", "torch.randn(size, device='cuda')").replace(
+        "out = torch.empty(size - 8 if i == 3 else size)",
+        "buf = torch.full((size,), 7.0, device='cuda')\n    out = buf[:size - 8] if i == 3 else buf").replace(
+        "CALL", "try:\n        scale(x, out)\n    finally:\n        print('tail', i, buf[-8:].tolist())")
+    result, _ = run_script(app, source)
+    error = result["error"]
+    assert result["status"] == "error" and error["type"] == "OutOfBounds" and error["phase"] == "launch"
+    assert error["launch"] == 3 and error["pid"] == [6, 0, 0]
+    assert error["line"] == source.splitlines().index("    tl.store(out_ptr + offs, x * 2, mask=offs < n)") + 1
+    assert error["message"].startswith("launch 3 (scale_kernel[7,], called at line 15): ") and "out_ptr" in error["message"]
+    assert [launch["bounds"] for launch in result["launches"]["list"]] == ["ok", "ok", "ok", "out_of_bounds"]
+    assert result["trace"]["programs"][-1]["accesses"][-1]["out_of_bounds"] == [[392, 8]]
+    assert "tail 3 [7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0]" in result["stdout"]  # untouched
+    assert "launch 3 done" not in result["stdout"]
+
+
+def test_selecting_a_launch_shows_its_diagram_within_a_second(app):
+    """As the page does it: a second run of the program with options.launch, over real Socket.IO from
+    an outside client with its session's cookie (its kernels compiled by its first run)."""
+    with served(app) as url:
+        cookie = urllib.request.urlopen(url + "/").headers["Set-Cookie"].split(";")[0]
+        client = socketio_client.Client(reconnection=False)
+        heard = []
+        client.on("*", lambda event, data: heard.append((time.monotonic(), event, data)))
+        client.connect(url, transports=["websocket"], headers={"Cookie": cookie})
+        try:
+            def trace_after(spec):
+                heard.clear()
+                start = time.monotonic()
+                run_id = client.call("run", {"spec": spec}, timeout=30)["run_id"]
+                deadline = start + 60
+                while time.monotonic() < deadline:
+                    for at, event, data in list(heard):
+                        if data.get("run_id") == run_id and event == "run_partial" and data["part"] == "trace":
+                            return at - start, data["content"]
+                        if data.get("run_id") == run_id and event == "run_result":
+                            raise AssertionError(data["result"]["error"])
+                    time.sleep(0.005)
+                raise AssertionError("no trace within 60 s")
+
+            source = program("01_vector_add.py")
+            first_s, _ = trace_after({"mode": "script", "source": source, "options": {}})
+            selected_s, trace = trace_after({"mode": "script", "source": source, "options": {"launch": 1}})
+            print(f"\nfirst run's trace after {first_s:.2f} s; launch 1 selected: its trace after {selected_s:.2f} s")
+            assert trace["grid"] == [4, 1, 1]
+            assert selected_s <= 1.0
+        finally:
+            client.disconnect()
+
+
+def test_make_a_form_from_a_gpu_launch_runs_the_same_values(app):
+    source = program("01_vector_add.py")
+    result, _ = run_script(app, source, ir=False, bench=False)
+    launch = result["launches"]["list"][0]
+    client = app.test_client()
+    spec = client.post("/api/launch-form", json={"source": source, "launch": launch}).get_json()["spec"]
+    form = client.post("/api/run", json={**spec, "options": {**spec["options"], "ir": False}}).get_json()
+    assert form["status"] == "ok", form["error"] and form["device"]["kind"] == "gpu"
+    assert form["trace"]["grid"] == launch["grid"]
+
+
+socketio  # the app's Socket.IO server serves the test client (tests.test_script.run_script)
