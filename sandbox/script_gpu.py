@@ -14,7 +14,9 @@ Launches that repeat one already checked run unchecked: the repetitions of a fun
 (each config's first launch is checked).
 """
 import contextlib
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import triton
@@ -26,6 +28,7 @@ from sandbox.errors import RunError
 from sandbox.kernel import launch_error
 from sandbox.kernel import Kernel
 from sandbox.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
+from sandbox.pipeline import COMPILE_THREADS
 from sandbox.trace import LIMITS as TRACE_LIMITS
 
 
@@ -42,6 +45,7 @@ class GpuCapture(Capture):
         self.instrumented = {}  # instrumented source -> its kernel, compiled once
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
+        self.precompiled = []   # per autotuner run under way: whether its configs were compiled at once
         self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
 
     @contextlib.contextmanager
@@ -77,12 +81,17 @@ class GpuCapture(Capture):
 
         def tuned(autotuner, *args, **kwargs):
             capture.tuning.append(autotuner)
+            capture.precompiled.append(False)
             try:
                 return tune(autotuner, *args, **kwargs)
             finally:
                 capture.tuning.pop()
+                capture.precompiled.pop()
 
         def timing_config(autotuner, *args, config, **kwargs):
+            if not capture.precompiled[-1]:
+                capture.precompiled[-1] = True
+                capture.compile_configs(autotuner, args, kwargs)
             capture.trial = [config, False]
             try:
                 return bench_config(autotuner, *args, config=config, **kwargs)
@@ -139,6 +148,38 @@ class GpuCapture(Capture):
                 self.emit("partial", {"part": "trace", "content": trace})
                 kept.sent = True
         return value
+
+    def compile_configs(self, autotuner, args, meta):
+        """Compile every config the autotuner is about to time, and each one's instrumented build, at
+        once, as a form run does (sandbox.pipeline.compile_configs_at_once: Triton's passes and ptxas
+        run outside the GIL); a build that fails is left to the launch that meets it, to say why."""
+        from triton.runtime._async_compile import AsyncCompileMode
+        meta = {k: v for k, v in meta.items() if k != "warmup"}
+        configs = autotuner.prune_configs(meta)
+        jit = autotuner.fn if isinstance(autotuner.fn, JITFunction) else None  # under @heuristics: the real ones only
+        copies = None
+        with ThreadPoolExecutor(max_workers=min(2 * len(configs), os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
+                AsyncCompileMode(pool, ignore_errors=True), self.passing_through():
+            for config in configs:
+                current = {**meta, **config.all_kwargs()}
+                with contextlib.suppress(Exception):
+                    autotuner.fn.warmup(*args, **current)
+                if jit is None or self.unchecked_why:
+                    continue
+                with contextlib.suppress(Exception):
+                    kernel = Kernel(jit.__name__, jit, jit)
+                    arguments = bind(kernel, args, current)
+                    tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+                    copies = copies or copies_of(tensors)
+                    launch_args = {**arguments, **{name: copies[name] for name in tensors}}
+                    tracer = gpu_trace.InstrumentedTracer(self.path, kernel, launch_args,
+                                                          {name: copies[name] for name in tensors})
+                    if tracer.unsupported is None:
+                        gpu_trace.compile_instrumented(
+                            tracer, self.instrumented_kernel(tracer, kernel),
+                            resolve_grid(meta["grid"], {**current, **arguments}), launch_args,
+                            Config({}, num_warps=config.num_warps, num_stages=config.num_stages), {"trace": False},
+                            self.trace_limits)
 
     def trial_launch(self, run, fn, args, kwargs, grid):
         """A launch of the autotuner timing a config: the config's first is bounds-checked, not listed."""

@@ -7,7 +7,6 @@ import urllib.request
 import pytest
 import socketio as socketio_client
 
-from app import socketio
 from tests.helpers import running_app, served
 from tests.test_script import OVERRUN, TUTORIALS, program, run_script
 
@@ -34,7 +33,7 @@ def test_a_tutorial_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kern
     assert all(launch["line"] == lines[launch["kernel"]] for launch in launches["list"])
     assert launches["selected"] == shown
     chosen = launches["list"][shown]
-    assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["source"] == "gpu"
+    assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["tracer"] == "gpu"
     timings = result["timings"]
     assert not timings["interpreter"] and timings["kernel_ms"]["n"] >= 10 and timings["kernel_ms"]["median"] > 0
     assert "ttir" in result["ir"] and "ptx" in result["ir"]
@@ -108,14 +107,18 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app):
 
 
 def test_make_a_form_from_a_gpu_launch_runs_the_same_values(app):
+    """The form's inputs, built as a form run builds them on the GPU, hold the program's values."""
+    import torch
+    from sandbox.build import build_inputs
     source = program("01_vector_add.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     launch = result["launches"]["list"][0]
     client = app.test_client()
     spec = client.post("/api/launch-form", json={"source": source, "launch": launch}).get_json()["spec"]
+    torch.manual_seed(0)
+    x, y = torch.rand(98432, device="cuda"), torch.rand(98432, device="cuda")
+    inputs, _ = build_inputs(spec, {"torch": torch}, "cuda")
+    assert torch.equal(inputs["x"], x) and torch.equal(inputs["y"], y)
     form = client.post("/api/run", json={**spec, "options": {**spec["options"], "ir": False}}).get_json()
-    assert form["status"] == "ok", form["error"] and form["device"]["kind"] == "gpu"
+    assert form["status"] == "ok" and form["device"]["kind"] == "gpu", form["error"]
     assert form["trace"]["grid"] == launch["grid"]
-
-
-socketio  # the app's Socket.IO server serves the test client (tests.test_script.run_script)

@@ -645,12 +645,15 @@ def table_text(header, rows):
 
 
 def compiled_twin(function, path):
-    """The compilable twin of an interpreted kernel: each @triton.jit function of the program made a
+    """The compilable twin of an interpreted kernel (a compiled one is its own): each @triton.jit function of the program made a
     JITFunction over the same code, in a copy of the program's globals, so helpers it calls resolve
     to their twins too. The program is not run again to compile it."""
     module = types.ModuleType("playground_program_twin")
     namespace = module.__dict__
     namespace.update(function.fn.__globals__)
+    module.__file__ = path
+    if not isinstance(function, interpreter.InterpretedFunction):  # on a GPU: the program's own kernel
+        return Kernel(function.fn.__name__, function, function, heuristics={}), module
     for name, value in list(namespace.items()):
         if isinstance(value, interpreter.InterpretedFunction) and value.fn.__code__.co_filename == path:
             namespace[name] = twin_of(value, namespace)

@@ -64,7 +64,9 @@ function loadScript(spec) {
 }
 
 function launchRow(launch, chosen) {
-  const [word, tone] = BOUNDS[launch.bounds] || [launch.bounds, "bounds-none"];
+  // An unchecked launch that ran (on a GPU, one the GPU tracer cannot see: the notes say why).
+  const [word, tone] = launch.bounds === "unchecked" && launch.ms !== null ? ["unchecked", "bounds-none"]
+    : BOUNDS[launch.bounds] || [launch.bounds, "bounds-none"];
   const pick = () => {
     if (launch.index === chosen) return;
     selected = launch.index;
