@@ -371,3 +371,49 @@ def test_a_benchmark_plot_is_the_results_data(app, points):
     assert [x for x, _ in chart["points"]] == sizes
     assert all(ys[0] > 0 and ys[1] is None for _, ys in chart["points"])  # a NaN is no point
     assert result["stdout"].count("\n") == len(sizes) + 2  # the table: its name, its header, a row per point
+
+
+def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
+    """Script mode's check on a GPU (sandbox.script_gpu.GpuCapture.check), here with the instrumented
+    build run by the interpreter over CPU tensors: the instrumented kernel is defined beside the
+    running program (the program is not run again), it runs over copies that keep a slice's strides,
+    and a stray store is the named error while the program's tensors stay as they were."""
+    import torch
+    from sandbox.kernel import Kernel, interpreter_mode
+    from sandbox.script import bind, resolve_grid
+    from sandbox.script_gpu import GpuCapture, restore, snapshot
+    from sandbox.spec import normalize
+    from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
+    source = OVERRUN.split("torch.manual_seed(0)")[0] + "calls = []\ncalls.append('the program ran')\n"
+    path = tmp_path / "program.py"
+    path.write_text(source)
+    options = normalize({"mode": "script", "source": source, "options": {}})["options"]
+    capture = GpuCapture(options, str(path), {}, str(tmp_path), lambda *_: None)
+    namespace = {"__name__": "__main__"}
+    patch_interpreter_compat()
+    with interpreter_mode(True), interpreter_hygiene():
+        exec(compile(source, str(path), "exec"), namespace)
+        fn = namespace["scale_kernel"]
+        kernel = Kernel(fn.__name__, fn, fn)
+        base = torch.arange(300.0).view(20, 15)
+        x = base[:, :10]  # a slice, strides (15, 1): its 290 first elements lie within its span (295)
+        for out, stray in [(torch.full((290,), 7.0), False), (torch.full((282,), 7.0), True)]:
+            arguments = bind(kernel, (x, out, 290), {"BLOCK": 64})
+            tensors = {"x_ptr": x, "out_ptr": out}
+            grid = resolve_grid((5,), arguments)
+            saved = snapshot(tensors)
+            if stray:
+                with pytest.raises(Exception) as stopped:
+                    capture.check(kernel, arguments, tensors, grid, type("C", (), {"num_warps": 4, "num_stages": 3}), True)
+                assert stopped.value.type == "OutOfBounds" and stopped.value.pid == [4, 0, 0]
+                assert stopped.value.trace["programs"][-1]["accesses"][-1]["out_of_bounds"] == [[282, 8]]
+            else:
+                checked, trace = capture.check(kernel, arguments, tensors, grid,
+                                               type("C", (), {"num_warps": 4, "num_stages": 3}), True)
+                assert checked and trace["coverage"]["out_ptr"]["unwritten"] == 0
+            assert torch.equal(out, torch.full_like(out, 7.0))  # the copies were written, not the program's
+            out.fill_(1.0)
+            restore(saved)
+            assert torch.equal(out, torch.full_like(out, 7.0))
+    assert len(capture.instrumented) == 1  # defined once, beside the program, which did not run again:
+    assert namespace["calls"] == ["the program ran"]

@@ -364,6 +364,11 @@ class Origins:
 
     @contextlib.contextmanager
     def watching(self):
+        with contextlib.suppress(Exception):
+            # `with torch.device(...)` knows the factories by identity, from a list it makes once: made
+            # now, it names torch's own, not the watchers (the program's device blocks keep working).
+            from torch.utils._device import _device_constructors
+            _device_constructors()
         originals = {name: getattr(torch, name) for name in ("manual_seed",) + self.RANDOM + self.FILLS}
         for name, original in originals.items():
             setattr(torch, name, self.watched(name, original))
