@@ -178,8 +178,8 @@ class GpuCapture(Capture):
                         gpu_trace.compile_instrumented(
                             tracer, self.instrumented_kernel(tracer, kernel),
                             resolve_grid(meta["grid"], {**current, **arguments}), launch_args,
-                            Config({}, num_warps=config.num_warps, num_stages=config.num_stages), {"trace": False},
-                            self.trace_limits)
+                            Config({}, num_warps=config.num_warps, num_stages=config.num_stages), {"trace": True},
+                            self.trace_limits)  # the build of every check and trace (gpu_trace.bounds_check)
 
     def trial_launch(self, run, fn, args, kwargs, grid):
         """A launch of the autotuner timing a config: the config's first is bounds-checked, not listed."""
@@ -223,9 +223,12 @@ class GpuCapture(Capture):
             return False, None
         tracer.restore = lambda: [span_of(copies[name]).copy_(span_of(tensors[name])) for name in tensors]
         jit = self.instrumented_kernel(tracer, kernel)
-        options = {"trace": traced, "trace_pid": self.options["trace_pid"] if traced else None}
         with self.passing_through():
             try:
+                if not traced:
+                    gpu_trace.bounds_check(tracer, jit, grid, args, config, self.trace_limits)
+                    return True, None
+                options = {"trace": True, "trace_pid": self.options["trace_pid"]}
                 return True, gpu_trace.gpu_trace(tracer, jit, grid, args, config, options, self.trace_limits)
             except RunError:
                 raise

@@ -310,7 +310,11 @@ class Instrumenter(ast.NodeTransformer):
             f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
 
     def rewrite(self, fn):
-        fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
+        # The kernel's integers of the tracer (record slot size, each tensor's base and span) change with
+        # each launch's sizes: not specialized on, they leave one build for launches alike but for them.
+        integers = [name for name in self.shared if name == "_tp_cap" or name.startswith(("_tp_base_", "_tp_span_"))]
+        jit = "_tp_triton.jit" if self.reached.path else f"_tp_triton.jit(do_not_specialize={integers!r})"
+        fn.decorator_list = [ast.parse(jit, mode="eval").body]
         # `tl.constexpr` as written: the interpreter reads annotations from the source text
         constexpr = ast.parse("tl.constexpr", mode="eval").body
         flags = [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
@@ -445,16 +449,30 @@ def compile_instrumented(tracer, jit, grid, args, config, options, limits):
                                             num_stages=config.num_stages))
 
 
+def checked_run(tracer, jit, grid, args, config, limits, plan, record):
+    """One instrumented launch (`plan`'s programs with a record slot, coverage counted where
+    `record`); its buffers, or the out-of-bounds RunError of its first stray program."""
+    buffers = tracer.run(jit, grid, args, config, plan, record, record)
+    bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
+    if bad.size:
+        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers)
+    return buffers
+
+
+def bounds_check(tracer, jit, grid, args, config, limits):
+    """The bounds check alone, by the build a trace launches (one program recorded, nothing decoded):
+    a later trace of a launch alike finds it compiled (script mode checks every launch so, and traces
+    the one shown). Raises the out-of-bounds RunError."""
+    checked_run(tracer, jit, grid, args, config, limits, [0], True)
+
+
 def gpu_trace(tracer, jit, grid, args, config, options, limits):
     """The trace (docs/result.md) of an instrumented launch; raises the out-of-bounds RunError, with
     the trace up to and including the offending access attached as `error.trace`."""
     total = math.prod(grid)
     trace_pid = options.get("trace_pid")
-    plan = first_launch_plan(grid, options, limits)
-    buffers = tracer.run(jit, grid, args, config, plan, options["trace"], options["trace"])
-    bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
-    if bad.size:
-        raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers)
+    buffers = checked_run(tracer, jit, grid, args, config, limits, first_launch_plan(grid, options, limits),
+                          options["trace"])
     if not options["trace"]:
         return None
     tensors, coverage, touched = tracer.tensors_and_coverage(buffers["counters"])
