@@ -5,9 +5,11 @@ Triton's launch path is hooked where every launch passes (`JITFunction.run`, und
 `@triton.autotune` and `@triton.heuristics`). Each launch first runs as the GPU tracer's
 instrumented build (sandbox.gpu_trace) over copies of its tensors: an out-of-bounds access
 stops the program there, named (launch, program, tensor, line) and drawn, and the real launch
-never happens. Only a launch found clean runs, on the program's own tensors. The launch that is
-shown has its trace from that check, its timings from do_bench's way of timing (sandbox.bench)
-replaying it with its inputs restored before each repetition, and its IR.
+never happens. Only a launch found clean runs, on the program's own tensors (its compile done on a
+thread beside the check's). Every check is made by the build that traces, so that running the
+program again to show another launch (`options.launch`) finds that launch's trace compiled. The
+launch that is shown has its trace from that check, its timings from do_bench's way of timing
+(sandbox.bench) replaying it with its inputs restored before each repetition, and its IR.
 
 Launches that repeat one already checked run unchecked: the repetitions of a function that
 `triton.testing.do_bench` times (its first call is checked), and the autotuner's timing of a config
@@ -28,7 +30,7 @@ from sandbox.errors import RunError
 from sandbox.kernel import launch_error
 from sandbox.kernel import Kernel
 from sandbox.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
-from sandbox.pipeline import COMPILE_THREADS
+from sandbox.pipeline import COMPILE_THREADS, Background
 from sandbox.trace import LIMITS as TRACE_LIMITS
 
 
@@ -77,7 +79,8 @@ class GpuCapture(Capture):
                                  lambda grid, *args, **options: launched(fn, *args, grid=grid, warmup=False, **options))
             if capture.trial is not None:
                 return capture.trial_launch(again, fn, args, kwargs, grid)
-            return capture.launch(again, fn, args, kwargs, grid)
+            return capture.launch(again, fn, args, kwargs, grid,
+                                  compile_real=lambda: run(fn, *args, grid=grid, warmup=True, **kwargs))
 
         def tuned(autotuner, *args, **kwargs):
             capture.tuning.append(autotuner)
@@ -113,7 +116,9 @@ class GpuCapture(Capture):
 
     # -- one launch
 
-    def launch(self, run, fn, args, kwargs, grid):
+    def launch(self, run, fn, args, kwargs, grid, compile_real=None):
+        """Check, then run, one launch of the program; `compile_real()` compiles the real kernel (a thread
+        does it beside the check's own compile, as a form run's trace pass does)."""
         index, kernel, arguments, grid, record, keep, autotuner = self.begin(fn, args, kwargs, grid)
         tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
         self.refuse_device(index, kernel, record, tensors, "cuda",
@@ -121,12 +126,17 @@ class GpuCapture(Capture):
                            "triton.runtime.driver.active.get_active_torch_device() (here 'cuda')")
         config = Config({}, num_warps=record["num_warps"], num_stages=record["num_stages"])
         traced = keep and self.options["trace"]
+        compiling = Background(compile_real) if compile_real else None
         try:
             checked, trace = self.check(kernel, arguments, tensors, grid, config, traced)
         except Exception as e:
+            if compiling:
+                compiling.wait()
             record["bounds"] = "out_of_bounds" if isinstance(e, RunError) and e.type == "OutOfBounds" else "failed"
             self.failed(e, index, record, kernel, arguments, tensors, grid, run)
             raise LaunchFailed() from None
+        if compiling:
+            compiling.wait()  # a compile error is the launch's to report, next
         record["bounds"] = "ok" if checked else "unchecked"
         before = snapshot(tensors) if keep and self.options["bench"] else None
         start = time.perf_counter()
