@@ -88,7 +88,12 @@ def test_a_launch_becomes_a_form_run(page, live_server):
     page.wait_for_function("!document.querySelector('#launch').classList.contains('script')")
     spec = page.evaluate("window.playground.getSpec()")
     assert spec["kernel"] == "add_kernel" and spec["grid"] == "(4,)" and "mode" not in spec
-    assert spec["inputs"]["x"] == "torch.randn((4096,), dtype=torch.float32)"
+    # the program's values: its draws since torch.manual_seed(0), again, in its order
+    assert spec["options"]["seed"] == 0 and spec["inputs"]["x"] == (
+        "(torch.rand((98432,), dtype=torch.float32), torch.rand((98432,), dtype=torch.float32), "
+        "torch.rand((4096,), dtype=torch.float32))[-1]")
+    assert "x, y: drawn again from seed 0" in page.inner_text(".toast.info")  # said to the person
+    page.screenshot(path=f"{SHOTS}/script-form-values.png")
     assert "benchmark.run" not in spec["source"]  # the program's definitions, not its launches
     assert page.input_value("#grid-input") == "(4,)"
     assert asked and "launch 1 (add_kernel)" in asked[0]  # the program in the editor is replaced: asked first

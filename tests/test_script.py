@@ -379,6 +379,7 @@ def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
     running program (the program is not run again), it runs over copies that keep a slice's strides,
     and a stray store is the named error while the program's tensors stay as they were."""
     import torch
+    from triton import Config
     from sandbox.kernel import Kernel, interpreter_mode
     from sandbox.script import bind, resolve_grid
     from sandbox.script_gpu import GpuCapture, restore, snapshot
@@ -389,6 +390,7 @@ def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
     path.write_text(source)
     options = normalize({"mode": "script", "source": source, "options": {}})["options"]
     capture = GpuCapture(options, str(path), {}, str(tmp_path), lambda *_: None)
+    config = Config({}, num_warps=4, num_stages=3)
     namespace = {"__name__": "__main__"}
     patch_interpreter_compat()
     with interpreter_mode(True), interpreter_hygiene():
@@ -404,12 +406,11 @@ def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
             saved = snapshot(tensors)
             if stray:
                 with pytest.raises(Exception) as stopped:
-                    capture.check(kernel, arguments, tensors, grid, type("C", (), {"num_warps": 4, "num_stages": 3}), True)
+                    capture.check(kernel, arguments, tensors, grid, config, True)
                 assert stopped.value.type == "OutOfBounds" and stopped.value.pid == [4, 0, 0]
                 assert stopped.value.trace["programs"][-1]["accesses"][-1]["out_of_bounds"] == [[282, 8]]
             else:
-                checked, trace = capture.check(kernel, arguments, tensors, grid,
-                                               type("C", (), {"num_warps": 4, "num_stages": 3}), True)
+                checked, trace = capture.check(kernel, arguments, tensors, grid, config, True)
                 assert checked and trace["coverage"]["out_ptr"]["unwritten"] == 0
             assert torch.equal(out, torch.full_like(out, 7.0))  # the copies were written, not the program's
             out.fill_(1.0)

@@ -553,7 +553,7 @@ on("launch-to-form", async ({ launch }) => {
   if (!response.ok) return toast(`No form for this launch: ${body?.error?.message || response.status}`);
   setSpec(body.spec);
   drafts.save();
-  if (body.notes?.length) toast(body.notes.join(" "));
+  if (body.notes?.length) toast(body.notes.join(" "), "info");  // which inputs hold the program's values
 });
 // A sweep is one run with options.sweep; the runs after it are plain runs again. What the launch
 // form can tell is wrong is said on its fields, and the last result stays on screen.
