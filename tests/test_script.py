@@ -212,7 +212,7 @@ def test_a_launchs_form_makes_the_programs_values_again(app):
     """The form's inputs are drawn again from the program's seed in the program's order (a draw no
     argument kept is made and dropped), its fills made by the same call: the same values."""
     import torch
-    from sandbox.build import build_inputs
+    from sandbox.run.build import build_inputs
     source = program("01_vector_add.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     client = app.test_client()
@@ -374,17 +374,17 @@ def test_a_benchmark_plot_is_the_results_data(app, points):
 
 
 def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
-    """Script mode's check on a GPU (sandbox.script_gpu.GpuCapture.check), here with the instrumented
+    """Script mode's check on a GPU (sandbox.run.script_gpu.GpuCapture.check), here with the instrumented
     build run by the interpreter over CPU tensors: the instrumented kernel is defined beside the
     running program (the program is not run again), it runs over copies that keep a slice's strides,
     and a stray store is the named error while the program's tensors stay as they were."""
     import torch
     from triton import Config
-    from sandbox.kernel import Kernel, interpreter_mode
-    from sandbox.script import bind, resolve_grid
-    from sandbox.script_gpu import GpuCapture, restore, snapshot
+    from sandbox.run.kernel import Kernel, interpreter_mode
+    from sandbox.run.script import bind, resolve_grid
+    from sandbox.run.script_gpu import GpuCapture, restore, snapshot
     from sandbox.spec import normalize
-    from sandbox.trace import interpreter_hygiene, patch_interpreter_compat
+    from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
     source = OVERRUN.split("torch.manual_seed(0)")[0] + "calls = []\ncalls.append('the program ran')\n"
     path = tmp_path / "program.py"
     path.write_text(source)

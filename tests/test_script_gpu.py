@@ -1,4 +1,4 @@
-"""Script mode on a GPU (sandbox/script_gpu.py), through the real server and one real worker: the
+"""Script mode on a GPU (sandbox/run/script_gpu.py), through the real server and one real worker: the
 programs of tests/scripts/ run with their kernels compiled, every launch bounds-checked by the GPU
 tracer before it runs, one launch traced, replayed for its timings and compiled."""
 import time
@@ -8,7 +8,7 @@ import pytest
 import socketio as socketio_client
 
 from app import socketio
-from tests.helpers import running_app, served, wait_until_ready
+from tests.support import running_app, served, wait_until_ready
 from tests.test_script import OVERRUN, TUTORIALS, program, run_script
 
 pytestmark = pytest.mark.gpu
@@ -122,7 +122,7 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
 def test_make_a_form_from_a_gpu_launch_runs_the_same_values(app):
     """The form's inputs, built as a form run builds them on the GPU, hold the program's values."""
     import torch
-    from sandbox.build import build_inputs
+    from sandbox.run.build import build_inputs
     source = program("01_vector_add.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     launch = result["launches"]["list"][0]

@@ -43,14 +43,14 @@ MAX_CHARTS, MAX_CHART_POINTS = 8, 200  # perf_report plots kept for the page, an
 
 def run_script(spec, emit, scratch, limits, device):
     """Run the program of a `"mode": "script"` spec where `device` (result.device) says: Triton's
-    interpreter, or the GPU (sandbox.script_gpu); the result lists its launches."""
+    interpreter, or the GPU (sandbox.run.script_gpu); the result lists its launches."""
     result = results.new(device)
     path = f"{scratch}/program.py"
     capture = None
     try:
         write_source(spec["source"], path)
         if device["kind"] == "gpu":
-            from sandbox.script_gpu import GpuCapture
+            from sandbox.run.script_gpu import GpuCapture
             capture = GpuCapture(spec["options"], path, limits, scratch, emit)
         else:
             capture = Capture(spec["options"], path, limits)

@@ -3,13 +3,13 @@ bounds-checked on the GPU before it touches memory.
 
 Triton's launch path is hooked where every launch passes (`JITFunction.run`, under
 `@triton.autotune` and `@triton.heuristics`). Each launch first runs as the GPU tracer's
-instrumented build (sandbox.gpu_trace) over copies of its tensors: an out-of-bounds access
+instrumented build (sandbox.trace.gpu) over copies of its tensors: an out-of-bounds access
 stops the program there, named (launch, program, tensor, line) and drawn, and the real launch
 never happens. Only a launch found clean runs, on the program's own tensors (its compile done on a
 thread beside the check's). Every check is made by the build that traces, so that running the
 program again to show another launch (`options.launch`) finds that launch's trace compiled. The
 launch that is shown has its trace from that check, its timings from do_bench's way of timing
-(sandbox.bench) replaying it with its inputs restored before each repetition, and its IR.
+(sandbox.run.bench) replaying it with its inputs restored before each repetition, and its IR.
 
 Launches that repeat one already checked run unchecked: the repetitions of a function that
 `triton.testing.do_bench` times (its first call is checked), and the autotuner's timing of a config
@@ -25,13 +25,13 @@ import triton
 from triton.runtime.autotuner import Autotuner, Config
 from triton.runtime.jit import JITFunction
 
-from sandbox import bench, gpu_trace
 from sandbox.errors import RunError
-from sandbox.kernel import launch_error
-from sandbox.kernel import Kernel
-from sandbox.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
-from sandbox.pipeline import COMPILE_THREADS, Background
-from sandbox.trace import LIMITS as TRACE_LIMITS
+from sandbox.run import bench
+from sandbox.run.kernel import Kernel, launch_error
+from sandbox.run.pipeline import COMPILE_THREADS, Background
+from sandbox.run.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
+from sandbox.trace import gpu as gpu_trace
+from sandbox.trace.record import LIMITS as TRACE_LIMITS
 
 
 class GpuCapture(Capture):
@@ -161,7 +161,7 @@ class GpuCapture(Capture):
 
     def compile_configs(self, autotuner, args, meta):
         """Compile every config the autotuner is about to time, and each one's instrumented build, at
-        once, as a form run does (sandbox.pipeline.compile_configs_at_once: Triton's passes and ptxas
+        once, as a form run does (sandbox.run.pipeline.compile_configs_at_once: Triton's passes and ptxas
         run outside the GIL); a build that fails is left to the launch that meets it, to say why."""
         from triton.runtime._async_compile import AsyncCompileMode
         meta = {k: v for k, v in meta.items() if k != "warmup"}
