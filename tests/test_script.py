@@ -304,6 +304,9 @@ def test_a_launch_form_request_names_what_is_wrong(app):
                                                            "grid": [0]}}, "launch.grid"),
                         ({"source": "x = 1\n", "launch": {**launch, "args": [], "grid": []}}, "launch.grid"),
                         ({"source": "x = 1\n", "launch": "k"}, "launch"),
+                        ({"source": "x = 1\n", "launch": {**launch, "args": [
+                            {**launch["args"][0], "dtype": "float32", "values": {"expression": "open('f')"}}]}},
+                         "launch.args.x.values"),
                         ({"launch": launch}, "source"),
                         ({"source": "x = 1\n", "launch": launch, "extra": 1}, "extra")]:
         response = client.post("/api/launch-form", json=body)

@@ -9,7 +9,8 @@ so each launch, however it was made, is recorded (`result.launches`, docs/result
 the bounds sanitizer (sandbox.trace). One launch is seen whole: `options.launch`, or by default the
 first launch of the kernel launched last; its trace, timings and IR are the result's, as for a form
 run. An out-of-bounds access stops its launch before it happens and ends the run naming the launch,
-even where the program catches the exception.
+even where the program catches the exception. On a GPU the same capture hooks the compiled launch
+path instead, each launch checked by the GPU tracer first (sandbox.run.script_gpu).
 """
 import contextlib
 import inspect
@@ -406,10 +407,9 @@ class Origins:
         else:
             origin = {"expression": expression} if expression else {"why": f"made by torch.{name} with arguments "
                                                                            f"a form cannot repeat"}
-        try:
-            self.made[id(tensor)] = (weakref.ref(tensor), tensor._version, origin)
-        except TypeError:
-            pass
+        key = id(tensor)
+        # forgotten with the tensor: a program that makes tensors in a loop keeps no more than it holds
+        self.made[key] = (weakref.ref(tensor, lambda _: self.made.pop(key, None)), tensor._version, origin)
 
     def of(self, tensor):
         """The origin of a launch's tensor argument (docs/result.md, `values`)."""
