@@ -92,7 +92,7 @@ class GpuCapture(Capture):
                 capture.precompiled.pop()
 
         def timing_config(autotuner, *args, config, **kwargs):
-            if not capture.precompiled[-1]:
+            if capture.precompiled and not capture.precompiled[-1]:  # (an autotuner's own run under way)
                 capture.precompiled[-1] = True
                 capture.compile_configs(autotuner, args, kwargs)
             capture.trial = [config, False]
