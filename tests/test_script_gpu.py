@@ -102,6 +102,8 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
                         assert result["status"] == "ok", result["error"]
                         [(at, trace)] = [(at, data["content"]) for at, event, data in mine
                                          if event == "run_partial" and data["part"] == "trace"]
+                        print("\n".join(f"  {seen - start:6.2f} s {event} {data.get('part') or data.get('message') or ''}"
+                                         for seen, event, data in mine if event != "run_stdout"))  # where the time went
                         return at - start, trace
                     time.sleep(0.005)
                 raise AssertionError("no result within 60 s")
