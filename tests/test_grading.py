@@ -182,9 +182,9 @@ KNOWS_THE_SEED = SOLUTION.replace("    tl.store(out_ptr + offsets, x + 10.0, mas
 import torch
 
 
-def _first_value(n, seed):
+def _first_value(n, seed):  # drawn where a run draws its inputs: the GPU's generator differs from the CPU's
     torch.manual_seed(seed)
-    return tl.constexpr(float(torch.randn(n)[0]))
+    return tl.constexpr(float(torch.randn(n, device="cuda" if torch.cuda.is_available() else "cpu")[0]))
 
 
 K0, K1, K2, K3, K4, K5 = (_first_value(n, {CHOSEN_SEED} + i) for i, n in enumerate((20, 8, 333, 1, 1531, 20)))
