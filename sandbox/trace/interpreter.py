@@ -100,7 +100,7 @@ class Tracer:
         self.searchable = [r for r in self.ranges if r.span]
         by_name = {r.name: r for r in self.ranges}
         # call positions in the source, from the kernel down to the access -> the tensor its pointer
-        # derives from (sandbox.provenance)
+        # derives from (sandbox.trace.provenance)
         self.owners = {position: by_name[name] for position, name in (owners or {}).items() if name in by_name}
         self.only = only
         self.positions = {}

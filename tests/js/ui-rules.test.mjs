@@ -1,4 +1,4 @@
-// static/js/ui-rules.js with the server's own schema (app/share.py schema, as GET /api/spec serves
+// static/js/ui-rules.js with the server's own schema (app/web/share.py schema, as GET /api/spec serves
 // it): the page keeps no copy of the rules of a program id, the IR stages or the row width.
 // PYTHON: the interpreter with the project's requirements (make test gives it).
 import { test } from "node:test";
