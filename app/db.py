@@ -137,14 +137,27 @@ def connect(where, max_bytes=None):
         return Connection(raw, True, max_mb)
     raw = sqlite3.connect(where, timeout=30, isolation_level=None)
     raw.row_factory = sqlite3.Row
-    raw.execute("PRAGMA journal_mode=WAL")
     raw.execute("PRAGMA busy_timeout=30000")
+    wal(raw)
     if max_bytes:
         page_size = raw.execute("PRAGMA page_size").fetchone()[0]
         # Never below what the file holds already: SQLite would refuse every write, a delete included.
         pages = max(max_bytes // page_size, raw.execute("PRAGMA page_count").fetchone()[0])
         raw.execute(f"PRAGMA max_page_count = {int(pages)}")
     return Connection(raw, False, max_mb)
+
+
+def wal(raw, tries=100):
+    """Write-ahead logging, so readers never wait on writers. Switching a new file to it takes a lock
+    SQLite's busy timeout does not wait for: processes opening it at once try again."""
+    for attempt in range(tries):
+        try:
+            raw.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or attempt == tries - 1:
+                raise
+            time.sleep(0.01 * (1 + attempt % 10))
 
 
 def max_bytes(config):
