@@ -977,7 +977,8 @@ def sparse_entries_are_not_collected_dense(h):
 
 def a_spinning_run_leaves_a_bystander_its_share(h):
     """One owner's run spins up to 120 processes for 8 s; another owner's vector add, run meanwhile on
-    the other worker, takes less than twice its time on the idle host (the run's CPU share)."""
+    the other worker, takes less than twice its time on the idle host, give or take half a second
+    (the run's CPU share)."""
     import statistics
     bystander, spinner = h.target.new_client(), h.target.new_client()
 
@@ -1000,7 +1001,9 @@ def a_spinning_run_leaves_a_bystander_its_share(h):
     isolation = h.target.client.get("/healthz").get_json()["isolation"] or []
     if any("cpu" in step for step in isolation if step.startswith("cgroup")):
         check(box["result"], Expect({"spinners": Returns(lambda n: n >= 32, "32 or more spinning processes")}), {})
-        assert loaded < 2 * idle, f"the bystander took {loaded:.2f} s beside the spinning run, {idle:.2f} s alone"
+        # Twice its time, plus half a second for what is not the run's own (its relay, the next spare
+        # run process warming) on a 2-core host: starved, 120 spinners would make it take ~60 times longer.
+        assert loaded < 2 * idle + 0.5, f"the bystander took {loaded:.2f} s beside the spinning run, {idle:.2f} s alone"
     else:  # no CPU cgroup on this host: the run's tasks are what is bounded (README, security model)
         limit = Limits.tasks_without_cpu_share
         check(box["result"], Expect({"spinners": Returns(lambda n: n < limit, f"fewer than {limit} processes")}), {})
