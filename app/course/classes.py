@@ -253,11 +253,11 @@ def failure_kind(verdict):
     return what + (": " + ", ".join(marks) if marks else "") + ("; only on sizes not shown" if only_hidden else "")
 
 
-def leaderboard(db, found, puzzle, interpreted=False):
+def leaderboard(db, found, puzzle, interpreted=lambda: False):
     """The class's correct kernels of `puzzle`, each student's fastest, ranked by the grader's GPU
     time: a kernel whose time's noise band (p20..p80) overlaps the one ranked before it shares its
     rank. Times of Triton's interpreter rank nothing (`ranked` false, `why` says so, before the first
-    correct kernel too where the server's workers run the interpreter: `interpreted`)."""
+    correct kernel too where the server's workers run the interpreter: `interpreted()`, asked only then)."""
     best = {}
     for row in db.execute("SELECT s.id, s.name, m.timing, m.created FROM submission m JOIN student s ON s.id = m.student_id "
                           "WHERE s.class_code = ? AND s.removed = 0 AND m.puzzle = ? AND m.ok = 1 ORDER BY m.id",
@@ -278,7 +278,7 @@ def leaderboard(db, found, puzzle, interpreted=False):
         entry["rank"], previous = rank, summary
     for entry in untimed:
         entry["rank"] = None
-    why = None if timed or not (untimed or interpreted) else (
+    why = None if timed or not (untimed or interpreted()) else (
         "This server runs kernels in Triton's interpreter, whose times say nothing of a GPU's: correct "
         "kernels are listed by when they passed, not ranked by time.")
     return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
@@ -555,8 +555,9 @@ def class_leaderboard(code, puzzle):
         raise ClassError("this class has no leaderboard (its teacher chose none)", 404)
     if puzzle not in [p["name"] for p in found["puzzles"]]:
         raise ClassError(f"the class has no puzzle named '{puzzle[:80]}'", 404)
-    device = current_app.extensions["dispatcher"].health().get("device") or {}
-    return leaderboard(get_db(), found, puzzle, interpreted=device.get("kind") == "interpreter")
+    def interpreted():  # the workers' device, from /healthz's body (with REDIS_URL: read from Redis)
+        return (current_app.extensions["dispatcher"].health().get("device") or {}).get("kind") == "interpreter"
+    return leaderboard(get_db(), found, puzzle, interpreted)
 
 
 @bp.get("/api/classes/<code>/export.csv")
