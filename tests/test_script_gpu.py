@@ -104,19 +104,25 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
                                          if event == "run_partial" and data["part"] == "trace"]
                         print("\n".join(f"  {seen - start:6.2f} s {event} {data.get('part') or data.get('message') or ''}"
                                          for seen, event, data in mine if event != "run_stdout"))  # where the time went
-                        return at - start, trace
+                        return at - start, trace, result
                     time.sleep(0.005)
                 raise AssertionError("no result within 60 s")
 
             source = program(name)
-            first_s, _ = run({"mode": "script", "source": source, "options": {}})
+            first_s, _, first = run({"mode": "script", "source": source, "options": {}})
             wait_until_ready(app)
             time.sleep(2)  # the person reads the list of launches; the worker's next run process warms
-            selected_s, trace = run({"mode": "script", "source": source, "options": {"launch": 1}})
+            selected_s, trace, selected = run({"mode": "script", "source": source, "options": {"launch": 1}})
             print(f"\n{name}: the first run's trace after {first_s:.2f} s; launch 1 selected: its trace "
                   f"{selected_s:.2f} s after the click")
             assert trace["programs_total"] > 0
             assert selected_s <= 1.0
+            # The launches clicked are the launches listed: an autotuner launches the config it chose the
+            # first time (Triton's autotuning cache), and says so.
+            configs = lambda result: [launch["config"] for launch in result["launches"]["list"]]  # noqa: E731
+            assert configs(selected) == configs(first)
+            tuned = any(launch["config"] for launch in first["launches"]["list"])
+            assert tuned == any("autotuning cache" in note for note in selected["timings"]["notes"])
         finally:
             client.disconnect()
 

@@ -186,14 +186,15 @@ def interpreter_timings(launch_ms, reference_ms, moved, flops, autotuner):
                            bytes_moved=moved[0], bytes_source=moved[1], flops=flops, autotune=table, notes=notes)
 
 
-def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors, autotuner):
+def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors, autotuner, tuned_note=None):
     """Kernel and reference side by side (CUDA events, warmed up, L2 flushed), the first launch
-    (compile) apart, bandwidth against the measured copy peak, TFLOP/s when the FLOPs are known."""
+    (compile) apart, bandwidth against the measured copy peak, TFLOP/s when the FLOPs are known.
+    `tuned_note`: what the autotuner did, where not as a form run's autotuner does it."""
     peak, peak_kind = peak_tflops(torch.cuda.get_device_name(), tensors)
     notes, table = [], None
     if autotuner is not None:
         table = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}) or {}, autotuner.best_config)
-        notes.append(autotune_note(autotuner))
+        notes.append(tuned_note or autotune_note(autotuner))
     if kernel_ms["median"] < LAUNCH_BOUND_MS:
         notes.append(f"At {kernel_ms['median'] * 1e3:.1f} µs a launch is mostly fixed cost (a few µs on any GPU), "
                      f"not memory traffic: give it more work (bigger inputs) to measure its bandwidth.")

@@ -118,6 +118,21 @@ class Kept:
         self.replay = None  # on a GPU: the launch again, from its inputs as they were (script_gpu)
 
 
+class Tuned:
+    """An autotuner's decision as one launch met it: the config it chose and the timings it chose by
+    (a later key's tuning, such as a benchmark's next size, changes the autotuner itself);
+    `timed_earlier`: read from Triton's autotuning cache, timed by an earlier run of the program."""
+
+    def __init__(self, autotuner, timed_earlier=False):
+        self.autotuner, self.timed_earlier = autotuner, timed_earlier
+        self.best_config = autotuner.best_config
+        self.configs_timings = dict(getattr(autotuner, "configs_timings", None) or {})
+
+    @property
+    def configs(self):
+        return self.autotuner.configs
+
+
 class Capture:
     """The program's launches, as Triton makes them; see the module's docstring."""
     where = "in Triton's interpreter"
@@ -225,7 +240,7 @@ class Capture:
         kernel = Kernel(fn.__name__, fn, fn)
         arguments = bind(kernel, args, kwargs)
         grid = resolve_grid(grid, {**kwargs, **arguments})
-        autotuner = self.tuning[-1] if self.tuning else None
+        autotuner = Tuned(self.tuning[-1], self.timed_earlier()) if self.tuning else None
         record = describe_launch(index, kernel, arguments, grid, self.call_line(), kwargs.get("num_warps", DEFAULT_NUM_WARPS),
                                  kwargs.get("num_stages", DEFAULT_NUM_STAGES),
                                  autotuner.best_config if autotuner else None)
@@ -242,6 +257,10 @@ class Capture:
         self.first_of.setdefault(kernel.name, index)
         self.last_kernel = kernel.name
         return index, kernel, arguments, grid, record, keep, autotuner
+
+    def timed_earlier(self):
+        """Whether the autotuner under way took its choice from an earlier run's timings."""
+        return False
 
     def refuse_device(self, index, kernel, record, tensors, device, why):
         """Stop at launch `index` if a tensor argument is not on `device` (torch's device type)."""

@@ -48,12 +48,29 @@ class GpuCapture(Capture):
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
         self.precompiled = []   # per autotuner run under way: whether its configs were compiled at once
+        self.from_cache = []    # per autotuner run under way: whether it took its choice from an earlier run
+        self.last_from_cache = {}  # id(autotuner) -> the same, for its last choice that was not in its memory
         self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
 
     @contextlib.contextmanager
     def environment(self):
-        with self.hooked():
-            yield
+        """The launch path hooked, and Triton's autotuning cache on: an autotuner keeps its choice for a
+        key in the owner's kernel cache, so that running the program again (to show another launch)
+        launches what the first run did, found compiled, without timing every config again."""
+        caching = triton.knobs.autotuning.cache
+        triton.knobs.autotuning.cache = True  # read by @triton.autotune as the program defines its kernels
+        try:
+            with self.hooked():
+                yield
+        finally:
+            triton.knobs.autotuning.cache = caching
+
+    def timed_earlier(self):
+        if not self.from_cache:
+            return False
+        if self.from_cache[-1] is None:  # a key it met before in this run: (most likely) chosen as that one was
+            return self.last_from_cache.get(id(self.tuning[-1]), False)
+        return self.from_cache[-1]
 
     @contextlib.contextmanager
     def passing_through(self):
@@ -67,8 +84,9 @@ class GpuCapture(Capture):
     def hooked(self):
         """Triton's launch path, the autotuner's timing of configs, do_bench and perf_report."""
         capture = self
-        run, tune, bench_config, do_bench, mark_run = (JITFunction.run, Autotuner.run, Autotuner._bench,
-                                                       triton.testing.do_bench, triton.testing.Mark.run)
+        run, tune, bench_config, cached, do_bench, mark_run = (
+            JITFunction.run, Autotuner.run, Autotuner._bench, Autotuner.check_disk_cache, triton.testing.do_bench,
+            triton.testing.Mark.run)
 
         def launched(fn, *args, grid, warmup, **kwargs):
             again = lambda: run(fn, *args, grid=grid, warmup=False, **kwargs)  # noqa: E731
@@ -85,11 +103,18 @@ class GpuCapture(Capture):
         def tuned(autotuner, *args, **kwargs):
             capture.tuning.append(autotuner)
             capture.precompiled.append(False)
+            capture.from_cache.append(None)
             try:
                 return tune(autotuner, *args, **kwargs)
             finally:
                 capture.tuning.pop()
                 capture.precompiled.pop()
+                capture.from_cache.pop()
+
+        def cached_choice(autotuner, *args, **kwargs):
+            used = cached(autotuner, *args, **kwargs)
+            capture.from_cache[-1] = capture.last_from_cache[id(autotuner)] = used
+            return used
 
         def timing_config(autotuner, *args, config, **kwargs):
             if capture.precompiled and not capture.precompiled[-1]:  # (an autotuner's own run under way)
@@ -107,11 +132,13 @@ class GpuCapture(Capture):
                 return do_bench(fn, *args, **kwargs)
 
         JITFunction.run, Autotuner.run, Autotuner._bench = launched, tuned, timing_config
+        Autotuner.check_disk_cache = cached_choice
         triton.testing.do_bench, triton.testing.Mark.run = checked_do_bench, self.benchmarks.run
         try:
             yield
         finally:
             JITFunction.run, Autotuner.run, Autotuner._bench = run, tune, bench_config
+            Autotuner.check_disk_cache = cached
             triton.testing.do_bench, triton.testing.Mark.run = do_bench, mark_run
 
     # -- one launch
@@ -277,11 +304,23 @@ class GpuCapture(Capture):
             kernel_ms = bench.time_gpu(run, refresh=refresh)
             refresh()
         timings = bench.gpu_timings(kernel_ms, None, kept.ms, bench.bytes_moved(kept.trace, kept.tensors), None,
-                                    kept.tensors.values(), kept.autotuner)
+                                    kept.tensors.values(), kept.autotuner, tuned_note(kept.autotuner))
         timings["notes"].append(f"Launch {index} replayed as triton.testing.do_bench times a kernel, its tensors "
                                 f"restored to what the program gave it before each call; the first launch's time "
                                 f"is the program's own launch (its compile included where it compiled).")
         return timings
+
+
+def tuned_note(tuned):
+    """What the autotuner of a launch the program made did (script.Tuned), or None."""
+    if tuned is None or len(tuned.configs) == 1:
+        return None
+    if tuned.timed_earlier:
+        return ("The autotuner's choice for these arguments came from Triton's autotuning cache: an earlier run "
+                "of this program timed each config (median ms, as shown), so this run launched the fastest at "
+                "once. Editing the kernel or its configs times them again.")
+    return ("The autotuner timed each config (median ms) and launched the fastest, which was checked and "
+            "traced; the first launch's time includes compiling and timing them all.")
 
 
 class GpuWarmed(Warmed):

@@ -310,10 +310,15 @@ class Instrumenter(ast.NodeTransformer):
             f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
 
     def rewrite(self, fn):
-        # The kernel's integers of the tracer (record slot size, each tensor's base and span) change with
-        # each launch's sizes: not specialized on, they leave one build for launches alike but for them.
-        integers = [name for name in self.shared if name == "_tp_cap" or name.startswith(("_tp_base_", "_tp_span_"))]
-        jit = "_tp_triton.jit" if self.reached.path else f"_tp_triton.jit(do_not_specialize={integers!r})"
+        # Nothing of the kernel's is specialized on (an integer's divisibility by 16 or being 1, a pointer's
+        # alignment; the tracer's own integers change with every launch's sizes): the build checks and
+        # records, its speed is not the point, and one build serves every launch of the kernel with the
+        # same constexprs and types (a program's next sizes, an autotuner's next key), each build being
+        # several times slower to compile than the kernel itself.
+        dynamic = [arg.arg for arg in fn.args.args if "constexpr" not in ast.unparse(arg.annotation or ast.Constant(""))]
+        dynamic += [name for name in self.shared if name == "_tp_cap" or name.startswith(("_tp_base_", "_tp_span_"))]
+        jit = ("_tp_triton.jit" if self.reached.path else
+               f"_tp_triton.jit(do_not_specialize={dynamic!r}, do_not_specialize_on_alignment={dynamic!r})")
         fn.decorator_list = [ast.parse(jit, mode="eval").body]
         # `tl.constexpr` as written: the interpreter reads annotations from the source text
         constexpr = ast.parse("tl.constexpr", mode="eval").body
