@@ -47,8 +47,23 @@ def instrumented_trace(raw, tmp_path):
                                    kernel.config(None, 4, 3), spec["options"], LIMITS)
 
 
+def light_check(raw, tmp_path):
+    """gpu_trace.bounds_check by the build that neither records nor counts coverage."""
+    spec, path, kernel, namespace, inputs, _, grid = launch(raw, tmp_path)
+    tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    patch_interpreter_compat()
+    with interpreter_hygiene():
+        gpu_trace.bounds_check(tracer, tracer.load(str(tmp_path)), grid, args, kernel.config(None, 4, 3), LIMITS,
+                               light=True)
+
+
 def same(trace):
     return {k: v for k, v in trace.items() if k not in ("tracer", "bytes_touched")}
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_the_light_check_passes_a_launch_in_bounds(name, tmp_path):
+    light_check(CORPUS[name], tmp_path)  # raises on an access out of bounds
 
 
 @pytest.mark.parametrize("name", CORPUS)
@@ -64,7 +79,7 @@ def test_the_instrumented_launch_records_what_the_interpreter_sees(name, tmp_pat
 def test_both_tracers_stop_an_out_of_bounds_access_in_the_same_program(name, tmp_path):
     raw, pid, tensor = BUGS[name]
     errors = []
-    for trace, where in ((interpreter_trace, "a"), (instrumented_trace, "b")):
+    for trace, where in ((interpreter_trace, "a"), (instrumented_trace, "b"), (light_check, "c")):
         with pytest.raises(RunError) as caught:
             trace(raw, tmp_path / where)
         errors.append(caught.value)
@@ -108,6 +123,22 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     ir = compile_ir(str(instrumented), spec["kernel"], {**args, **extra, **config.kwargs},
                     num_warps=config.num_warps, num_stages=config.num_stages, arch="sm90")
     assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
+
+
+def test_an_instrumented_build_specializes_on_nothing(tmp_path):
+    """One build per kernel's constexprs and types: no argument of the user's or of the tracer's is
+    specialized on (an integer's divisibility, a pointer's alignment), so the next size of a program or
+    an autotuner's next key does not compile the slow instrumented build again."""
+    from sandbox.run.kernel import find_kernel, load_module
+    spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS["loop_over_k_with_dot"], tmp_path)
+    tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    instrumented = tmp_path / "kernel_instrumented.py"
+    instrumented.write_text(tracer.instrumented_source())
+    jit = find_kernel(load_module(str(instrumented), False), spec["kernel"]).jit  # compiled, not interpreted
+    dynamic = [p for p in jit.params if not p.is_constexpr]
+    assert {p.name for p in dynamic} >= {"a_ptr", "M", "K", "_tp_cap", "_tp_base_0"}
+    assert all(p.do_not_specialize and p.do_not_specialize_on_alignment for p in dynamic)
+    assert not any(p.do_not_specialize for p in jit.params if p.is_constexpr)
 
 
 MOVING = """

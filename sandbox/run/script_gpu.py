@@ -6,9 +6,10 @@ Triton's launch path is hooked where every launch passes (`JITFunction.run`, und
 instrumented build (sandbox.trace.gpu) over copies of its tensors: an out-of-bounds access
 stops the program there, named (launch, program, tensor, line) and drawn, and the real launch
 never happens. Only a launch found clean runs, on the program's own tensors (its compile done on a
-thread beside the check's). Every check is made by the build that traces, so that running the
-program again to show another launch (`options.launch`) finds that launch's trace compiled. The
-launch that is shown has its trace from that check, its timings from do_bench's way of timing
+thread beside the check's). Every launch listed is checked by the build that traces, so that
+running the program again to show another launch (`options.launch`) finds that launch's trace
+compiled; an autotuner's trial of a config, never listed, by the light build that only checks
+(half as slow to compile), the configs' builds compiled ahead of the trials. The launch that is shown has its trace from that check, its timings from do_bench's way of timing
 (sandbox.run.bench) replaying it with its inputs restored before each repetition, and its IR.
 
 Launches that repeat one already checked run unchecked: the repetitions of a function that
@@ -51,6 +52,7 @@ class GpuCapture(Capture):
         self.from_cache = []    # per autotuner run under way: whether it took its choice from an earlier run
         self.last_from_cache = {}  # id(autotuner) -> the same, for its last choice that was not in its memory
         self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
+        self.compiler = None    # the threads that compile an autotuner's configs ahead of its trials
 
     @contextlib.contextmanager
     def environment(self):
@@ -64,6 +66,8 @@ class GpuCapture(Capture):
                 yield
         finally:
             triton.knobs.autotuning.cache = caching
+            if self.compiler is not None:  # builds no launch waited for: not worth the run's end
+                self.compiler.shutdown(wait=False, cancel_futures=True)
 
     def timed_earlier(self):
         if not self.from_cache:
@@ -187,36 +191,59 @@ class GpuCapture(Capture):
         return value
 
     def compile_configs(self, autotuner, args, meta):
-        """Compile every config the autotuner is about to time, and each one's instrumented build, at
-        once, as a form run does (sandbox.run.pipeline.compile_configs_at_once: Triton's passes and ptxas
-        run outside the GIL); a build that fails is left to the launch that meets it, to say why."""
-        from triton.runtime._async_compile import AsyncCompileMode
+        """Start compiling every config the autotuner is about to time, and its instrumented builds, in
+        the order they are needed: the configs' own builds and their light checks, which the
+        autotuner's trials wait for, then the builds that check and trace, which only a listed launch
+        waits for (the chosen config's, or a later one's of another config); what is left of them when
+        the program ends is dropped. A build that fails is left to the launch that meets it, to say why."""
         meta = {k: v for k, v in meta.items() if k != "warmup"}
         configs = autotuner.prune_configs(meta)
         jit = autotuner.fn if isinstance(autotuner.fn, JITFunction) else None  # under @heuristics: the real ones only
-        copies = None
-        with ThreadPoolExecutor(max_workers=min(2 * len(configs), os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
-                AsyncCompileMode(pool, ignore_errors=True), self.passing_through():
+        with self.compiling_ahead(), self.passing_through():
             for config in configs:
-                current = {**meta, **config.all_kwargs()}
                 with contextlib.suppress(Exception):
-                    autotuner.fn.warmup(*args, **current)
-                if jit is None or self.unchecked_why:
-                    continue
-                with contextlib.suppress(Exception):
-                    kernel = Kernel(jit.__name__, jit, jit)
-                    arguments = bind(kernel, args, current)
-                    tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
-                    copies = copies or copies_of(tensors)
-                    launch_args = {**arguments, **{name: copies[name] for name in tensors}}
-                    tracer = gpu_trace.InstrumentedTracer(self.path, kernel, launch_args,
-                                                          {name: copies[name] for name in tensors})
-                    if tracer.unsupported is None:
-                        gpu_trace.compile_instrumented(
-                            tracer, self.instrumented_kernel(tracer, kernel),
-                            resolve_grid(meta["grid"], {**current, **arguments}), launch_args,
-                            Config({}, num_warps=config.num_warps, num_stages=config.num_stages), {"trace": True},
-                            self.trace_limits)  # the build of every check and trace (gpu_trace.bounds_check)
+                    autotuner.fn.warmup(*args, **{**meta, **config.all_kwargs()})
+            if jit is None or self.unchecked_why:
+                return
+            copies = {}  # of the tensors, shared by every config's build
+            builds = list(filter(None, (self.instrumented_build(jit, args, meta, config, copies) for config in configs)))
+            for light in (True, False):
+                for build in builds:
+                    with contextlib.suppress(Exception):
+                        gpu_trace.compile_instrumented(*build, {"trace": True}, self.trace_limits, light=light)
+
+    def instrumented_build(self, jit, args, meta, config, copies):
+        """(tracer, instrumented kernel, grid, its arguments, launch config) of `config`'s launch over
+        `copies` of its tensors (made once), as gpu_trace.compile_instrumented takes them; None where
+        there is none."""
+        with contextlib.suppress(Exception):
+            kernel = Kernel(jit.__name__, jit, jit)
+            current = {**meta, **config.all_kwargs()}
+            arguments = bind(kernel, args, current)
+            if not copies:
+                copies.update(copies_of({name: value for name, value in arguments.items()
+                                         if isinstance(value, torch.Tensor)}))
+            launch_args = {**arguments, **copies}
+            tracer = gpu_trace.InstrumentedTracer(self.path, kernel, launch_args, copies)
+            if tracer.unsupported is None:
+                return (tracer, self.instrumented_kernel(tracer, kernel), resolve_grid(meta["grid"], current | arguments),
+                        launch_args, Config({}, num_warps=config.num_warps, num_stages=config.num_stages))
+        return None
+
+    @contextlib.contextmanager
+    def compiling_ahead(self):
+        """Triton's asynchronous compile mode on the run's compile threads (its passes and ptxas run
+        outside the GIL), left without waiting: Triton keeps a build under way as its kernel, and a
+        launch of it waits for that build alone."""
+        from triton.runtime._async_compile import AsyncCompileMode, active_mode
+        if self.compiler is None:
+            self.compiler = ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, COMPILE_THREADS),
+                                               thread_name_prefix="compile")
+        token = active_mode.set(AsyncCompileMode(self.compiler, ignore_errors=True))
+        try:
+            yield
+        finally:
+            active_mode.reset(token)
 
     def trial_launch(self, run, fn, args, kwargs, grid):
         """A launch of the autotuner timing a config: the config's first is bounds-checked, not listed."""
@@ -228,7 +255,7 @@ class GpuCapture(Capture):
             tensors = {name: value for name, value in arguments.items() if isinstance(value, torch.Tensor)}
             try:
                 self.check(kernel, arguments, tensors, resolve_grid(grid, {**kwargs, **arguments}),
-                           Config({}, num_warps=config.num_warps, num_stages=config.num_stages), False)
+                           Config({}, num_warps=config.num_warps, num_stages=config.num_stages), False, light=True)
             except RunError as e:
                 if e.type != "OutOfBounds":
                     raise
@@ -246,11 +273,12 @@ class GpuCapture(Capture):
         if self.error is None:
             self.error = error
 
-    def check(self, kernel, arguments, tensors, grid, config, traced):
+    def check(self, kernel, arguments, tensors, grid, config, traced, light=False):
         """The GPU tracer's instrumented launch over copies of the tensors: (whether it checked the
         launch, its trace where `traced`), or the out-of-bounds RunError; the program's tensors
-        untouched. Where the tracer cannot see the kernel's accesses, the launch runs unchecked and
-        the notes say why."""
+        untouched. `light`: by the build that neither records nor counts (gpu_trace.bounds_check), for
+        a launch no one will see. Where the tracer cannot see the kernel's accesses, the launch runs
+        unchecked and the notes say why."""
         copies = copies_of(tensors)
         args = {**arguments, **{name: copies[name] for name in tensors}}
         tracer = gpu_trace.InstrumentedTracer(self.path, kernel, args, {name: copies[name] for name in tensors})
@@ -263,7 +291,7 @@ class GpuCapture(Capture):
         with self.passing_through():
             try:
                 if not traced:
-                    gpu_trace.bounds_check(tracer, jit, grid, args, config, self.trace_limits)
+                    gpu_trace.bounds_check(tracer, jit, grid, args, config, self.trace_limits, light)
                     return True, None
                 options = {"trace": True, "trace_pid": self.options["trace_pid"]}
                 return True, gpu_trace.gpu_trace(tracer, jit, grid, args, config, options, self.trace_limits)

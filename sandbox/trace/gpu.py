@@ -310,20 +310,11 @@ class Instrumenter(ast.NodeTransformer):
             f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
 
     def rewrite(self, fn):
-        # Nothing of the kernel's is specialized on (an integer's divisibility by 16 or being 1, a pointer's
-        # alignment; the tracer's own integers change with every launch's sizes): the build checks and
-        # records, its speed is not the point, and one build serves every launch of the kernel with the
-        # same constexprs and types (a program's next sizes, an autotuner's next key), each build being
-        # several times slower to compile than the kernel itself.
-        dynamic = [arg.arg for arg in fn.args.args if "constexpr" not in ast.unparse(arg.annotation or ast.Constant(""))]
-        dynamic += [name for name in self.shared if name == "_tp_cap" or name.startswith(("_tp_base_", "_tp_span_"))]
-        jit = ("_tp_triton.jit" if self.reached.path else
-               f"_tp_triton.jit(do_not_specialize={dynamic!r}, do_not_specialize_on_alignment={dynamic!r})")
-        fn.decorator_list = [ast.parse(jit, mode="eval").body]
         # `tl.constexpr` as written: the interpreter reads annotations from the source text
         constexpr = ast.parse("tl.constexpr", mode="eval").body
         flags = [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
         if self.reached.path:  # a helper: the kernel's program and buffers, passed by keyword
+            fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
             fn.name = self.reached.clone
             new = [ast.arg(name) for name in self.shared + ["_tp_slot", "_tp_pid"]] + flags
             fn.args.args += new
@@ -332,6 +323,14 @@ class Instrumenter(ast.NodeTransformer):
             return
         first_default = len(fn.args.args) - len(fn.args.defaults)
         fn.args.args[first_default:first_default] = [ast.arg(name) for name in self.shared + ["_tp_slots"]] + flags
+        # Nothing but constexprs is specialized on (no integer's divisibility by 16 or being 1, no pointer's
+        # alignment; the tracer's own integers change with every launch's sizes): the build checks and
+        # records, its speed is not the point, and one build then serves every launch of the kernel with
+        # the same constexprs and types (a program's next sizes, an autotuner's next key), each build
+        # being several times slower to compile than the kernel itself.
+        dynamic = [arg.arg for arg in fn.args.args if "constexpr" not in ast.unparse(arg.annotation or ast.Constant(""))]
+        fn.decorator_list = [ast.parse(f"_tp_triton.jit(do_not_specialize={dynamic!r}, "
+                                       f"do_not_specialize_on_alignment={dynamic!r})", mode="eval").body]
         self.generic_visit(fn)
         prologue = ast.parse("_tp_pid = (_tp_tl.program_id(0) * _tp_tl.num_programs(1) + _tp_tl.program_id(1)) "
                              "* _tp_tl.num_programs(2) + _tp_tl.program_id(2)\n"
@@ -445,13 +444,14 @@ def first_launch_plan(grid, options, limits):
     return record_plan(math.prod(grid), limits, options.get("trace_pid"), grid) if options["trace"] else []
 
 
-def compile_instrumented(tracer, jit, grid, args, config, options, limits):
-    """Compile the instrumented build that gpu_trace's first launch runs, launching nothing: the same
-    arguments, so the launch finds it compiled."""
-    _, extra = tracer.buffers(math.prod(grid), first_launch_plan(grid, options, limits), options["trace"],
-                              options["trace"])
-    jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
-                                            num_stages=config.num_stages))
+def compile_instrumented(tracer, jit, grid, args, config, options, limits, light=False):
+    """Compile the instrumented build that gpu_trace's first launch runs (with `light`, the one of
+    bounds_check's light check), launching nothing: the same arguments, so the launch finds it
+    compiled (or, in Triton's asynchronous compile mode, being compiled)."""
+    plan, record = ([], False) if light else (first_launch_plan(grid, options, limits), options["trace"])
+    _, extra = tracer.buffers(math.prod(grid), plan, record, record)
+    return jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
+                                                   num_stages=config.num_stages))
 
 
 def checked_run(tracer, jit, grid, args, config, limits, plan, record):
@@ -464,11 +464,13 @@ def checked_run(tracer, jit, grid, args, config, limits, plan, record):
     return buffers
 
 
-def bounds_check(tracer, jit, grid, args, config, limits):
+def bounds_check(tracer, jit, grid, args, config, limits, light=False):
     """The bounds check alone, by the build a trace launches (one program recorded, nothing decoded):
-    a later trace of a launch alike finds it compiled (script mode checks every launch so, and traces
-    the one shown). Raises the out-of-bounds RunError."""
-    checked_run(tracer, jit, grid, args, config, limits, [0], True)
+    a later trace of a launch alike finds it compiled (script mode checks every launch it lists so,
+    and traces the one shown). `light`: by the build that neither records nor counts coverage, about
+    half as slow to compile (script mode's check of an autotuner's trial of a config); an access out
+    of bounds is then recorded by a second launch, as the error needs. Raises the out-of-bounds RunError."""
+    checked_run(tracer, jit, grid, args, config, limits, [] if light else [0], not light)
 
 
 def gpu_trace(tracer, jit, grid, args, config, options, limits):
