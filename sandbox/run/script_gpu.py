@@ -9,8 +9,9 @@ never happens. Only a launch found clean runs, on the program's own tensors (its
 thread beside the check's). Every launch listed is checked by the build that traces, so that
 running the program again to show another launch (`options.launch`) finds that launch's trace
 compiled; an autotuner's trial of a config, never listed, by the light build that only checks
-(half as slow to compile), the configs' builds compiled ahead of the trials. The launch that is shown has its trace from that check, its timings from do_bench's way of timing
-(sandbox.run.bench) replaying it with its inputs restored before each repetition, and its IR.
+(half as slow to compile), the configs' builds compiled ahead of the trials. The launch that is
+shown has its trace from that check, its timings from do_bench's way of timing (sandbox.run.bench)
+replaying it with its inputs restored before each repetition, and its IR.
 
 Launches that repeat one already checked run unchecked: the repetitions of a function that
 `triton.testing.do_bench` times (its first call is checked), and the autotuner's timing of a config
@@ -48,7 +49,7 @@ class GpuCapture(Capture):
         self.instrumented = {}  # instrumented source -> its kernel, compiled once
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
-        self.precompiled = []   # per autotuner run under way: whether its configs were compiled at once
+        self.precompiled = []   # per autotuner run under way: whether its configs' compiles were started
         self.from_cache = []    # per autotuner run under way: whether it took its choice from an earlier run
         self.last_from_cache = {}  # id(autotuner) -> the same, for its last choice that was not in its memory
         self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
