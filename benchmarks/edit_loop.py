@@ -103,6 +103,25 @@ class Build:
         self.server.stop()
 
 
+@contextlib.contextmanager
+def side_by_side(other, log_dir, prefix):
+    """This checkout's server and, with `other` (a path), that checkout's, started and warmed up: yields
+    ({name: root}, [Build], the log dir); stops them at the end."""
+    logs = log_dir or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(logs, exist_ok=True)
+    roots = {"this": ROOT, **({"other": os.path.abspath(other)} if other else {})}
+    builds = [Build(name, root, logs) for name, root in roots.items()]
+    try:
+        for build in builds:
+            build.start()
+        for build in builds:
+            wait_warmed(build.server)
+        yield roots, builds, logs
+    finally:
+        for build in builds:
+            build.stop()
+
+
 def sample(tab, spec):
     """(first part ms, whole result ms, status) of one run on `tab`."""
     whole, result = tab.run(spec)
@@ -169,16 +188,8 @@ def main():
     parser.add_argument("--think-s", type=float, default=1.0)
     parser.add_argument("--log-dir", default=None)
     args = parser.parse_args()
-    logs = args.log_dir or tempfile.mkdtemp(prefix="edit-loop-")
-    os.makedirs(logs, exist_ok=True)
-    roots = {"this": ROOT, **({"other": os.path.abspath(args.other)} if args.other else {})}
-    builds = [Build(name, root, logs) for name, root in roots.items()]
     say = lambda text: print(text, flush=True)  # noqa: E731
-    try:
-        for build in builds:
-            build.start()
-        for build in builds:
-            wait_warmed(build.server)
+    with side_by_side(args.other, args.log_dir, "edit-loop-") as (roots, builds, logs):
         device = builds[0].server.health()["device"]
         specs = examples(builds[0].server.url)
         interpreted = device["kind"] == "interpreter"
@@ -203,9 +214,6 @@ def main():
                     rows[build.name].append(found)
                 time.sleep(args.think_s)
             say(f"| {TITLES[case]} | " + " | ".join(cell(rows[b.name]) for b in builds) + " |")
-    finally:
-        for build in builds:
-            build.stop()
 
 
 if __name__ == "__main__":

@@ -19,14 +19,11 @@ result with no trace part has its whole result as its first part) and of the who
 """
 import argparse
 import itertools
-import os
 import pathlib
-import tempfile
 import time
 
 from benchmarks.client import Tab
-from benchmarks.edit_loop import Build, cell
-from benchmarks.first_run import wait_warmed
+from benchmarks.edit_loop import cell, side_by_side
 from benchmarks.server import ROOT
 
 PROGRAMS = sorted(p.name for p in (pathlib.Path(ROOT) / "tests" / "scripts").glob("0*.py"))
@@ -69,16 +66,8 @@ def main():
     parser.add_argument("--think-s", type=float, default=2.0)
     parser.add_argument("--log-dir", default=None)
     args = parser.parse_args()
-    logs = args.log_dir or tempfile.mkdtemp(prefix="script-mode-")
-    os.makedirs(logs, exist_ok=True)
-    roots = {"this": ROOT, **({"other": os.path.abspath(args.other)} if args.other else {})}
-    builds = [Build(name, root, logs) for name, root in roots.items()]
     say = lambda text: print(text, flush=True)  # noqa: E731
-    try:
-        for build in builds:
-            build.start()
-        for build in builds:
-            wait_warmed(build.server)
+    with side_by_side(args.other, args.log_dir, "script-mode-") as (roots, builds, logs):
         device = builds[0].server.health()["device"]
         say(f"Script mode on {device['name']} (triton {device['triton']}, torch {device['torch']}), {args.runs} people "
             f"per program and build, {args.think_s:g} s think, page-default options; logs in {logs}")
@@ -93,10 +82,6 @@ def main():
                     rows[build.name, case].append(row)
             for case in CASES:
                 say(f"| {name} | {case} | " + " | ".join(cell(rows[b.name, case]) for b in builds) + " |")
-    finally:
-        for build in builds:
-            build.stop()
-
 
 if __name__ == "__main__":
     main()

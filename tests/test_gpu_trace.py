@@ -37,24 +37,22 @@ def interpreter_trace(raw, tmp_path):
     return pipeline.traced_launch(kernel, grid, args, inputs, path, spec["options"], LIMITS)
 
 
-def instrumented_trace(raw, tmp_path):
+def instrumented_trace(raw, tmp_path, light=False):
+    """gpu_trace.gpu_trace's trace; with `light`, gpu_trace.bounds_check by the build that neither
+    records nor counts coverage (None)."""
     spec, path, kernel, namespace, inputs, _, grid = launch(raw, tmp_path)
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     assert tracer.unsupported is None
     patch_interpreter_compat()
     with interpreter_hygiene():
-        return gpu_trace.gpu_trace(tracer, tracer.load(str(tmp_path)), grid, args,
-                                   kernel.config(None, 4, 3), spec["options"], LIMITS)
+        jit, config = tracer.load(str(tmp_path)), kernel.config(None, 4, 3)
+        if light:
+            return gpu_trace.bounds_check(tracer, jit, grid, args, config, LIMITS, light=True)
+        return gpu_trace.gpu_trace(tracer, jit, grid, args, config, spec["options"], LIMITS)
 
 
 def light_check(raw, tmp_path):
-    """gpu_trace.bounds_check by the build that neither records nor counts coverage."""
-    spec, path, kernel, namespace, inputs, _, grid = launch(raw, tmp_path)
-    tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
-    patch_interpreter_compat()
-    with interpreter_hygiene():
-        gpu_trace.bounds_check(tracer, tracer.load(str(tmp_path)), grid, args, kernel.config(None, 4, 3), LIMITS,
-                               light=True)
+    return instrumented_trace(raw, tmp_path, light=True)
 
 
 def same(trace):

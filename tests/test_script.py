@@ -48,18 +48,23 @@ TUTORIALS = [
 ]
 
 
-@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
-def test_a_tutorial_runs_whole_and_lists_its_launches(app, name, kernels, shown, lines):
+def tutorial_run(app, name, kernels, shown, lines, where=""):
+    """(result, events, the launch shown) of a tutorial's run, its launches listed as TUTORIALS says."""
     start = time.monotonic()
     result, events = run_script(app, program(name))
-    print(f"\n{name}: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
+    print(f"\n{name}{where}: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
     assert result["status"] == "ok", result["error"]
     launches = result["launches"]
     assert [launch["kernel"] for launch in launches["list"]] == kernels and launches["total"] == len(kernels)
     assert all(launch["bounds"] == "ok" and launch["ms"] > 0 for launch in launches["list"])
     assert all(launch["line"] == lines[launch["kernel"]] for launch in launches["list"])
     assert launches["selected"] == shown  # the first launch of the kernel launched last
-    chosen = launches["list"][shown]
+    return result, events, launches["list"][shown]
+
+
+@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
+def test_a_tutorial_runs_whole_and_lists_its_launches(app, name, kernels, shown, lines):
+    result, events, chosen = tutorial_run(app, name, kernels, shown, lines)
     assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["programs_total"] > 0
     assert result["timings"]["interpreter"] and result["timings"]["kernel_ms"]["median"] == chosen["ms"]
     assert "ttir" in result["ir"] and result["ir"]["target"] == "sm90"

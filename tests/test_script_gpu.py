@@ -9,7 +9,7 @@ import socketio as socketio_client
 
 from app import socketio
 from tests.support import running_app, served, wait_until_ready
-from tests.test_script import OVERRUN, TUTORIALS, program, run_script
+from tests.test_script import OVERRUN, TUTORIALS, program, run_script, tutorial_run
 
 pytestmark = pytest.mark.gpu
 
@@ -23,17 +23,8 @@ def app(tmp_path_factory):
 
 @pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
 def test_a_tutorial_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kernels, shown, lines):
-    start = time.monotonic()
-    result, events = run_script(app, program(name))
-    print(f"\n{name} on the GPU: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
-    assert result["status"] == "ok", result["error"]
+    result, events, chosen = tutorial_run(app, name, kernels, shown, lines, " on the GPU")
     assert result["device"]["kind"] == "gpu"
-    launches = result["launches"]
-    assert [launch["kernel"] for launch in launches["list"]] == kernels and launches["total"] == len(kernels)
-    assert all(launch["bounds"] == "ok" and launch["ms"] > 0 for launch in launches["list"])
-    assert all(launch["line"] == lines[launch["kernel"]] for launch in launches["list"])
-    assert launches["selected"] == shown
-    chosen = launches["list"][shown]
     assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["tracer"] == "gpu"
     timings = result["timings"]
     assert not timings["interpreter"] and timings["kernel_ms"]["n"] >= 10 and timings["kernel_ms"]["median"] > 0

@@ -49,9 +49,8 @@ class GpuCapture(Capture):
         self.instrumented = {}  # instrumented source -> its kernel, compiled once
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
-        self.precompiled = []   # per autotuner run under way: whether its configs' compiles were started
-        self.from_cache = []    # per autotuner run under way: whether it took its choice from an earlier run
-        self.last_from_cache = {}  # id(autotuner) -> the same, for its last choice that was not in its memory
+        self.tuner_runs = []    # a TunerRun per autotuner run under way (innermost last)
+        self.last_from_cache = {}  # id(autotuner) -> TunerRun.from_cache of its last choice not in its memory
         self.unchecked = set()  # kernels whose launches the GPU tracer cannot check
         self.compiler = None    # the threads that compile an autotuner's configs ahead of its trials
 
@@ -71,11 +70,11 @@ class GpuCapture(Capture):
                 self.compiler.shutdown(wait=False, cancel_futures=True)
 
     def timed_earlier(self):
-        if not self.from_cache:
+        if not self.tuner_runs:
             return False
-        if self.from_cache[-1] is None:  # a key it met before in this run: (most likely) chosen as that one was
+        if self.tuner_runs[-1].from_cache is None:  # a key it met before in this run: (most likely) chosen so again
             return self.last_from_cache.get(id(self.tuning[-1]), False)
-        return self.from_cache[-1]
+        return self.tuner_runs[-1].from_cache
 
     @contextlib.contextmanager
     def passing_through(self):
@@ -107,23 +106,21 @@ class GpuCapture(Capture):
 
         def tuned(autotuner, *args, **kwargs):
             capture.tuning.append(autotuner)
-            capture.precompiled.append(False)
-            capture.from_cache.append(None)
+            capture.tuner_runs.append(TunerRun())
             try:
                 return tune(autotuner, *args, **kwargs)
             finally:
                 capture.tuning.pop()
-                capture.precompiled.pop()
-                capture.from_cache.pop()
+                capture.tuner_runs.pop()
 
         def cached_choice(autotuner, *args, **kwargs):
             used = cached(autotuner, *args, **kwargs)
-            capture.from_cache[-1] = capture.last_from_cache[id(autotuner)] = used
+            capture.tuner_runs[-1].from_cache = capture.last_from_cache[id(autotuner)] = used
             return used
 
         def timing_config(autotuner, *args, config, **kwargs):
-            if capture.precompiled and not capture.precompiled[-1]:  # (an autotuner's own run under way)
-                capture.precompiled[-1] = True
+            if capture.tuner_runs and not capture.tuner_runs[-1].compiling:  # (an autotuner's own run under way)
+                capture.tuner_runs[-1].compiling = True
                 capture.compile_configs(autotuner, args, kwargs)
             capture.trial = [config, False]
             try:
@@ -338,6 +335,14 @@ class GpuCapture(Capture):
                                 f"restored to what the program gave it before each call; the first launch's time "
                                 f"is the program's own launch (its compile included where it compiled).")
         return timings
+
+
+class TunerRun:
+    """One run of an autotuner under way: whether its configs' compiles were started, and whether it took
+    its choice from an earlier run of the program (None: the key was in its memory, nothing was asked)."""
+
+    def __init__(self):
+        self.compiling, self.from_cache = False, None
 
 
 def tuned_note(tuned):

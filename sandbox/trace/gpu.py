@@ -450,8 +450,8 @@ def compile_instrumented(tracer, jit, grid, args, config, options, limits, light
     compiled (or, in Triton's asynchronous compile mode, being compiled)."""
     plan, record = ([], False) if light else (first_launch_plan(grid, options, limits), options["trace"])
     _, extra = tracer.buffers(math.prod(grid), plan, record, record)
-    return jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
-                                                   num_stages=config.num_stages))
+    jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
+                                            num_stages=config.num_stages))
 
 
 def checked_run(tracer, jit, grid, args, config, limits, plan, record):
