@@ -49,7 +49,15 @@ DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": 
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
-          "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None))}
+          "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None)),
+          "claims": (list, type(None))}
+
+# The sections of a script's result that are its program's own report, which no one checked (`claims`).
+# A script's program runs in the process that captures its launches and builds its result: anything
+# there (the capture's hooks and records, the result, the pipe it leaves by) the program can reach,
+# so what that process says is the program's word. Its worker, a process the program cannot reach,
+# marks it so; the rest is the server's: `run_id`, and `stdout`, relayed as the program printed it.
+PROGRAM_CLAIMS = tuple(key for key in RESULT if key not in ("run_id", "stdout", "claims"))
 
 # result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -64,7 +72,7 @@ def new(device=None):
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
-            "benchmarks": None}
+            "benchmarks": None, "claims": None}
 
 
 def failed(error, device=None):
@@ -90,6 +98,13 @@ def timings(*, kernel_ms, interpreter, compile_ms=None, reference_ms=None, bytes
             "bytes": bytes_moved, "bytes_source": bytes_source, "gbps": gbps, "peak_gbps": peak_gbps,
             "flops": flops, "tflops": tflops, "peak_tflops": peak_tflops, "peak_tflops_kind": peak_tflops_kind,
             "autotune": autotune, "notes": list(notes)}
+
+
+def claimed_by_program(result):
+    """Mark a script's result, as it leaves its run process, as its program's word (PROGRAM_CLAIMS),
+    whatever the process wrote there."""
+    result["claims"] = list(PROGRAM_CLAIMS)
+    return result
 
 
 def delivered(result, run_id, stdout):
@@ -135,6 +150,9 @@ def problems(result):
             found.append("result.error must be set exactly when result.status is 'error'")
         if isinstance(error, dict) and error.get("phase") not in PHASES:
             found.append(f"result.error.phase is {error.get('phase')!r}, not one of {PHASES}")
+        claims = result.get("claims")
+        if isinstance(claims, list) and not set(claims) <= set(PROGRAM_CLAIMS):
+            found.append(f"result.claims names sections a program cannot claim: {sorted(set(claims) - set(PROGRAM_CLAIMS))}")
         for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
             found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
         for i, chart in enumerate(result.get("benchmarks") or []):
@@ -163,4 +181,4 @@ def _problems(value, definition, path):
     return found
 
 
-__all__ = ["RunError", "PARTS", "new", "failed", "fail", "timings", "delivered", "part_problems", "summary_problems", "problems"]
+__all__ = ["RunError", "PARTS", "PROGRAM_CLAIMS", "new", "failed", "fail", "timings", "claimed_by_program", "delivered", "part_problems", "summary_problems", "problems"]

@@ -20,6 +20,7 @@ from sandbox import protocol
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.jail import isolation
+from sandbox.spec import is_script
 from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
@@ -45,6 +46,10 @@ def warm_compiler(has_gpu):
         # active driver directly: choosing it the usual way asks torch for a GPU, which starts a thread.
         from triton.backends.nvidia.driver import CudaDriver
         triton.runtime.driver.set_active(CudaDriver())
+
+
+# What a script's run process may not send: its program would speak for the server's checks.
+SCRIPT_DROPS = ("sanitized", "timed")
 
 
 def status_shape_ok(content):
@@ -99,6 +104,13 @@ def graded_result(shown, outcome, expected):
     if shown["status"] != "error":
         shown["status"] = "ok" if outcome["puzzle"]["ok"] else "mismatch"
     return shown
+
+
+def program_claims(line):
+    """A script run's result line, marked as its program's own report (sandbox.result.claimed_by_program)."""
+    msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)  # its shape was checked as it came (relay)
+    results.claimed_by_program(msg["content"]["result"])
+    return protocol.encode(msg, nan_to_null=True)
 
 
 class Worker:
@@ -208,13 +220,17 @@ class Worker:
             pass  # it died meanwhile: the relay below reports it
         return run
 
-    def relay(self, run_id, line, charged, output_limit, submitted=None):
+    def relay(self, run_id, line, charged, output_limit, submitted=None, script=False):
         """One line from the run's message pipe: checked for shape, charged to the output limit
         (except the result and its parts, bounded as the result is), relayed. Returns (the result
         line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
-        to megabytes: never encoded twice). A graded run's exported kernel goes into `submitted`."""
+        to megabytes: never encoded twice). A graded run's exported kernel goes into `submitted`.
+        A script's run sends its status, parts and result only: what the server keeps for later runs
+        (a launch that passed the bounds check, a reference's time) is never its program's word."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
+        if script and msg is not None and msg["type"] in SCRIPT_DROPS:
+            content = None
         if msg is not None and msg["type"] == "result" and content is not None:
             if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
                 return line + b"\n", None, charged
@@ -261,7 +277,8 @@ class Worker:
         submitted = {} if grading is not None else None
         if grading is not None:
             content["export_kernel"] = True
-        self.parts = PartsSent(run_id, graded=grading is not None)
+        script = isinstance(content.get("spec"), dict) and is_script(content["spec"])
+        self.parts = PartsSent(run_id, graded=grading is not None or script)  # a script has no check
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
             content["sanitized_before"] = bool(content.get("sanitized_before")) or self.warming.sanitized(content["spec"])
         deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
@@ -284,7 +301,7 @@ class Worker:
                 else:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
-                result, error, charged = self.relay(run_id, data, charged, output_limit, submitted)
+                result, error, charged = self.relay(run_id, data, charged, output_limit, submitted, script)
             elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
                 error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
                                           f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
@@ -312,6 +329,8 @@ class Worker:
             result, error = self.grade(run_id, result, grading, submitted, content["spec"], deadline)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
+        elif script:
+            self.send_line(program_claims(result))
         else:
             self.send_line(result)
         # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
