@@ -44,6 +44,8 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     rows = launch_rows(page)
     assert [row["cells"][:4] for row in rows] == [["0", "add_kernel", "24", "(97)"], ["1", "add_kernel", "24", "(4)"]]
     assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 2 and rows[0]["selected"]
+    # The list is the program's own report (result.claims), and the page says so.
+    assert page.inner_text("#launches-claim") == "Reported by the program; not checked by the server."
     assert "Launch grid (97, 1, 1): 97 programs" in diagram_counter(page)
     page.screenshot(path=f"{SHOTS}/script-launches.png")
     page.click("[data-tab=results]")

@@ -1,6 +1,6 @@
 // Script mode (docs/run-spec.md): the editor holds a whole program, and the launch pane lists the
 // launches its run made (result.launches) in place of the form: kernel, line, grid, time and the
-// bounds check's verdict. A click on one asks for it (options.launch): the run that lists them again,
+// bounds check's verdict, marked as the program's own report. A click on one asks for it (options.launch): the run that lists them again,
 // with that launch's trace, timings and IR. "Form" makes a form run of one launch (/api/launch-form).
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
@@ -94,6 +94,8 @@ function renderLaunches() {
   const launches = shown?.launches;
   const rows = launches ? launches.list.map((launch) => launchRow(launch, launches.selected)) : [];
   replaceChildren(els.tbody, rows);
+  // A script's list, verdicts and times are its program's own report (result.claims): the page says so.
+  els.claim.hidden = !(shown?.claims || []).includes("launches");
   els.table.hidden = !rows.length;
   els.empty.hidden = Boolean(rows.length);
   if (!launches) els.empty.textContent = "Press Run: the launches appear here.";
@@ -108,6 +110,7 @@ export function initScript(pane) {
   els = {
     pane, body: pane.querySelector("#script-body"), table: pane.querySelector("#launches-table"),
     tbody: pane.querySelector("#launches-table tbody"), empty: pane.querySelector("#launches-empty"),
+    claim: pane.querySelector("#launches-claim"),
     radios: [...pane.querySelectorAll('input[name="run-mode"]')],
     trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
     ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
