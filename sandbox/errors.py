@@ -27,6 +27,11 @@ class RunError(Exception):
                 "launch": self.launch}
 
 
+class StartError(RuntimeError):
+    """A worker, or a run process of one, could not start; its message says why in a line, as
+    /healthz shows it (never a traceback)."""
+
+
 def explain(exc):
     """(type name, message) of the innermost meaningful exception: the interpreter wraps errors as
     InterpreterError(repr(e)), the compiler as CompilationError. The type is a field of its own:

@@ -5,6 +5,11 @@ A GPU's index is nvidia-smi's: the GPUs in PCI bus order, which is CUDA's order 
 CUDA_DEVICE_ORDER=PCI_BUS_ID (the dispatcher sets it with each worker's CUDA_VISIBLE_DEVICES; CUDA's
 default order puts the fastest first). Its device node is /dev/nvidia<minor>, the minor number the
 driver gave it, which need not be its index.
+
+Inside a run's jail CUDA counts only the GPUs whose nodes it can open: with only /dev/nvidia1
+there, that GPU is CUDA's device 0 and CUDA_VISIBLE_DEVICES=1 names no GPU at all (cuInit answers
+CUDA_ERROR_NO_DEVICE). A UUID names the same GPU inside the jail and out, so a jailed run is given
+its GPUs by UUID (by_uuid).
 """
 import os
 import re
@@ -70,3 +75,12 @@ def selected(gpus, visible):
         return None
     found = [find(gpus, entry) for entry in visible.split(",") if entry.strip()]
     return None if None in found else found
+
+
+def by_uuid(gpus, visible):
+    """The CUDA_VISIBLE_DEVICES a jailed run gets: the GPUs `visible` names, each by its UUID, in its
+    order; `visible` as it is where a GPU cannot be placed or has no known UUID (unset, a MIG instance)."""
+    found = selected(gpus, visible)
+    if not found or not all(g.uuid for g in found):
+        return visible
+    return ",".join(g.uuid for g in found)

@@ -238,6 +238,34 @@ def test_a_worker_that_will_not_start_is_tried_again_ever_less_often_and_healthz
     assert dispatcher_module.restart_delay_s(30) == dispatcher_module.RESTART_MAX_S
 
 
+@pytest.mark.integration
+def test_healthz_is_not_ok_while_a_slot_cannot_start_and_says_which_and_why(tmp_path):
+    """Slot 0 starts its worker; slot 1's worker fails for real at its start (its run root lies under
+    a file), as a worker whose GPU its runs cannot use does: /healthz is not ok, names the slot and
+    its error in a line, and the slot keeps trying, ever less often."""
+    (tmp_path / "file").write_text("")
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "WORKERS": 2, "RUN_ROOT": str(tmp_path / "runs")})
+    dispatcher = app.extensions["dispatcher"]
+    broken = dispatcher.slots[1]
+    broken.config = {**broken.config, "RUN_ROOT": str(tmp_path / "file" / "runs")}
+    dispatcher.start()
+    try:
+        wait_for(lambda: health(app)["workers"][0]["state"] == "ready" and health(app)["workers"][1]["failed_starts"] >= 2,
+                 timeout_s=180, what="slot 0 ready and two failed starts of slot 1")
+        response = app.test_client().get("/healthz")
+        body = response.get_json()
+        assert response.status_code == 503 and body["ok"] is False
+        worker = body["workers"][1]
+        assert worker["state"] in ("dead", "starting") and worker["gpu"] is None
+        assert worker["start_error"].startswith("NotADirectoryError: ") and "file/runs" in worker["start_error"]
+        assert "Traceback" not in worker["start_error"] and "\n" not in worker["start_error"]
+        problem, = body["problems"]
+        assert problem.startswith("worker 1 (no GPU) cannot start: NotADirectoryError: ") and "failed starts in a row" in problem
+        assert body["workers"][0]["start_error"] is None and body["workers"][0]["state"] == "ready"
+    finally:
+        dispatcher.stop()
+
+
 def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(monkeypatch, spec):
     # No worker ever takes the job; the wait bound (shrunk here) still ends the request.
     monkeypatch.setattr(interface, "GRACE_S", 0)

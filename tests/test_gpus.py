@@ -102,10 +102,27 @@ def test_a_runs_dev_holds_the_control_nodes_and_its_own_gpu_only(two_gpus, monke
     assert isolation.gpu_devices() == sorted(control + ["nvidia0", "nvidia1"])
 
 
-def test_a_runs_device_index_is_its_workers_gpu(monkeypatch):
+def test_a_jailed_run_is_given_its_gpus_by_uuid(two_gpus, monkeypatch):
+    # In a jail whose /dev holds only /dev/nvidia1, CUDA counts one GPU: index 1 names none (measured
+    # on a two-GPU host: CUDA_ERROR_NO_DEVICE), its UUID names it.
+    assert gpus.by_uuid(two_gpus, "1") == "GPU-bbbb" and gpus.by_uuid(two_gpus, "1,0") == "GPU-bbbb,GPU-aaaa"
+    assert gpus.by_uuid(two_gpus, "GPU-b") == "GPU-bbbb"
+    assert gpus.by_uuid(two_gpus, None) is None and gpus.by_uuid(two_gpus, "MIG-5") == "MIG-5"
+    without_uuids = [gpus.Gpu(0, 0, "NVIDIA GPU"), gpus.Gpu(1, 1, "NVIDIA GPU")]  # found from /dev alone
+    assert gpus.by_uuid(without_uuids, "1") == "1"
+    from sandbox.worker.run_process import Settings
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/cache")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert Settings.from_environment(False, True).cuda_visible_devices == "GPU-bbbb"
+    assert Settings.from_environment(False, False).cuda_visible_devices is None
+
+
+def test_a_runs_device_index_is_its_workers_gpu(two_gpus, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     assert pipeline.gpu_index() == 3
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-aaaa")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb")  # as a jailed run sees it: the driver's entries place it
+    assert pipeline.gpu_index() == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-5")
     assert pipeline.gpu_index() is None
     assert pipeline.device_info("interpreter")["index"] is None
 

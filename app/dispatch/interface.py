@@ -69,7 +69,21 @@ def wait_bound_s(config):
 
 
 def health_of(workers, ready, queued):
-    """/healthz's body: ok while a worker is warm and none is stuck."""
-    ok = any(w["state"] in ("ready", "busy") for w in workers) and not any(w["stuck"] for w in workers)
-    return {"ok": ok, "workers": workers, "queued": queued,
+    """/healthz's body: ok while a worker is warm, none is stuck and none is dead (one that cannot
+    start a worker: `problems` says which, on which GPU, and why)."""
+    problems = [worker_problem(w) for w in workers if w["stuck"] or w["state"] == "dead"]
+    ok = any(w["state"] in ("ready", "busy") for w in workers) and not problems
+    return {"ok": ok, "problems": problems, "workers": workers, "queued": queued,
             "device": ready and ready["device"], "isolation": ready and ready["isolation"]}
+
+
+def worker_problem(worker):
+    """A stuck or dead worker slot, in a line."""
+    gpu = worker.get("gpu")
+    where = f"worker {worker['slot']} ({'GPU ' + gpu if gpu is not None else 'no GPU'})"
+    if worker["stuck"]:
+        return f"{where} has been busy with one run for {worker['busy_s']:g} s"
+    retry = worker.get("next_start_s")
+    return (f"{where} cannot start: {worker.get('start_error') or 'no reason given'} "
+            f"({worker['failed_starts']} failed starts in a row"
+            + (f"; next try in {retry:g} s)" if retry is not None else ")"))

@@ -170,8 +170,8 @@ class CeleryDispatcher:
         try:
             workers, queued = self.state.workers(), self.state.queued()
         except redis.RedisError as e:
-            return {"ok": False, "workers": [], "queued": None, "device": None, "isolation": None,
-                    "error": f"Redis at REDIS_URL: {e}"}
+            return {"ok": False, "problems": [f"Redis at REDIS_URL: {e}"], "workers": [], "queued": None,
+                    "device": None, "isolation": None, "error": f"Redis at REDIS_URL: {e}"}
         stuck_s = self.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
         for worker in workers:  # its own clock decides busy_s; stuck is decided here, as embedded
             worker["stuck"] = worker["busy_s"] is not None and worker["busy_s"] > stuck_s

@@ -23,7 +23,7 @@ from typing import Callable
 from app.dispatch.jobs import CompileRequest, stopped
 from app.web.gallery import list_examples, load_example
 from sandbox import gpus, protocol, settings
-from sandbox.errors import RunError
+from sandbox.errors import RunError, StartError
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -211,6 +211,8 @@ class Slot:
         self.index, self.config, self.shared, self.gpu = index, config, shared, gpu
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
+        self.start_error = None  # why the last of them failed, in a line; None once a worker started
+        self.next_start_at = None  # when a dead slot tries again (monotonic)
         self.busy_since = None  # monotonic time it took its current job
         self.job = None  # the job it runs now
         self.references = ReferenceTimes()  # its worker's runs' reference timings
@@ -227,8 +229,14 @@ class Slot:
         worker = self.worker
         return {"slot": self.index, "state": self.state, "pid": worker.proc.pid if worker else None,
                 "runs": self.runs, "restarts": self.restarts, "failed_starts": self.failed_starts,
-                "busy_s": self.busy_s(), "stuck": self.stuck(),
-                "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming}
+                "busy_s": self.busy_s(), "stuck": self.stuck(), "gpu": self.gpu,
+                "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming,
+                "start_error": self.start_error, "next_start_s": self.next_start_s()}
+
+    def next_start_s(self):
+        """Seconds until a dead slot tries to start a worker again; None while it is not dead."""
+        at = self.next_start_at
+        return None if self.state != "dead" or at is None else round(max(0.0, at - time.monotonic()), 1)
 
     def _start_worker(self):
         self.state = "starting"
@@ -237,7 +245,7 @@ class Slot:
         msg = self.worker.next(START_TIMEOUT_S)
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
-            raise RuntimeError("worker failed to start")
+            raise StartError(start_failure(msg, self.worker.proc.returncode))
         self.ready = msg["content"]
         if self.config["SHARED_KERNELS"]:
             self._send_gallery()
@@ -268,12 +276,16 @@ class Slot:
         try:
             if self.worker is None or self.worker.proc.poll() is not None:
                 self._start_worker()
-            self.failed_starts = 0
+            self.failed_starts, self.start_error = 0, None
             return True
-        except Exception:
+        except Exception as e:
             self.failed_starts += 1
-            log.exception("worker slot %s could not start a worker (%s in a row; next try in %g s)", self.index,
-                          self.failed_starts, restart_delay_s(self.failed_starts))
+            self.start_error = str(e) if isinstance(e, StartError) else f"{type(e).__name__}: {e}"
+            delay_s = restart_delay_s(self.failed_starts)
+            self.next_start_at = time.monotonic() + delay_s
+            log.error("worker slot %s (%s) could not start a worker: %s (%s in a row; next try in %g s)", self.index,
+                      f"GPU {self.gpu}" if self.gpu is not None else "no GPU", self.start_error,
+                      self.failed_starts, delay_s, exc_info=not isinstance(e, StartError))
             self.worker, self.state = None, "dead"
             return False
 
@@ -395,6 +407,19 @@ class Slot:
         self.restarts += 1
         self.worker.kill()
         self.worker = None
+
+def start_failure(msg, returncode):
+    """Why a worker sent `msg` (WorkerProcess.next's answer) instead of its ready message, in a line."""
+    if isinstance(msg, dict) and msg["type"] == "unstarted" and isinstance(msg["content"].get("error"), str):
+        return msg["content"]["error"][:1000]
+    if msg is None:
+        return f"the worker exited (status {returncode}) before it was ready; its log says why"
+    if msg == "timeout":
+        return f"the worker was not ready within {START_TIMEOUT_S:g} s (WORKER_START_TIMEOUT_S)"
+    if isinstance(msg, tuple):
+        return f"the worker sent {msg[1]} before it was ready"
+    return f"the worker sent {msg['type']!r} before it was ready"
+
 
 RESTART_FIRST_S, RESTART_MAX_S = 1.0, 60.0
 

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import triton
 
+from sandbox import gpus
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.run import bench, build, host_driver, script, sweep
@@ -42,12 +43,16 @@ def device_info(kind):
 
 def gpu_index():
     """The host's index of the GPU this run uses (nvidia-smi's), or None. A run sees only its worker's
-    GPU, as its device 0: the dispatcher names that GPU by its index in CUDA_VISIBLE_DEVICES."""
+    GPU, as its device 0, named in CUDA_VISIBLE_DEVICES by its index or (in a jail) its UUID, which
+    the driver's entries place (sandbox.gpus)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return torch.cuda.current_device()
     first = visible.split(",")[0].strip()
-    return int(first) if first.isdigit() else None  # a UUID or a MIG instance: no index to give
+    if first.isdigit():
+        return int(first)
+    gpu = gpus.find(gpus.host_gpus(), first)
+    return gpu.index if gpu is not None else None  # a MIG instance, or no driver entries: no index to give
 
 
 def choose_device(requested):

@@ -13,12 +13,14 @@ import contextlib
 import functools
 import os
 import select
+import sys
 import tempfile
 import time
+import traceback
 
 from sandbox import protocol
 from sandbox import result as results
-from sandbox.errors import RunError
+from sandbox.errors import RunError, StartError
 from sandbox.jail import isolation
 from sandbox.spec import is_script
 from sandbox.worker.zygote import Zygote
@@ -191,6 +193,7 @@ class Worker:
     def take_warm_run_process(self):
         """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
         one that died while it waited (the host may kill it): a dead one never fails the next job."""
+        why = "they end before their job"
         for _ in range(2 * self.spare_count + 1):
             run = next((spare for spare in self.spares if spare.poll_ready()), self.spares[0])
             self.spares.remove(run)
@@ -199,11 +202,11 @@ class Worker:
                     run.wait_ready(READY_TIMEOUT_S)
                 if run.wait() is None:
                     return run
-            except RuntimeError:
-                pass
+            except StartError as e:
+                why = str(e)
             run.finish(self.kernel_caches)
             self.spares.append(self.new_run_process())
-        raise RuntimeError("run processes fail to start")
+        raise StartError(f"run processes fail to start: {why}")
 
     def start_job(self, job, owner, keep_kernels):
         """Hand the job to the warm run process with its owner's compiled kernels (none for a run
@@ -397,6 +400,31 @@ class Worker:
 def main():
     # Before any thread exists (importing torch starts one): a mount namespace of the worker's own.
     can_mount = isolation.prepare_worker()
+    # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    worker = None
+    try:
+        worker = Worker(channel, *prepare(can_mount))
+        ready = worker.start()
+    except Exception as e:  # the server reports why (its /healthz) and tries again later
+        traceback.print_exc()
+        why = str(e) if isinstance(e, StartError) else f"{type(e).__name__}: {e}"
+        channel.write(protocol.encode(protocol.message("unstarted", error=why[:1000])))
+        channel.flush()
+        if worker is not None:
+            worker.zygote.stop()
+        sys.exit(1)
+    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
+    worker.serve()
+    for spare in worker.spares:  # stdin closed: the server stopped this worker
+        spare.finish(worker.kernel_caches)
+    worker.zygote.stop()
+
+
+def prepare(can_mount):
+    """This process made warm, its directories made and swept: a Worker's settings, kernel caches and
+    shared kernels."""
     # Fork-safety: torch asks NVML, not the CUDA driver, whether there is a GPU, so this process
     # never initialises CUDA (a CUDA context does not survive fork); and numpy's OpenBLAS starts no
     # thread pool (a thread per core, from the import on): this process stays single-threaded, so no
@@ -425,15 +453,5 @@ def main():
     warm_compiler(settings.has_gpu)
     sweep_scratch_dirs(settings.run_root)
     isolation.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
-    # The protocol keeps the real stdout; anything else printed in this process goes to stderr.
-    channel = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
     shared = SharedKernels(settings.shared_kernels) if settings.shared_kernels else None
-    worker = Worker(channel, settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared)
-    ready = worker.start()
-    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
-    worker.serve()
-    for spare in worker.spares:  # stdin closed: the server stopped this worker
-        spare.finish(worker.kernel_caches)
-    worker.zygote.stop()
-
+    return settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sandbox import protocol, settings
+from sandbox import gpus, protocol, settings
+from sandbox.errors import StartError
 from sandbox.grading import grader, submission
 from sandbox.jail import isolation
 from sandbox.run import check, pipeline
@@ -57,6 +58,7 @@ class Settings:
     trace_limits: dict
     devices: tuple = field(default=())
     shared_kernels: str = None  # the gallery's compiled kernels, lent read-only to every run (None: off)
+    cuda_visible_devices: str = None  # the worker's GPUs as a run names them: by UUID (sandbox.gpus.by_uuid)
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
@@ -66,9 +68,10 @@ class Settings:
         trace_limits = {"max_programs": value("TRACE_MAX_PROGRAMS"), "max_bytes": value("TRACE_MAX_BYTES"),
                         "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0}
         shared = os.path.join(run_root, "shared-kernels") if value("SHARED_KERNELS") != 0 else None
+        visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
         return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
                    value("RUN_TIMEOUT_S"), value("OUTPUT_LIMIT_BYTES"), trace_limits,
-                   tuple(isolation.gpu_devices()) if has_gpu else (), shared)
+                   tuple(isolation.gpu_devices()) if has_gpu else (), shared, visible)
 
     @property
     def jailed(self):
@@ -77,6 +80,11 @@ class Settings:
     @property
     def root_mountpoint(self):
         return os.path.join(self.run_root, ".root")
+
+
+def last_line(text):
+    """What a traceback says last: the exception and its message ("RuntimeError: No CUDA GPUs are available")."""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")[:500]
 
 
 def kernel_cache_of(scratch):
@@ -179,7 +187,11 @@ class RunProcess:
             kind, line = self.next_message(deadline)
         msg = protocol.decode(line, ("ready",)) if kind == "msg" else None
         if msg is None:
-            raise RuntimeError(f"run process failed to start ({kind}): {printed.decode(errors='replace')}")
+            text = printed.decode(errors="replace")
+            sys.stderr.write(text)  # its traceback, for the server's log
+            silent = f"it was not warm within {timeout_s:g} s" if kind == "timeout" else "it ended"
+            why = last_line(text) or silent
+            raise StartError(f"a run process failed to warm up: {why}")
         self.ready = msg["content"]
         return self.ready
 
@@ -336,6 +348,8 @@ def warm_gpu_tracer():
 def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     """The process that runs user code: confined, warm, then one job."""
     keep_only_run_environment()
+    if settings.cuda_visible_devices is not None:  # its GPU by UUID: the jail's /dev holds no other to count
+        os.environ["CUDA_VISIBLE_DEVICES"] = settings.cuda_visible_devices
     if warming:  # the CPU goes to runs first: a warm-up never delays one
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     cgroup_kind = cgroup.kind if cgroup else ""
