@@ -256,11 +256,13 @@ def test_healthz_is_not_ok_while_a_slot_cannot_start_and_says_which_and_why(tmp_
         body = response.get_json()
         assert response.status_code == 503 and body["ok"] is False
         worker = body["workers"][1]
-        assert worker["state"] in ("dead", "starting") and worker["gpu"] is None
+        assert worker["state"] in ("dead", "starting") and worker["gpu"] == broken.gpu
         assert worker["start_error"].startswith("NotADirectoryError: ") and "file/runs" in worker["start_error"]
         assert "Traceback" not in worker["start_error"] and "\n" not in worker["start_error"]
         problem, = body["problems"]
-        assert problem.startswith("worker 1 (no GPU) cannot start: NotADirectoryError: ") and "failed starts in a row" in problem
+        where = f"GPU {broken.gpu}" if broken.gpu is not None else "no GPU"  # the host's second GPU, or none
+        assert problem.startswith(f"worker 1 ({where}) cannot start: NotADirectoryError: ")
+        assert "failed starts in a row" in problem
         assert body["workers"][0]["start_error"] is None and body["workers"][0]["state"] == "ready"
     finally:
         dispatcher.stop()
