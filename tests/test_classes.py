@@ -54,7 +54,7 @@ def test_a_class_that_cannot_be_made_is_refused_naming_its_field(client, body, f
 def test_the_teacher_and_only_the_teacher_sees_the_progress(app, client):
     made = new_class(client, chosen=[{"name": "softmax", "due": 1_900_000_000}, "constant_add"])
     code = made["code"]
-    assert len(code) == 6 and made["teacher_url"].startswith("http")
+    assert len(code) == 8 and made["teacher_url"].startswith("http")
     assert client.get(f"/api/classes/{code.lower()}/progress").status_code == 200  # the creator's session
     stranger = app.test_client()
     assert stranger.get(f"/api/classes/{code}/progress").status_code == 403
@@ -218,7 +218,7 @@ def test_the_leaderboard_on_this_host(app, client):
 
 def test_times_within_each_others_noise_share_a_rank(tmp_path):
     """The ranking, from kept submissions whose GPU timings are given (the grader's are tested above)."""
-    from app.course import classes
+    from app.course import classes, submissions
     from app.db import connect, init_db
     path = str(tmp_path / "board.sqlite")
     init_db(path)
@@ -229,7 +229,8 @@ def test_times_within_each_others_noise_share_a_rank(tmp_path):
         member = classes.Membership(code, classes.join(db, code, name))
         timing = band and {"device": "gpu", "ranked": True, "kernel_ms": dict(zip(("median", "p20", "p80"), band))}
         verdict = {"name": "constant_add", "ok": True, "tests": [], "diff": None, "timing": timing}
-        assert classes.record(path, member, "constant_add", "source", {"puzzle": verdict})
+        assert submissions.record(path, member, "constant_add", "source", {"puzzle": verdict},
+                                  submissions.Quota(1 << 20, 1 << 20, 0))
     board = classes.leaderboard(db, classes.find(db, code), "constant_add")
     assert board["ranked"] and board["why"] is None
     assert [(e["student"], e["rank"]) for e in board["entries"]] == [("Ann", 1), ("Bob", 1), ("Cy", 3), ("Dee", None)]

@@ -10,29 +10,33 @@ process can set: sandbox.grading.grader) and the source it graded.
 """
 import csv
 import hashlib
+import hmac
 import io
 import json
 import logging
+import math
+import re
 import secrets
 import time
 import unicodedata
-from contextlib import closing
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from flask import Blueprint, Response, current_app, redirect, render_template, session, url_for
 
 from app import db as database
 from app import socketio
-from app.course import puzzles
+from app.course import names, puzzles, submissions
 from app.db import StorageFull, get_db
-from app.web.clients import TooManyWrites, charge_write
+from app.web.clients import TooManyWrites, WriteLimiter, charge_write
 from app.web.errors import error_response
+from app.web.owners import current_address
 
 bp = Blueprint("classes", __name__)
 log = logging.getLogger(__name__)
 
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed from a slide
-CODE_LENGTH = 6
+CODE_LENGTH = 8  # 40 bits; with failed look-ups throttled per address (CLASS_LOOKUPS_PER_MINUTE): see lookup()
 MAX_TITLE = 120
 MAX_NAME = 40
 MAX_PUZZLES = 40
@@ -42,11 +46,17 @@ MAX_TEACHING = 16  # classes one session may teach at once (the cookie stays sma
 
 
 class ClassError(ValueError):
-    """A request about a class that cannot be done: `status` (400, 403, 404, 409) and the `field` at fault."""
+    """A request about a class that cannot be done: `status` (400, 403, 404, 409, 429: with
+    `retry_after` seconds) and the `field` at fault."""
 
-    def __init__(self, message, status=400, field=None):
+    def __init__(self, message, status=400, field=None, retry_after=None):
         super().__init__(message)
-        self.status, self.field = status, field
+        self.status, self.field, self.retry_after = status, field, retry_after
+
+
+def too_many(message, wait_s):
+    retry_after = max(1, math.ceil(wait_s))
+    return ClassError(f"{message}; try again in {retry_after} s", 429, retry_after=retry_after)
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,28 @@ def text(value, field, limit):
     if any(unicodedata.category(c).startswith("C") for c in value):
         raise ClassError(f"{field} holds a control character", field=field)
     return value
+
+
+def student_name(value, field="name"):
+    """A student's name as kept (app.course.names), or a 400 saying why it cannot be one."""
+    try:
+        return names.display_name(value, field, MAX_NAME)
+    except names.NameRefused as e:
+        raise ClassError(str(e), field=field) from None
+
+
+def pushed_link(value):
+    """A pushed link as a browser reads it (backslashes are slashes, tabs and newlines vanish): an
+    address of another site written whole (http(s)://host/...), or a path of this one (/...).
+    `//host` and `/\\host`, which a browser takes to another site, are refused."""
+    link = text(value, "link", MAX_TITLE * 4)
+    parsed = urlsplit(re.sub(r"[\t\n\r]", "", link).replace("\\", "/"))
+    if parsed.scheme in ("http", "https") and parsed.netloc:
+        return urlunsplit(parsed)
+    if not parsed.scheme and not parsed.netloc and parsed.path.startswith("/") and not parsed.path.startswith("//"):
+        return urlunsplit(parsed)
+    raise ClassError("link must be an address of another site written whole (https://host/...) or a path of "
+                     "this one (/...); '//host' and '/\\host' lead to another site", field="link")
 
 
 def puzzle_list(value):
@@ -112,83 +144,79 @@ def create(db, title, chosen, leaderboard=False):
 
 def find(db, code):
     """The class of `code` ({"code", "title", "puzzles", "teacher_digest"}), or ClassError 404."""
-    row = db.execute("SELECT code, title, puzzles, leaderboard, teacher_digest FROM class WHERE code = ?",
+    row = db.execute("SELECT code, title, puzzles, leaderboard, locked, teacher_digest FROM class WHERE code = ?",
                      (str(code).upper()[:16],)).fetchone()
     if row is None:
         raise ClassError(f"there is no class with the code '{str(code)[:16]}'", status=404)
-    return {**dict(row), "puzzles": json.loads(row["puzzles"]), "leaderboard": bool(row["leaderboard"])}
+    return {**dict(row), "puzzles": json.loads(row["puzzles"]), "leaderboard": bool(row["leaderboard"]),
+            "locked": bool(row["locked"])}
 
 
 def public(found):
     """What a student sees of a class: its title and its puzzles (their titles, in order, due times)."""
-    return {"code": found["code"], "title": found["title"], "leaderboard": found["leaderboard"],
+    return {"code": found["code"], "title": found["title"], "leaderboard": found["leaderboard"], "locked": found["locked"],
             "puzzles": [{"name": p["name"], "title": (puzzles.find(p["name"]) or {}).get("title", p["name"]),
                          "due": p["due"]} for p in found["puzzles"]]}
 
 
 def students(db, code):
     return [dict(row) for row in db.execute(
-        "SELECT id, name, joined FROM student WHERE class_code = ? AND removed = 0 ORDER BY joined, id", (code,))]
+        "SELECT id, name, joined, seat FROM student WHERE class_code = ? AND removed = 0 ORDER BY joined, id", (code,))]
 
 
-def name_taken(db, code, name, but=None):
-    return any(s["name"].casefold() == name.casefold() and s["id"] != but for s in students(db, code))
+def same_name(roster, name, but=None):
+    """The student of `roster` whose name reads as `name` (app.course.names.skeleton), or None."""
+    wanted = names.skeleton(name)
+    return next((s for s in roster if s["id"] != but and names.skeleton(s["name"]) == wanted), None)
 
 
-def join(db, code, name):
-    """A new student of the class; returns their id. A name another student has is refused (409)."""
-    roster = students(db, code)
-    if any(s["name"].casefold() == name.casefold() for s in roster):
-        raise ClassError(f"someone in this class is called '{name}' already: choose another name", 409, "name")
-    if len(roster) >= MAX_STUDENTS:
-        raise ClassError(f"this class is full: it has {MAX_STUDENTS} students", 409, "name")
-    student = secrets.token_hex(16)
-    db.execute("INSERT INTO student (id, class_code, name, joined) VALUES (?, ?, ?, ?)", (student, code, name, time.time()))
+def join(db, code, name, seat=None, seats=None):
+    """A new student of the class; returns their id. Refused: a class its teacher locked (403), a
+    name that reads as another student's (409), a full class (409), and a join from a `seat`
+    (a client address's digest) that holds `seats` of the class already (429)."""
+    with db.transaction(lock=f"class {code}"):  # two joins at once cannot both take the last seat or a name
+        if db.execute("SELECT locked FROM class WHERE code = ?", (code,)).fetchone()["locked"]:
+            raise ClassError("this class is closed to new students: ask its teacher to open it", 403)
+        roster = students(db, code)
+        taken = same_name(roster, name)
+        if taken is not None:
+            raise ClassError(f"someone in this class is called '{taken['name']}' already, which reads the same as "
+                             f"'{name}': choose another name", 409, "name")
+        if len(roster) >= MAX_STUDENTS:
+            raise ClassError(f"this class is full: it has {MAX_STUDENTS} students", 409, "name")
+        if seat is not None and seats is not None and sum(s["seat"] == seat for s in roster) >= seats:
+            raise ClassError(f"{seats} students of this class joined from this address already "
+                             f"(CLASS_SEATS_PER_ADDRESS): ask the teacher", 429, retry_after=3600)
+        student = secrets.token_hex(16)
+        db.execute("INSERT INTO student (id, class_code, name, joined, seat) VALUES (?, ?, ?, ?, ?)",
+                   (student, code, name, time.time(), seat))
     return student
 
 
 def rename(db, code, student, name):
-    if name_taken(db, code, name, but=student):
-        raise ClassError(f"someone in this class is called '{name}' already", 409, "name")
+    taken = same_name(students(db, code), name, but=student)
+    if taken is not None:
+        raise ClassError(f"someone in this class is called '{taken['name']}' already, which reads the same", 409, "name")
     if db.execute("UPDATE student SET name = ? WHERE id = ? AND class_code = ? AND removed = 0",
                   (name, student, code)).rowcount == 0:
         raise ClassError("there is no such student in this class", 404)
 
 
 def remove(db, code, student):
+    """The student is out of the class at once: their session counts for it no more (membership is
+    read from the database at each request), nothing is pushed to them, and their pages leave the
+    class's Socket.IO room."""
     if db.execute("UPDATE student SET removed = 1 WHERE id = ? AND class_code = ? AND removed = 0",
                   (student, code)).rowcount == 0:
         raise ClassError("there is no such student in this class", 404)
-
-
-def record(where, membership, puzzle, source, result):
-    """Keep a graded run of a student of a class (from the thread that delivers its result: its own
-    connection). Nothing is kept of a run the grader did not judge, of a removed student, or of a
-    puzzle the class does not have."""
-    verdict = result.get("puzzle")
-    if not isinstance(verdict, dict) or verdict.get("name") != puzzle:
-        return False
-    failing = next((t.get("label") for t in verdict.get("tests") or [] if not t.get("ok")), None)
-    timing = verdict.get("timing") if verdict.get("ok") and isinstance(verdict.get("timing"), dict) else None
-    with closing(database.connect(where)) as conn:
-        row = conn.execute("SELECT c.puzzles FROM student s JOIN class c ON c.code = s.class_code "
-                           "WHERE s.id = ? AND s.class_code = ? AND s.removed = 0",
-                           (membership.student, membership.code)).fetchone()
-        if row is None or puzzle not in [p["name"] for p in json.loads(row["puzzles"])]:
-            return False
-        conn.execute("INSERT INTO submission (student_id, puzzle, ok, failing, verdict, source, timing, created) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                     (membership.student, puzzle, int(bool(verdict.get("ok"))), failing,
-                      json.dumps({"tests": verdict.get("tests"), "diff": verdict.get("diff")}), source,
-                      None if timing is None else json.dumps(timing), time.time()))
-    return True
+    socketio.close_room(room("student", student))
 
 
 def progress(db, found):
     """Each student's state per puzzle: `not started`, `trying` (attempts, the last verdict, the test
     that fails) or `solved` (when, in how many tries)."""
     names = [p["name"] for p in found["puzzles"]]
-    rows = db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created FROM submission m "
+    rows = db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created, m.attempts FROM submission m "
                       "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
                       "ORDER BY m.id", (found["code"],)).fetchall()
     cells = {}
@@ -197,7 +225,7 @@ def progress(db, found):
             continue
         cell = cells.setdefault((row["student"], row["puzzle"]), {"state": "trying", "attempts": 0, "last": None,
                                                                  "solved_at": None, "tries_to_solve": None})
-        cell["attempts"] += 1
+        cell["attempts"] += row["attempts"]  # a row stands for the pruned ones before it too
         cell["last"] = {"ok": bool(row["ok"]), "failing": row["failing"], "at": row["created"]}
         if row["ok"] and cell["solved_at"] is None:
             cell.update(state="solved", solved_at=row["created"], tries_to_solve=cell["attempts"])
@@ -265,11 +293,11 @@ def leaderboard(db, found, puzzle, interpreted=lambda: False):
         timing = json.loads(row["timing"]) if row["timing"] else None
         entry = {"student": row["name"], "at": row["created"], "timing": timing}
         kept = best.get(row["id"])
-        if kept is None or (ranked_time(timing) or float("inf")) < (ranked_time(kept["timing"]) or float("inf")):
+        if kept is None or (submissions.ranked_time(timing) or float("inf")) < (submissions.ranked_time(kept["timing"]) or float("inf")):
             best[row["id"]] = entry
-    timed = sorted((e for e in best.values() if ranked_time(e["timing"]) is not None),
-                   key=lambda e: ranked_time(e["timing"]))
-    untimed = sorted((e for e in best.values() if ranked_time(e["timing"]) is None), key=lambda e: e["at"])
+    timed = sorted((e for e in best.values() if submissions.ranked_time(e["timing"]) is not None),
+                   key=lambda e: submissions.ranked_time(e["timing"]))
+    untimed = sorted((e for e in best.values() if submissions.ranked_time(e["timing"]) is None), key=lambda e: e["at"])
     rank, previous = 0, None
     for index, entry in enumerate(timed):
         summary = entry["timing"]["kernel_ms"]
@@ -284,31 +312,39 @@ def leaderboard(db, found, puzzle, interpreted=lambda: False):
     return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
 
 
-def ranked_time(timing):
-    """The median GPU time of a timing the grader marked as one to rank by, else None."""
-    if not (isinstance(timing, dict) and timing.get("ranked") and isinstance(timing.get("kernel_ms"), dict)):
-        return None
-    return timing["kernel_ms"].get("median")
-
-
 def export_csv(db, found):
     """Every submission of the class, one row each: for a teacher's spreadsheet."""
     out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)"])
-    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.timing, m.created FROM submission m "
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)  # a separator inside a cell stays inside it
+    writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)", "graded runs"])
+    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.timing, m.created, m.attempts FROM submission m "
                           "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
                           "ORDER BY m.id", (found["code"],)):
         kernel_ms = json.loads(row["timing"])["kernel_ms"]["median"] if row["timing"] else None
-        writer.writerow([spreadsheet_safe(row["name"]), row["puzzle"], "yes" if row["ok"] else "no",
-                         row["failing"] or "", "" if kernel_ms is None else f"{kernel_ms:.6g}",
-                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"]))])
+        writer.writerow([spreadsheet_safe(row["name"]), spreadsheet_safe(row["puzzle"]), "yes" if row["ok"] else "no",
+                         spreadsheet_safe(row["failing"] or ""), "" if kernel_ms is None else f"{kernel_ms:.6g}",
+                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"])), row["attempts"]])
     return out.getvalue()
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")
+CELL_BREAKS = re.compile(r"([,;\t|\r\n])")  # where some spreadsheet splits a line into cells, whatever the file says
+
+
 def spreadsheet_safe(value):
-    """A student's text as a cell a spreadsheet shows and never evaluates (=, +, -, @ start formulas)."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+    """Text as cells a spreadsheet shows and never evaluates, whichever separator it splits the line
+    at: every piece that could begin a cell (the text's start, and after each character some
+    spreadsheet splits at) and begins a formula gets a `'` before it."""
+    pieces = CELL_BREAKS.split(str(value))
+    return "".join("'" + piece if index % 2 == 0 and starts_formula(piece) else piece
+                   for index, piece in enumerate(pieces))
+
+
+def starts_formula(piece):
+    """Whether a cell of `piece` is a formula: its first character that is not a space or invisible,
+    in any width (full-width ＝, small ﹢ ...: NFKC), is one that starts a formula."""
+    visible = next((c for c in piece if not (c.isspace() or names.invisible(c))), "")
+    return unicodedata.normalize("NFKC", visible)[:1] in FORMULA_STARTS
 
 
 # ---------------------------------------------------------------- sessions: who teaches, who is a student
@@ -322,11 +358,28 @@ def start_teaching(code):
 
 
 def membership():
-    """This session's student, or None."""
+    """This session's student as its cookie says, or None: the cookie outlives a removal, so what it
+    may do is asked of student_of(), which reads the database."""
     found = session.get("student")
     if isinstance(found, dict) and isinstance(found.get("class"), str) and isinstance(found.get("id"), str):
         return Membership(found["class"], found["id"])
     return None
+
+
+def student_of(db, code, member=None):
+    """This session's student of class `code` ({"id", "name", "removed"}), or None."""
+    member = member or membership()
+    if member is None or member.code != code:
+        return None
+    row = db.execute("SELECT id, name, removed FROM student WHERE id = ? AND class_code = ?",
+                     (member.student, code)).fetchone()
+    return None if row is None else {**dict(row), "removed": bool(row["removed"])}
+
+
+def in_class(db, code, member=None):
+    """Whether this session is a student of class `code` now (not removed)."""
+    found = student_of(db, code, member)
+    return found is not None and not found["removed"]
 
 
 def counted(spec):
@@ -335,19 +388,24 @@ def counted(spec):
 
 
 def room(kind, key):
-    """The Socket.IO room of a class's teachers (`teachers`), of its students' pages (`students`),
-    or of one student's pages (`student`, by id)."""
+    """The Socket.IO room of a class's teachers (`teachers`, by code) or of one student's pages
+    (`student`, by id). A push to the class goes to each current student's room: a removed student's
+    is no longer among them, whatever their pages joined."""
     return f"class-{kind}:{key}"
 
 
 def recorder(member, spec):
-    """record(result) for a graded run of a class's student: where the database is is read now, in
-    the request; the result comes later, on another thread."""
-    where = database.target(current_app.config)
+    """record(result) for a graded run of a class's student: where the database is and the class's
+    bounds are read now, in the request; the result comes later, on another thread. A run its
+    bounds leave no room for says so in the result's notes."""
+    where, quota = database.target(current_app.config), submissions.Quota.of(current_app.config)
 
     def keep(result):
         try:
-            kept = record(where, member, spec["options"]["puzzle"], spec["source"], result)
+            kept = submissions.record(where, member, spec["options"]["puzzle"], spec["source"], result, quota)
+        except (submissions.NotKept, StorageFull) as e:
+            result.setdefault("notes", []).append(str(e) if isinstance(e, submissions.NotKept) else submissions.STORAGE_FULL)
+            return
         except database.DatabaseError:  # the run's result still reaches its student
             log.exception("a submission of class %s could not be kept", member.code)
             return
@@ -373,16 +431,47 @@ def only_fields(found, allowed):
                          field=str(unknown[0])[:40])
 
 
+def lookup(code):
+    """The class of `code` for a request: a look-up of a code that names no class is one of its
+    address's CLASS_LOOKUPS_PER_MINUTE, and past them every look-up from there is refused (429), so
+    that codes cannot be guessed (40 bits: 1,000 classes among 2^40 codes, at 20 guesses a minute
+    from an address, take a century to meet)."""
+    limiter, address = current_app.extensions["class_lookups"], current_address()
+    wait_s = limiter.due(address)
+    if wait_s > 0:
+        raise too_many("this address looked up too many class codes that do not exist (CLASS_LOOKUPS_PER_MINUTE)", wait_s)
+    try:
+        return find(get_db(), code)
+    except ClassError:
+        limiter.take(address)
+        raise
+
+
+def seat():
+    """The request's address as a student row keeps it: a digest keyed with the server's secret."""
+    return hmac.new(current_app.secret_key.encode(), current_address().encode(), hashlib.sha256).hexdigest()[:32]
+
+
 def teacher_of(code):
-    found = find(get_db(), code)
+    found = lookup(code)
     if not teaching(found["code"]):
         raise ClassError("only the class's teacher sees this: open the teacher link of the class", 403)
     return found
 
 
+@bp.record_once
+def limits(state):
+    config = state.app.config
+    state.app.extensions["class_lookups"] = WriteLimiter(config["CLASS_LOOKUPS_PER_MINUTE"])
+    state.app.extensions["class_joins"] = WriteLimiter(config["JOINS_PER_MINUTE"])
+
+
 @bp.errorhandler(ClassError)
 def class_error(e):
-    return error_response(e.status, str(e), **({"field": e.field} if e.field else {}))
+    response, status = error_response(e.status, str(e), **({"field": e.field} if e.field else {}))
+    if e.retry_after is not None:
+        response.headers["Retry-After"] = str(e.retry_after)
+    return response, status
 
 
 @bp.errorhandler(TooManyWrites)
@@ -419,7 +508,7 @@ def new_class_page():
 
 @bp.get("/classes/<code>/teach/<key>")
 def teacher_link(code, key):
-    found = find(get_db(), code)
+    found = lookup(code)
     if not secrets.compare_digest(digest(key), found["teacher_digest"]):
         raise ClassError("this teacher link is not the class's", 403)
     start_teaching(found["code"])
@@ -429,7 +518,7 @@ def teacher_link(code, key):
 @bp.get("/classes/<code>")
 def class_page(code):
     """The class's page: its dashboard for its teacher, the join form for anyone else (static/js/class.js)."""
-    found = find(get_db(), code)
+    found = lookup(code)
     return render_template("class.html", code=found["code"], title=found["title"])
 
 
@@ -437,23 +526,33 @@ def class_page(code):
 def get_class(code):
     """The class as its students see it, with `you` (this session's student in it: id, name; or null)
     and `teaching` (whether this session is its teacher)."""
-    found = find(get_db(), code)
-    member = membership()
-    you = next(({"id": s["id"], "name": s["name"]} for s in students(get_db(), found["code"])
-                if member is not None and member.code == found["code"] and s["id"] == member.student), None)
-    return {**public(found), "you": you, "teaching": teaching(found["code"])}
+    found = lookup(code)
+    you = student_of(get_db(), found["code"])
+    return {**public(found), "you": None if you is None or you["removed"] else {"id": you["id"], "name": you["name"]},
+            "teaching": teaching(found["code"])}
 
 
 @bp.post("/api/classes/<code>/join")
 def join_class(code):
+    """A student joins. Bounded: a session is one student of a class (joining again is refused, and
+    a student the teacher removed stays out), an address makes JOINS_PER_MINUTE joins and holds
+    CLASS_SEATS_PER_ADDRESS students of a class, a locked class takes nobody, and a name must read
+    as no other student's (app.course.names)."""
     found = body()  # the body is checked before the class is looked up: a bad request is a 400 wherever it goes
     only_fields(found, ("name",))
-    name = text(found.get("name"), "name", MAX_NAME)
-    found_class = find(get_db(), code)
-    # Not a write of WRITES_PER_MINUTE: a classroom behind one address joins within a minute. A
-    # class's roster is bounded instead, and the database's size as always.
-    database.check_room(get_db(), len(name) + 100, current_app.config)
-    student = join(get_db(), found_class["code"], name)
+    name = student_name(found.get("name"))
+    found_class = lookup(code)
+    already = student_of(get_db(), found_class["code"])
+    if already is not None and already["removed"]:
+        raise ClassError("the class's teacher removed you from this class", 403)
+    if already is not None:
+        raise ClassError(f"this browser is in the class already, as '{already['name']}'", 409, "name")
+    wait_s = current_app.extensions["class_joins"].take(current_address())
+    if wait_s > 0:
+        raise too_many(f"this address joined classes {current_app.config['JOINS_PER_MINUTE']} times in the last "
+                       f"minute (JOINS_PER_MINUTE)", wait_s)
+    database.check_room(get_db(), len(name.encode()) + 100, current_app.config)
+    student = join(get_db(), found_class["code"], name, seat(), current_app.config["CLASS_SEATS_PER_ADDRESS"])
     session["student"] = {"class": found_class["code"], "id": student}
     return {"student": {"id": student, "name": name}, "class": public(found_class)}
 
@@ -465,18 +564,20 @@ def class_progress(code):
 
 @bp.patch("/api/classes/<code>")
 def edit_class(code):
-    """The teacher changes the class's title, or its puzzles (their order, due times, which ones):
-    submissions of a puzzle taken out are kept, and count again if it comes back."""
+    """The teacher changes the class's title, or its puzzles (their order, due times, which ones),
+    whether it has leaderboards, whether it is locked (closed to new students): submissions of a
+    puzzle taken out are kept, and count again if it comes back."""
     found = body()
-    only_fields(found, ("title", "puzzles", "leaderboard"))
+    only_fields(found, ("title", "puzzles", "leaderboard", "locked"))
     found_class = teacher_of(code)
     title = text(found["title"], "title", MAX_TITLE) if "title" in found else found_class["title"]
     chosen = puzzle_list(found["puzzles"]) if "puzzles" in found else found_class["puzzles"]
-    leaderboard = found.get("leaderboard", found_class["leaderboard"])
-    if not isinstance(leaderboard, bool):
-        raise ClassError("leaderboard must be true or false", field="leaderboard")
-    get_db().execute("UPDATE class SET title = ?, puzzles = ?, leaderboard = ? WHERE code = ?",
-                     (title, json.dumps(chosen), int(leaderboard), found_class["code"]))
+    switches = {name: found.get(name, found_class[name]) for name in ("leaderboard", "locked")}
+    for name, value in switches.items():
+        if not isinstance(value, bool):
+            raise ClassError(f"{name} must be true or false", field=name)
+    get_db().execute("UPDATE class SET title = ?, puzzles = ?, leaderboard = ?, locked = ? WHERE code = ?",
+                     (title, json.dumps(chosen), int(switches["leaderboard"]), int(switches["locked"]), found_class["code"]))
     socketio.emit("class_progress", {"code": found_class["code"]}, to=room("teachers", found_class["code"]))
     return public(find(get_db(), found_class["code"]))
 
@@ -495,7 +596,7 @@ def rename_student(code, student):
     found_class = teacher_of(code)
     found = body()
     only_fields(found, ("name",))
-    rename(get_db(), found_class["code"], student, text(found.get("name"), "name", MAX_NAME))
+    rename(get_db(), found_class["code"], student, student_name(found.get("name")))
     return {"ok": True}
 
 
@@ -512,21 +613,16 @@ def push(code):
     found = body()
     only_fields(found, ("text", "link", "students"))
     found_class = teacher_of(code)
-    message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH), "link": None}
-    if found.get("link") is not None:
-        message["link"] = text(found["link"], "link", MAX_TITLE * 4)
-        if not message["link"].startswith(("https://", "http://", "/")):
-            raise ClassError("link must be an address (https://... or /...)", field="link")
+    message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH),
+               "link": None if found.get("link") is None else pushed_link(found["link"])}
     roster = {s["id"] for s in students(get_db(), found_class["code"])}
     chosen = found.get("students")
-    if chosen is None:
-        socketio.emit("class_message", message, to=room("students", found_class["code"]))
-        return {"sent_to": len(roster)}
-    if not (isinstance(chosen, list) and all(isinstance(s, str) and s in roster for s in chosen)):
+    if chosen is not None and not (isinstance(chosen, list) and all(isinstance(s, str) and s in roster for s in chosen)):
         raise ClassError("students must be a list of ids of the class's students", field="students")
-    for student in set(chosen):
-        socketio.emit("class_message", message, to=room("student", student))
-    return {"sent_to": len(set(chosen))}
+    to = sorted(roster if chosen is None else set(chosen))
+    if to:  # to the current students' own rooms only (an empty list would be everyone)
+        socketio.emit("class_message", message, to=[room("student", student) for student in to])
+    return {"sent_to": len(to)}
 
 
 @bp.get("/api/classes/<code>/students/<student>/latest/<puzzle>")
@@ -547,9 +643,8 @@ def latest_submission(code, student, puzzle):
 @bp.get("/api/classes/<code>/leaderboard/<puzzle>")
 def class_leaderboard(code, puzzle):
     """For the class's teacher and students, where the class has a leaderboard."""
-    found = find(get_db(), code)
-    member = membership()
-    if not (teaching(found["code"]) or (member is not None and member.code == found["code"])):
+    found = lookup(code)
+    if not (teaching(found["code"]) or in_class(get_db(), found["code"])):
         raise ClassError("only the class's teacher and students see its leaderboard", 403)
     if not found["leaderboard"]:
         raise ClassError("this class has no leaderboard (its teacher chose none)", 404)

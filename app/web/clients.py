@@ -2,7 +2,9 @@
 server, whatever its cookies and however many connections it opens.
 
   WriteLimiter          new rows in the database (snippets, puzzles): WRITES_PER_MINUTE per address,
-                        a token bucket (a burst of that many, then one every 60/N s)
+                        a token bucket (a burst of that many, then one every 60/N s); the same
+                        buckets count joins of classes and failed look-ups of class codes
+                        (app.course.classes)
   limit_connections     Socket.IO connections: CONNECTIONS_PER_ADDRESS per address, counted at
                         Engine.IO's handshake (before any namespace, event or session), so that a
                         client opening hundreds holds no more than its share of CONNECTIONS
@@ -26,6 +28,15 @@ class WriteLimiter:
     def __init__(self, per_minute, max_addresses=65536, clock=time.monotonic):
         self.rate, self.capacity = per_minute / 60.0, float(per_minute)
         self.buckets, self.lock, self.clock, self.max_addresses = collections.OrderedDict(), threading.Lock(), clock, max_addresses
+
+    def due(self, address):
+        """The seconds until `address` may spend one (0: now), spending nothing."""
+        if self.capacity <= 0:
+            return 0.0
+        with self.lock:
+            tokens, then = self.buckets.get(address, (self.capacity, self.clock()))
+            tokens = min(self.capacity, tokens + (self.clock() - then) * self.rate)
+            return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
 
     def take(self, address):
         """Spend one write of `address`: 0 if it may write now, else the seconds until it may."""

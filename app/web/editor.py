@@ -3,6 +3,7 @@ from flask import Blueprint, abort, current_app, render_template, request
 
 from app.web import gallery, share
 from app.web.owners import current_owner
+from app.web.security import allow_embedding
 
 bp = Blueprint("editor", __name__)
 DEFAULT_EXAMPLE = "vector_add"
@@ -35,10 +36,11 @@ EMBED_PANES = ("editor", "lesson", "results", "diagram")
 DEFAULT_EMBED_PANES = ("editor", "results", "diagram")
 
 
-def embed_options():
-    """None for the full page; for ?embed=1 {"panes": [...], "readonly": bool} (?readonly=1: the
-    source can be read and run, not edited). An unknown pane is a 400 that names it."""
-    if request.args.get("embed") != "1":
+def embed_options(embeddable):
+    """None for the full page; for ?embed=1 of a page meant to be embedded {"panes": [...],
+    "readonly": bool} (?readonly=1: the source can be read and run, not edited), and the response
+    may be framed by FRAME_ANCESTORS. An unknown pane is a 400 that names it."""
+    if request.args.get("embed") != "1" or not embeddable:
         return None
     raw = request.args.get("panes")
     panes = list(DEFAULT_EMBED_PANES) if raw is None else [p.strip() for p in raw.split(",") if p.strip()]
@@ -48,6 +50,7 @@ def embed_options():
                    + (f"'{unknown[0]}' is not one of them" if unknown else "it is empty"))
     if panes == ["editor"]:
         panes.append("results")  # Run needs somewhere to show what happened
+    allow_embedding()
     return {"panes": panes, "readonly": request.args.get("readonly") == "1"}
 
 
@@ -58,10 +61,13 @@ def server_device_kind():
     return device.get("kind") if isinstance(device, dict) else None
 
 
-def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, title=None):
+def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, title=None, embeddable=False):
+    """The editor's page. `embeddable`: meant to be embedded in other sites' pages (?embed=1): the
+    editor's, the gallery's and a shared link's, never one whose runs count for something (a
+    puzzle's, graded for a class) or that keeps edits (a fork)."""
     current_owner()  # the page's runs, over its socket, are this browser's
     initial = {"spec": spec, "ui": ui or {"pid": None, "pane": None}, "examples": gallery.list_examples(),
-               "embed": embed_options(), "snippet_id": snippet_id, "example": example,
+               "embed": embed_options(embeddable), "snippet_id": snippet_id, "example": example,
                "fork_of": fork_of, "title": title, "run_timeout_s": current_app.config["RUN_TIMEOUT_S"],
                "device_kind": server_device_kind(),
                "spec_schema": share.schema()}
@@ -71,12 +77,12 @@ def render_editor(spec, ui=None, snippet_id=None, example=None, fork_of=None, ti
 @bp.get("/")
 def index():
     found = gallery.load_example(DEFAULT_EXAMPLE)
-    return render_editor(found["spec"], example=DEFAULT_EXAMPLE, title=found["title"])
+    return render_editor(found["spec"], example=DEFAULT_EXAMPLE, title=found["title"], embeddable=True)
 
 
 @bp.get("/new")
 def new():
-    return render_editor(new_kernel_spec(), title="New kernel")
+    return render_editor(new_kernel_spec(), title="New kernel", embeddable=True)
 
 
 @bp.get("/examples/<name>")
@@ -84,7 +90,7 @@ def example(name):
     found = gallery.load_example(name)
     if found is None:
         abort(404, f"there is no example named '{name}'")
-    return render_editor(found["spec"], example=name, title=found["title"])
+    return render_editor(found["spec"], example=name, title=found["title"], embeddable=True)
 
 
 @bp.get("/s/<snippet_id>")
@@ -92,7 +98,7 @@ def snippet(snippet_id):
     found = share.load(snippet_id)
     if found is None:
         abort(404, f"there is no shared snippet '{snippet_id}': the link may be mistyped")
-    return render_editor(found["spec"], found.get("ui"), snippet_id, title=found["ui"].get("title"))
+    return render_editor(found["spec"], found.get("ui"), snippet_id, title=found["ui"].get("title"), embeddable=True)
 
 
 @bp.get("/fork/<snippet_id>")

@@ -9,6 +9,7 @@ from flask import current_app, request
 from flask_socketio import join_room
 
 from app.course import classes
+from app.db import get_db
 from app.course.views import graded
 from app.dispatch.interface import QueueFull
 from app.web.errors import error_body
@@ -95,10 +96,10 @@ def register(socketio):
 
     @socketio.on("connect")
     def connect(*_auth):
-        """A class's student's page hears what the teacher pushes (app.course.classes)."""
+        """A class's student's page hears what the teacher pushes (app.course.classes), while the
+        student is in the class: a removed one's cookie names a student no push goes to."""
         member = classes.membership()
-        if member is not None:
-            join_room(classes.room("students", member.code))
+        if member is not None and classes.in_class(get_db(), member.code, member):
             join_room(classes.room("student", member.student))
 
     @socketio.on("watch_class")

@@ -11,9 +11,12 @@ every page (an HTML response) a Content-Security-Policy: scripts only from the s
 inline import map, by a nonce made per response), no plugins, no <base>, forms post only here,
 connections (fetch, Socket.IO) only here; styles from here, with inline `style` attributes and the
 elements scripts add (Plotly's and CodeMirror's) allowed, as no script can run that the policy did
-not allow. `frame-ancestors`: FRAME_ANCESTORS for the embed (`?embed=1`), the playground itself for
-every other page. The session cookie is SameSite=Lax, and Secure on a request that came over https
-(as TRUSTED_PROXY_HOPS proxies say).
+not allow. `frame-ancestors`: FRAME_ANCESTORS for the embed (`?embed=1`) of the pages meant to be
+embedded (the editor's, the gallery's and a shared link's: allow_embedding()), the playground itself
+for every other page (`X-Frame-Options: SAMEORIGIN` too, for browsers without CSP), whatever its
+query says: a class's, a teacher's or a puzzle's page is never framed by another site. The session
+cookie is SameSite=Lax, and Secure on a request that came over https (as TRUSTED_PROXY_HOPS
+proxies say).
 """
 import logging
 import os
@@ -107,13 +110,20 @@ def csp_nonce():
     return g.csp_nonce
 
 
+def allow_embedding():
+    """This response is an embed, of a page meant to be one: FRAME_ANCESTORS may frame it."""
+    g.embeddable = True
+
+
 def add_headers(response, frame_ancestors):
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "same-origin")
     if response.mimetype == "text/html":  # a document: what the policy is for (JSON and files are not run)
-        embed = request.args.get("embed") == "1"
+        embed = g.get("embeddable", False)
         response.headers.setdefault("Content-Security-Policy",
                                     content_security_policy(csp_nonce(), frame_ancestors if embed else "'self'"))
+        if not embed:
+            response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
     return response
 
 

@@ -55,7 +55,7 @@ function pushForm(label, students) {
   const send = async () => {
     const text = input.value.trim();
     if (!text) return;
-    const link = /^(https?:\/\/|\/)\S+$/.test(text) ? text : null;
+    const link = /^(https?:\/\/|\/(?![\/\\]))\S+$/.test(text) ? text : null;  // "//host" is another site's: text
     const { ok, answer } = await api("/push", { method: "POST", body: JSON.stringify({ text, link, students }) });
     note.textContent = ok ? `sent to ${answer.sent_to}` : answer.error.message;
     if (ok) input.value = "";
@@ -108,8 +108,11 @@ function dashboard(progress, builtins) {
       return "Saved: students see the new list when they open the class's page.";
     },
   });
+  const lock = h("input", { type: "checkbox", id: "class-locked", checked: progress.locked,
+    onchange: async () => { await api("", { method: "PATCH", body: JSON.stringify({ locked: lock.checked }) }); load(); } });
   replaceChildren(body,
     h("p", { class: "course-summary" }, `Students join with the code ${progress.code}. `,
+      h("label", {}, lock, " closed to new students"), " · ",
       h("a", { href: `/api/classes/${progress.code}/export.csv` }, "Export CSV"), " · ",
       h("a", { href: "?preview", id: "class-preview-link" }, "Preview as a student")),
     edit, pushForm("Push to the class", null), table,
