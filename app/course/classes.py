@@ -89,14 +89,16 @@ def student_name(value, field="name"):
 
 def pushed_link(value):
     """A pushed link as a browser reads it (backslashes are slashes, tabs and newlines vanish): an
-    address of another site written whole (http(s)://host/...), or a path of this one (/...).
-    `//host` and `/\\host`, which a browser takes to another site, are refused."""
+    address of another site written whole (http(s)://host/...), or a path of this one (one `/`
+    first). `//host`, `/\\host`, `https:host` and the like, which a browser takes to another site
+    (or nowhere), are refused."""
     link = text(value, "link", MAX_TITLE * 4)
-    parsed = urlsplit(re.sub(r"[\t\n\r]", "", link).replace("\\", "/"))
-    if parsed.scheme in ("http", "https") and parsed.netloc:
+    read = re.sub(r"[\t\n\r]", "", link).replace("\\", "/")
+    parsed = urlsplit(read)
+    if parsed.scheme in ("http", "https") and parsed.netloc and read.split(":", 1)[1].startswith("//"):
         return urlunsplit(parsed)
-    if not parsed.scheme and not parsed.netloc and parsed.path.startswith("/") and not parsed.path.startswith("//"):
-        return urlunsplit(parsed)
+    if read.startswith("/") and not read.startswith("//"):
+        return read
     raise ClassError("link must be an address of another site written whole (https://host/...) or a path of "
                      "this one (/...); '//host' and '/\\host' lead to another site", field="link")
 

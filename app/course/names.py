@@ -84,7 +84,7 @@ def display_name(value, field, limit):
         if marks and index == 0:
             raise NameRefused(f"{field} starts with an accent that belongs to no letter")
         if marks > MAX_MARKS:
-            raise NameRefused(f"{field} stacks {marks} accents on one letter (at most {MAX_MARKS})")
+            raise NameRefused(f"{field} stacks more than {MAX_MARKS} accents on one letter")
     scripts = {script(c) for c in text if unicodedata.category(c).startswith("L")} - {None}
     if len(scripts) > 1 and not any(scripts <= together for together in SCRIPTS_TOGETHER):
         raise NameRefused(f"{field} mixes letters of {' and '.join(sorted(s.title() for s in scripts))}: "
