@@ -81,6 +81,7 @@ def test_one_client_cannot_fill_a_classs_roster(quiet_app, monkeypatch):
     teacher = quiet_app.test_client()
     code = new_class(teacher)["code"]
     answers = [join(quiet_app, code, f"bot {i}", "203.0.113.66")[1] for i in range(250)]
+    student, ada = joined(quiet_app, code, "Ada", "198.51.100.7")  # the class is not full for its students
     taken = [a for a in answers if a.status_code == 200]
     seats = quiet_app.config["CLASS_SEATS_PER_ADDRESS"]
     assert len(taken) <= seats, f"one address took {len(taken)} seats of the class"
@@ -89,7 +90,6 @@ def test_one_client_cannot_fill_a_classs_roster(quiet_app, monkeypatch):
     assert {a.json["error"]["message"].split(" (")[0] for a in refused} <= {
         f"{seats} students of this class joined from this address already",
         f"this address joined classes {quiet_app.config['JOINS_PER_MINUTE']} times in the last minute"}
-    student, ada = joined(quiet_app, code, "Ada", "198.51.100.7")  # the class is not full for its students
     again = student.post(f"/api/classes/{code}/join", json={"name": "Ada 2"})
     assert again.status_code == 409 and "already, as 'Ada'" in again.json["error"]["message"]
     assert teacher.patch(f"/api/classes/{code}", json={"locked": True}).json["locked"] is True
@@ -170,7 +170,7 @@ def test_whole_script_look_alikes_and_renames_are_refused_and_real_names_are_kep
 # ---------------------------------------------------------------- the export
 
 HOSTILE_NAMES = ["x;=HYPERLINK(\"http://evil.example\")", "\uff1d1+1", "\ufe62cmd|' /C calc'!A0",
-                 " @SUM(A1)", "a|=cmd", "b,-2+3", "c ;\u200b+1"]
+                 " @SUM(A1)", "a|=cmd", "b,-2+3", "c ;\u3000+1"]
 
 
 def cells_a_spreadsheet_may_read(text):
@@ -293,7 +293,7 @@ def test_graded_runs_of_one_client_are_kept_within_the_quota(graded_app):
         assert any("DATABASE_MAX_MB" in n for n in full["notes"]), full["notes"]
         assert roster(teacher, code)[0]["puzzles"]["constant_add"]["attempts"] == 15  # neither was kept
     finally:
-        app.config.update({k: config[k] for k in ("STUDENT_SUBMISSIONS_MB", "CLASS_SUBMISSIONS_MB", "DATABASE_MAX_MB")})
+        app.config.update({k: config.get(k) for k in ("STUDENT_SUBMISSIONS_MB", "CLASS_SUBMISSIONS_MB", "DATABASE_MAX_MB")})
 
 
 # ---------------------------------------------------------------- frames
@@ -332,16 +332,16 @@ def test_class_codes_cannot_be_guessed(quiet_app):
     from app.course import classes
     teacher = quiet_app.test_client()
     code = new_class(teacher)["code"]
-    assert len(code) == 8 and set(code) <= set(classes.CODE_LETTERS)
     guesser = client_at(quiet_app, "203.0.113.99")
     answers = [guesser.get(f"/api/classes/{guess}") for guess in
                [f"ZZZZZ{i:03d}".replace("0", "A").replace("1", "B") for i in range(40)]]
-    assert sum(a.status_code == 404 for a in answers) <= quiet_app.config["CLASS_LOOKUPS_PER_MINUTE"]
     refused = guesser.get(f"/api/classes/{code}")
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert sum(a.status_code == 404 for a in answers) <= quiet_app.config["CLASS_LOOKUPS_PER_MINUTE"]
     assert "CLASS_LOOKUPS_PER_MINUTE" in refused.json["error"]["message"]
     assert guesser.post(f"/api/classes/{code}/join", json={"name": "Eve"}).status_code == 429
     assert client_at(quiet_app, "198.51.100.50").get(f"/api/classes/{code}").status_code == 200
+    assert len(code) == 8 and set(code) <= set(classes.CODE_LETTERS)
 
 
 @pytest.mark.parametrize("link", ["//evil.example/x", "/\\evil.example/x", "/\\/evil.example", "\\\\evil.example",

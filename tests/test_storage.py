@@ -13,7 +13,7 @@ from contextlib import closing
 import pytest
 
 from app import create_app
-from app.course import classes, puzzles
+from app.course import classes, puzzles, submissions
 from app import db as database
 from tests.support import vector_add_spec
 
@@ -87,10 +87,10 @@ def test_later_migrations_apply_in_order_and_a_failing_one_leaves_nothing(where,
     migrations = tmp_path / "migrations"
     migrations.mkdir()
     (migrations / "001_schema.sql").write_text(database.migrations()[0][1])
+    monkeypatch.setattr(database, "MIGRATIONS_DIR", migrations)
     database.init_db(where)
     (migrations / "002_notes.sql").write_text("-- a table whose key counts up\n"
                                               "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);\n")
-    monkeypatch.setattr(database, "MIGRATIONS_DIR", migrations)
     assert database.init_db(where) == [2] and versions(where) == [1, 2]
     with closing(database.connect(where)) as conn:
         conn.execute("INSERT INTO note (body) VALUES (?)", ("a",))
@@ -165,11 +165,12 @@ def test_a_class_from_creation_to_its_csv(web, where):
     failing = {"name": "constant_add", "ok": False, "tests": [{"label": "N=20", "ok": False}], "diff": None}
     passing = {"name": "constant_add", "ok": True, "tests": [{"label": "N=20", "ok": True}], "diff": None,
                "timing": {"ranked": False, "kernel_ms": {"median": 0.25}}}
-    ada = classes.Membership(code, students["Ada"])
-    assert classes.record(where, ada, "constant_add", "wrong", {"puzzle": failing})
-    assert classes.record(where, ada, "constant_add", "right", {"puzzle": passing})
-    assert not classes.record(where, classes.Membership(code, students["Linus"]), "constant_add", "x", {"puzzle": passing})
-    assert not classes.record(where, ada, "outer_sum", "x", {"puzzle": {**passing, "name": "outer_sum"}})
+    ada, quota = classes.Membership(code, students["Ada"]), submissions.Quota(1 << 20, 1 << 20, 0)
+    assert submissions.record(where, ada, "constant_add", "wrong", {"puzzle": failing}, quota)
+    assert submissions.record(where, ada, "constant_add", "right", {"puzzle": passing}, quota)
+    assert not submissions.record(where, classes.Membership(code, students["Linus"]), "constant_add", "x",
+                                  {"puzzle": passing}, quota)
+    assert not submissions.record(where, ada, "outer_sum", "x", {"puzzle": {**passing, "name": "outer_sum"}}, quota)
     progress = teacher.get(f"/api/classes/{code}/progress").json
     rows = {s["name"]: s["puzzles"] for s in progress["students"]}
     assert list(rows) == ["Ada L.", "Grace"]
@@ -188,14 +189,14 @@ def test_a_class_from_creation_to_its_csv(web, where):
 
 
 def test_a_class_code_taken_is_a_conflict_and_another_code_is_drawn(db, monkeypatch):
-    drawn = iter("AAAAAA" "AAAAAA" "BBBBBB")
+    drawn = iter("AAAAAAAA" "AAAAAAAA" "BBBBBBBB")
     monkeypatch.setattr(classes.secrets, "choice", lambda letters: next(drawn))
     first, _ = classes.create(db, "One", ONE_PUZZLE)
     second, _ = classes.create(db, "Two", ONE_PUZZLE)
-    assert (first, second) == ("AAAAAA", "BBBBBB")
+    assert (first, second) == ("AAAAAAAA", "BBBBBBBB")
     with pytest.raises(database.Conflict):
         db.execute("INSERT INTO class (code, teacher_digest, title, puzzles, created) VALUES (?, ?, ?, ?, ?)",
-                   ("AAAAAA", "x", "x", "[]", 0.0))
+                   ("AAAAAAAA", "x", "x", "[]", 0.0))
 
 
 def test_a_solutions_outcome_is_claimed_once_and_kept(web, where):
