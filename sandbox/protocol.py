@@ -29,7 +29,7 @@ SERVER_TYPES = ("job", "warm", "compile")
 # `unstarted`: the worker could not start, and why (a message, never a traceback); its last line.
 WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled")
 # A run process's messages to its worker, once it has its job; `kernel` only from a graded run's (sandbox.grading.submission).
-RUN_TYPES = ("status", "sanitized", "partial", "timed", "kernel", "result")
+RUN_TYPES = ("status", "sanitized", "partial", "timed", "result")
 
 
 @dataclass(frozen=True)

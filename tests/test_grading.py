@@ -351,13 +351,9 @@ def test_a_look_alike_of_libdevice_does_not_reach_the_grader(client, spec, what)
 # ---------------------------------------------------------------- the kernel check, without workers
 
 def package(source, **changes):
-    """A package as the student's process would export it, here from source text alone."""
-    import ast
-    lines = source.splitlines()
-    functions = {node.name: {"source": "\n".join(lines[node.lineno - 1:node.end_lineno]) + "\n", "line": node.lineno}
-                 for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    return {"kernel": "add_ten", "functions": functions, "constexprs": {}, "modules": {"tl": "triton.language",
-            "triton": "triton"}, "libdevice": {}, "autotune": None, **changes}
+    """The package the grader reads from a kept source (sandbox.grading.kept), with `changes`."""
+    from sandbox.grading import kept
+    return {**kept.package(source, "add_ten"), **changes}
 
 
 REFUSED = {

@@ -1,18 +1,19 @@
 """The grader: a run process that grades a kernel and runs nothing else of its student's.
 
-    worker ── student's spec ──▶ run process: the module runs, the page's launch (trace, timings, IR),
-                                 and the kernel exported (sandbox.grading.submission) ──▶ worker
-    worker ── kernel + the puzzle's tests ──▶ grader (another run process, forked from the same
-                                              zygote, jailed alike): checks the kernel, builds
-                                              every test's inputs from a seed only it knows,
-                                              launches, checks, times ──▶ worker: the verdict
+    worker ── student's spec ──▶ run process: the module runs, the page's launch (trace, timings, IR)
+                                 ──▶ worker (which reads nothing else of it)
+    worker ── the kept source + the puzzle's tests ──▶ grader (another run process, forked from the
+                                              same zygote, jailed alike): reads the kernel from the
+                                              source, checks it, builds every test's inputs from a
+                                              seed only it knows, launches, checks, times ──▶ worker: the verdict
 
-The grader never imports the student's module. It takes the kernel's functions as text with the
-module's constexprs (sandbox.grading.submission checks that they are a kernel's and nothing else, then
-Triton's front end must accept them), and the puzzle's own tests from the server: their inputs,
-arguments, grid, hidden reference and tolerance (never the submission's `options.atol`). Each test
-runs in the interpreter with the bounds check (the first one traced, for the page's comparison with
-the solution), the masked-off lanes of a load without `other` poisoned (NaN; 23130 for
+The grader never imports the student's module. It reads the kernel's functions, constexprs and
+autotune configs from the source the server kept, without running it (sandbox.grading.kept), so what
+is graded is what that text says, whatever the student's process did; sandbox.grading.submission
+checks that they are a kernel's and nothing else, then Triton's front end must accept them. It
+takes the puzzle's own tests from the server: their inputs, arguments, grid, hidden reference and
+tolerance (never the submission's `options.atol`). Each test runs in the interpreter with the
+bounds check (the first one traced, for the page's comparison with the solution), the masked-off lanes of a load without `other` poisoned (NaN; 23130 for
 integers), not the interpreter's 0: on a GPU they are undefined (a test that fails with such lanes
 runs again with the 0s, to say whether they are why). On a GPU the compiled kernel is then
 launched on copies of the same inputs and that is what is checked and timed (the last test, a
@@ -31,7 +32,7 @@ import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
-from sandbox.grading import submission, verdict
+from sandbox.grading import kept, submission, verdict
 from sandbox.run import bench, build
 from sandbox.run import check as checking
 from sandbox.run.ir import compile_error, parse_arch, specialize
@@ -58,7 +59,8 @@ def grade(job, emit, scratch, limits, kind):
     trace_limits = {name: limits.get(name, default) for name, default in TRACE_LIMITS.items()}
     emit("status", {"phase": "checking", "message": "grading: checking that the kernel is a Triton kernel"})
     try:
-        graded = load(job["package"], os.path.join(scratch, "graded_kernel.py"), tests[0], seed, job["launch"])
+        graded = load(kept.package(job["source"], job["kernel"]), os.path.join(scratch, "graded_kernel.py"), tests[0],
+                      seed, job["launch"])
     except RunError as e:
         results = [failed(e)] * len(tests)
     except Exception as e:  # noqa: BLE001  (whatever the kernel does to the front end, it is its failure)

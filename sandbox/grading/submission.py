@@ -2,14 +2,14 @@
 none of the module but its constexprs, its Triton modules, the libdevice functions it imported by
 name and its autotune configs.
 
-The student's run process, which ran the module, exports it (`export`: a small dict of text and
-numbers, sent to its worker). The grader (sandbox.grading.grader), a process that never runs the module,
+The grader (sandbox.grading.grader), a process that never runs the module, reads it from the source
+the server kept (sandbox.grading.kept: nothing of the student's run process decides what is graded),
 checks it (`check`) and loads it (`load`): each function's source, alone in a file at its own line,
 in a namespace of nothing but `tl`, `triton`, the constexprs and libdevice's functions. What it
 loads is only a kernel:
 
 - every name a function reads is one of its parameters or locals, a constexpr or `@triton.jit`
-  function of the source, a Triton module the source imported, a libdevice function it imported by
+  function the source states (sandbox.grading.kept), a Triton module the source imported, a libdevice function it imported by
   name (`from triton.language.extra.libdevice import rsqrt`: the package names the function, and the
   grader binds libdevice's own, never an object of the student's), or one of the few builtins
   Triton's front end knows (`range`, `min`, `max`, `len`, `int`, `float`, `print`);
@@ -26,17 +26,15 @@ that Python a kernel's.
 """
 import ast
 import importlib
-import inspect
 import itertools
 import sys
-import textwrap
 import types
 
 import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
-from sandbox.run.kernel import find_kernel, interpreter_mode, load_module, silenced
+from sandbox.run.kernel import find_kernel, interpreter_mode
 from sandbox.trace import libdevice
 
 MAX_FUNCTIONS = 64
@@ -65,85 +63,8 @@ def refused(message, line=None):
                                          "of the module reaches the grader.")
 
 
-# ---------------------------------------------------------------- in the student's run process
-
-def export(path, kernel_name, interpret):
-    """The package of `kernel_name` in the module at `path` (run again here, silenced): or a RunError."""
-    with silenced():
-        module = load_module(path, interpret)
-    kernel = find_kernel(module, kernel_name)
-    if kernel.heuristics:
-        raise RunError("compile", "a graded kernel cannot use @triton.heuristics: its rules are Python the grader "
-                                  "does not run. Give the value as a constexpr argument or a constexpr of the source.",
-                       field="source")
-    functions, constexprs, modules, imported = {}, {}, {}, {}
-    for name, value in vars(module).items():
-        if name.startswith("__"):
-            continue
-        jit = unwrap_jit(value)
-        if jit is not None and getattr(function_of(jit), "__code__", None) and function_of(jit).__code__.co_filename == path:
-            functions[name] = function_source(function_of(jit))
-        elif isinstance(value, types.ModuleType) and is_triton_module(value.__name__):
-            modules[name] = value.__name__
-        elif libdevice.reference(value) is not None:
-            imported[name] = libdevice.reference(value)
-        elif isinstance(value, tl.constexpr):
-            encoded = encode_constant(value.value)
-            if encoded is not None:
-                constexprs[name] = encoded
-    return {"kernel": kernel_name, "functions": functions, "constexprs": constexprs, "modules": modules,
-            "libdevice": imported, "autotune": autotune_of(kernel)}
-
-
-def unwrap_jit(value):
-    while isinstance(value, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
-        value = value.fn
-    return value if hasattr(value, "arg_names") and hasattr(value, "fn") else None
-
-
-def function_of(jit):
-    fn = jit
-    while hasattr(fn, "fn"):
-        fn = fn.fn
-    return fn
-
-
-def function_source(fn):
-    """{"source": the function from its `def` (no decorator), "line": the line of its `def`}."""
-    lines, start = inspect.getsourcelines(fn)
-    text = textwrap.dedent("".join(lines))
-    node = ast.parse(text).body[0]
-    offset = node.lineno - 1
-    return {"source": "".join(text.splitlines(keepends=True)[offset:]), "line": start + offset}
-
-
 def is_triton_module(name):
     return name == "triton" or name == "triton.language" or name.startswith("triton.language.")
-
-
-def encode_constant(value):
-    """A constexpr's value as [kind, text], or None for one a kernel cannot use."""
-    if isinstance(value, bool):
-        return ["bool", str(value)]
-    if isinstance(value, int):
-        return ["int", str(value)]
-    if isinstance(value, float):
-        return ["float", repr(value)]
-    if isinstance(value, str):
-        return ["str", value]
-    if value is None:
-        return ["none", ""]
-    if isinstance(value, tl.dtype) and value.name in DTYPES:
-        return ["dtype", value.name]
-    return None
-
-
-def autotune_of(kernel):
-    if kernel.autotuner is None:
-        return None
-    return {"key": list(kernel.autotuner.keys),
-            "configs": [{"kwargs": {k: v for k, v in c.kwargs.items()}, "num_warps": c.num_warps,
-                         "num_stages": c.num_stages} for c in kernel.autotuner.configs]}
 
 
 # ---------------------------------------------------------------- in the grader
@@ -152,12 +73,12 @@ def check(package):
     """The package checked field by field, its constants decoded and its libdevice functions found:
     (functions, constexprs, modules, libdevice functions, autotune). Raises RunError naming what is
     not a kernel's."""
-    fields = {"kernel", "functions", "constexprs", "modules", "libdevice", "autotune"}
+    fields = {"kernel", "functions", "constexprs", "modules", "libdevice", "autotune", "unbound"}
     if not isinstance(package, dict) or set(package) != fields:
         raise refused("the run gave no kernel to grade")
     functions, constexprs, modules = package["functions"], package["constexprs"], package["modules"]
-    imported = package["libdevice"]
-    if not (isinstance(functions, dict) and 0 < len(functions) <= MAX_FUNCTIONS and isinstance(constexprs, dict)
+    imported, unbound = package["libdevice"], package["unbound"]
+    if not (isinstance(unbound, dict) and isinstance(functions, dict) and 0 < len(functions) <= MAX_FUNCTIONS and isinstance(constexprs, dict)
             and len(constexprs) <= MAX_CONSTEXPRS and isinstance(modules, dict) and len(modules) <= 16
             and isinstance(imported, dict) and len(imported) <= MAX_CONSTEXPRS):
         raise refused("the run gave no kernel to grade")
@@ -174,7 +95,7 @@ def check(package):
             raise refused(f"{name!r} is not a Triton module")
     found = {name: libdevice_function(reference, name) for name, reference in imported.items()}
     allowed = set(functions) | set(decoded) | set(modules) | set(found) | set(BUILTINS)
-    parsed = {name: check_function(name, f, allowed, modules) for name, f in functions.items()}
+    parsed = {name: check_function(name, f, allowed, modules, unbound) for name, f in functions.items()}
     return parsed, decoded, modules, found, check_autotune(package["autotune"])
 
 
@@ -219,7 +140,7 @@ def check_autotune(autotune):
     return autotune
 
 
-def check_function(name, function, allowed, modules):
+def check_function(name, function, allowed, modules, unbound):
     """The function's `def` as an AST, checked; RunError at the first line that is not a kernel's."""
     if not (isinstance(function, dict) and set(function) == {"source", "line"} and isinstance(function["source"], str)
             and isinstance(function["line"], int) and 1 <= function["line"] <= 100_000):
@@ -240,6 +161,8 @@ def check_function(name, function, allowed, modules):
         line = first + getattr(sub, "lineno", 1) - 1
         if sub is not node and type(sub) in FORBIDDEN:
             raise refused(f"{FORBIDDEN[type(sub)]} in {name}", line)
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in unbound and sub.id not in local:
+            raise refused(f"{name} reads {sub.id!r}: {unbound[sub.id]}", line)
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in local | allowed:
             raise refused(f"{name} reads {sub.id!r}, which is not a parameter, a local, a constexpr, a Triton module "
                           f"or a @triton.jit function of the source", line)
@@ -305,7 +228,9 @@ def bare_source(functions):
         start = function["line"] - 1
         if start < len(lines):
             raise refused(f"{name!r} overlaps another function of the source", function["line"])
-        lines += [""] * (start - len(lines)) + function["source"].splitlines()
+        # Split where Python splits lines: never at a form feed or U+2028, which str.splitlines
+        # would, turning a comment's tail into code the check never saw.
+        lines += [""] * (start - len(lines)) + function["source"].rstrip("\n").split("\n")
     return "\n".join(lines) + "\n"
 
 

@@ -223,13 +223,13 @@ class Worker:
             pass  # it died meanwhile: the relay below reports it
         return run
 
-    def relay(self, run_id, line, charged, output_limit, submitted=None, script=False):
+    def relay(self, run_id, line, charged, output_limit, script=False):
         """One line from the run's message pipe: checked for shape, charged to the output limit
         (except the result and its parts, bounded as the result is), relayed. Returns (the result
         line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
-        to megabytes: never encoded twice). A graded run's exported kernel goes into `submitted`.
-        A script's run sends its status, parts and result only: what the server keeps for later runs
-        (a launch that passed the bounds check, a reference's time) is never its program's word."""
+        to megabytes: never encoded twice). A script's run sends its status, parts and result only:
+        what the server keeps for later runs (a launch that passed the bounds check, a reference's
+        time) is never its program's word."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
         if script and msg is not None and msg["type"] in SCRIPT_DROPS:
@@ -249,10 +249,7 @@ class Worker:
             return None, RunError("limit", f"the run printed more than {output_limit // 1024} KB; it was stopped"), charged
         if content is None:
             return None, None, charged
-        if msg["type"] == "kernel":
-            if submitted is not None and not submitted and set(content) == {"package", "error"}:
-                submitted.update(content)
-        elif msg["type"] == "sanitized":
+        if msg["type"] == "sanitized":
             self.send(protocol.message("sanitized", run_id))
         elif msg["type"] == "timed" and timed_shape_ok(content):
             self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
@@ -277,9 +274,6 @@ class Worker:
         owner = content.get("owner")
         # A graded run: the puzzle's tests (the server's) go to the grader, never to the student's process.
         grading = content["spec"].pop("grading", None) if isinstance(content.get("spec"), dict) else None
-        submitted = {} if grading is not None else None
-        if grading is not None:
-            content["export_kernel"] = True
         script = isinstance(content.get("spec"), dict) and is_script(content["spec"])
         self.parts = PartsSent(run_id, graded=grading is not None or script)  # a script has no check
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
@@ -304,7 +298,7 @@ class Worker:
                 else:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
-                result, error, charged = self.relay(run_id, data, charged, output_limit, submitted, script)
+                result, error, charged = self.relay(run_id, data, charged, output_limit, script)
             elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
                 error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
                                           f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
@@ -329,7 +323,7 @@ class Worker:
             run.hold_kernel_cache(self.kernel_caches)
         if grading is not None and error is None:
             run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
-            result, error = self.grade(run_id, result, grading, submitted, content["spec"], deadline)
+            result, error = self.grade(run_id, result, grading, content["spec"], deadline)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         elif script:
@@ -344,25 +338,22 @@ class Worker:
         if not died and grading is None:
             run.finish(self.kernel_caches)
 
-    def grade(self, run_id, line, grading, submitted, spec, deadline):
+    def grade(self, run_id, line, grading, spec, deadline):
         """The graded result: the student's run (`line`) with the verdict of a grader, a fresh run
-        process given the kernel the student's run exported and the puzzle's tests. Returns (the
-        result line, None) or (None, the error of a grader that timed out)."""
+        process given the source as the server sent it (`spec`, this worker's own copy: the kept
+        text, never anything the student's run said) and the puzzle's tests. Returns (the result
+        line, None) or (None, the error of a grader that timed out)."""
         msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)
         shown = msg["content"]["result"]  # its shape was checked as it came (relay)
-        if not submitted.get("package"):
-            reason = submitted.get("error") or "the run ended before its kernel could be graded"
-            outcome = failed_grading(grading, RunError("compile", f"nothing to grade: {reason}"))
-        else:
-            options = spec.get("options") or {}
-            job = {"puzzle": grading["puzzle"], "tests": grading["tests"], "expected": grading.get("expected"),
-                   "package": submitted["package"],
-                   "launch": {"num_warps": options.get("num_warps", 4), "num_stages": options.get("num_stages", 3)}}
-            outcome, error = self.run_grader(run_id, job, deadline)
-            if error is not None and error.phase == "timeout":
-                return None, error
-            if error is not None:
-                outcome = failed_grading(grading, error)
+        options = spec.get("options") or {}
+        job = {"puzzle": grading["puzzle"], "tests": grading["tests"], "expected": grading.get("expected"),
+               "source": spec.get("source"), "kernel": spec.get("kernel"),
+               "launch": {"num_warps": options.get("num_warps", 4), "num_stages": options.get("num_stages", 3)}}
+        outcome, error = self.run_grader(run_id, job, deadline)
+        if error is not None and error.phase == "timeout":
+            return None, error
+        if error is not None:
+            outcome = failed_grading(grading, error)
         return protocol.encode(protocol.message("result", run_id, result=graded_result(
             shown, outcome, grading.get("expected"))), nan_to_null=True), None
 

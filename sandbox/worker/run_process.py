@@ -27,10 +27,9 @@ import torch
 
 from sandbox import gpus, protocol, settings
 from sandbox.errors import StartError
-from sandbox.grading import grader, submission
+from sandbox.grading import grader
 from sandbox.jail import isolation
 from sandbox.run import check, pipeline
-from sandbox.run.kernel import write_source
 from sandbox.worker import shared_kernels
 
 JOB_FD, MESSAGE_FD = 3, 4
@@ -392,7 +391,6 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
         send(protocol.message("result", run_id, grade=outcome))
         return
     start = time.perf_counter()
-    kernel_source = content["spec"].get("source") if isinstance(content.get("spec"), dict) else None
     if content.get("compile_ahead"):
         with contextlib.suppress(OSError):  # a warm spare took it: from now on the CPU goes to runs first
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -401,22 +399,9 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
         result = pipeline.run_spec(content["spec"], emit, scratch, settings.trace_limits,
                                    content.get("sanitized_before", False), content.get("compiled_ahead", False))
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
-    if content.get("export_kernel"):  # a graded run: the grader takes the kernel, and only the kernel
-        emit("kernel", export_kernel(kernel_source, content["spec"].get("kernel"), scratch, kind))
     sys.stdout.flush()
     sys.stderr.flush()
     send(protocol.message("result", run_id, result=result))
-
-
-def export_kernel(source, kernel_name, scratch, kind):
-    """{"package": the kernel as sandbox.grading.submission exports it, "error": null} or {"package": null,
-    "error": why there is none}."""
-    path = os.path.join(scratch, "submission.py")
-    try:
-        write_source(source, path)
-        return {"package": submission.export(path, kernel_name, interpret=kind != "gpu"), "error": None}
-    except Exception as e:  # noqa: BLE001  (the module's own failure, said to the grader)
-        return {"package": None, "error": getattr(e, "message", None) or f"{type(e).__name__}: {e}"[:1000]}
 
 
 # ---------------------------------------------------------------- what runs leave behind
