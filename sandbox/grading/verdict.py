@@ -3,9 +3,10 @@
 The server (app.course.puzzles) turns a spec that names a puzzle into a graded run: `grading` beside it,
 the puzzle's tests (each a launch of the puzzle's own inputs, arguments, grid, hidden reference and
 tolerance; some of its sizes hidden from the page) and the solution's trace of the first test. The
-worker keeps `grading` from the student's run process, hands the kernel that process exports and
-the tests to the grader, and returns the student's run with the grader's `result.puzzle`
-(docs/result.md): pass/fail per test and where the kernel's stores differ from the solution's.
+worker keeps `grading` from the student's run process, hands the spec's source as the server sent
+it (sandbox.grading.kept reads the kernel from it) and the tests to the grader, and returns the
+student's run with the grader's `result.puzzle` (docs/result.md): pass/fail per test and where the
+kernel's stores differ from the solution's.
 """
 
 MAX_DIFF_RUNS = 4096  # run-length runs per list: a display test is small, but a result must stay bounded
