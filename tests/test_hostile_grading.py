@@ -145,7 +145,11 @@ REFUSED = {  # source: (what the refusal says, the line it names)
     "a star import": ("from triton.language import *\n" + SOLUTION, r"import \*`: the grader cannot tell what it binds", 1),
     "a builtin imported by name": ("from triton.language import load\n" + SOLUTION.replace("tl.load(", "load("),
                                    r"'load' is imported from Triton by name", 11),
-    "@triton.heuristics": (PREFIX + "@triton.heuristics({'B': lambda args: 1})\n" + KERNEL, r"cannot use @triton.heuristics", 3),
+    "@triton.heuristics": (PREFIX + "@triton.heuristics({'B': lambda args: 1})\n" + KERNEL, r"uses @triton.heuristics", 5),
+    "a star import in a block": ("try:\n    from triton.language import *\nexcept ImportError:\n    pass\n" + SOLUTION,
+                                 r"import \*`: the grader cannot tell what it binds", 2),
+    "a complex constexpr": (PREFIX + "SHIFT = tl.constexpr((-100) ** 0.5)\n" + KERNEL.replace("x + 10.0", "x + SHIFT"),
+                            r"the constexpr 'SHIFT' \(line 3\) is computed by code", 10),
     "configs made by a comprehension": (PREFIX + "@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (2, 4)], "
                                         "key=['n'])\n" + KERNEL, r"not a list of triton.Config\(...\) written out", 3),
     "autotune's reset_to_zero": (PREFIX + "@triton.autotune(configs=[triton.Config({}, num_warps=2)], key=['n'], "

@@ -37,6 +37,7 @@ ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
               ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: +a, ast.Invert: lambda a: ~a, ast.Not: lambda a: not a}
 LARGEST = 2 ** 64  # a constant's magnitude: no `2 ** 10 ** 9` is ever computed
+HEURISTICS = "heuristics"  # what `decorator` says of @triton.heuristics(...)
 
 
 class NotConstant(Exception):
@@ -81,7 +82,7 @@ def bindings(tree):
                 bind(child.name, child.lineno)
                 outside = [child.args, child.returns] if not isinstance(child, ast.ClassDef) else child.bases + child.keywords
                 for part in child.decorator_list + [p for p in outside if p is not None]:
-                    visit_node(part)
+                    visit(ast.Expr(value=part))  # the part itself too: `@(jit := ...)` binds `jit`
                 for inner in ast.walk(child):  # `global NAME` anywhere inside binds the module's NAME
                     if isinstance(inner, ast.Global):
                         for name in inner.names:
@@ -94,13 +95,12 @@ def bindings(tree):
                 bind(child.id, child.lineno)
             elif isinstance(child, (ast.Import, ast.ImportFrom)):
                 for alias in child.names:
+                    if alias.name == "*":
+                        raise refused(f"`from {child.module} import *`: the grader cannot tell what it binds; "
+                                      f"import names one by one", child.lineno)
                     bind(alias.asname or alias.name.split(".")[0], child.lineno)
-                visit(child)
             else:
                 visit(child)
-
-    def visit_node(node):
-        visit(ast.Module(body=[ast.Expr(node)], type_ignores=[]))
 
     visit(tree)
     return found
@@ -126,9 +126,6 @@ class Reader:
     # ---- imports
 
     def imported(self, node, alias):
-        if alias.name == "*":
-            raise refused(f"`from {node.module} import *`: the grader cannot tell what it binds; import names one by one",
-                          node.lineno)
         name = alias.asname or alias.name.split(".")[0]
         if isinstance(node, ast.Import):
             value = triton_module(alias.name if alias.asname else alias.name.split(".")[0])
@@ -176,6 +173,11 @@ class Reader:
 
     def function(self, node):
         decorators = [self.decorator(d, node.name) for d in node.decorator_list]
+        if HEURISTICS in decorators:
+            self.other.setdefault(node.name, f"'{node.name}' (line {node.lineno}) uses @triton.heuristics: its rules "
+                                             f"are Python the grader does not run. Give the value as a constexpr "
+                                             f"argument or a constexpr of the source")
+            return
         if not decorators or decorators[-1] is not triton.jit:
             why = ("a plain Python function, not @triton.jit" if not decorators
                    else "not decorated with Triton's @triton.jit as written (a decorator of the module's own, "
@@ -201,8 +203,7 @@ class Reader:
             return self.resolve(node)
         called = self.resolve(node.func)
         if called is triton.heuristics:
-            raise refused("a graded kernel cannot use @triton.heuristics: its rules are Python the grader does not "
-                          "run. Give the value as a constexpr argument or a constexpr of the source.", node.lineno)
+            return HEURISTICS
         if called is not triton.autotune:
             return None
         args = call_arguments(node, AUTOTUNE_ARGS, "@triton.autotune")
@@ -362,7 +363,7 @@ def number(value):
 
 
 def bounded(value, node):
-    if isinstance(value, (int, float)) and abs(value) >= LARGEST:
+    if not isinstance(value, (int, float)) or abs(value) >= LARGEST:  # a complex root, a huge power
         raise NotConstant
     return value
 
