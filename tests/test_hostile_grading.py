@@ -156,6 +156,8 @@ REFUSED = {  # source: (what the refusal says, the line it names)
                                  "reset_to_zero=['out_ptr'])\n" + KERNEL, r"reset_to_zero=...\): the grader takes only configs, key", 3),
     "a config's pre_hook": (PREFIX + "@triton.autotune(configs=[triton.Config({}, pre_hook=print)], key=['n'])\n" + KERNEL,
                             r"triton.Config\(pre_hook=...\)", 3),
+    "a config's value computed": (PREFIX + "import os\n@triton.autotune(configs=[triton.Config({'B': len(os.sep)})], key=['n'])\n"
+                                  + KERNEL, r"a value in triton.Config that is not a constant written out", 4),
     "a source nested past the parser": ("x = " + "(" * 300 + ")" * 300 + "\n" + SOLUTION, r"does not parse", 1),
     "a source nested past recursion": (f"x = tl.constexpr({'-' * 100_000}1)\n" + SOLUTION, r"nested too deeply", None),
 }

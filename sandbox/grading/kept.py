@@ -230,9 +230,12 @@ class Reader:
         kwargs = args.get("kwargs")
         if not isinstance(kwargs, ast.Dict) or None in kwargs.keys:
             raise refused("a triton.Config whose constexprs are not a {'NAME': value} written out", node.lineno)
-        values = {self.text_constant(k, "a constexpr's name in triton.Config"): self.constant(v, "a value in triton.Config")
-                  for k, v in zip(kwargs.keys, kwargs.values)}
-        numbers = {k: self.constant(args[k], f"triton.Config's {k}") for k in ("num_warps", "num_stages") if k in args}
+        try:
+            values = {self.text_constant(k, "a constexpr's name in triton.Config"): self.constant(v)
+                      for k, v in zip(kwargs.keys, kwargs.values)}
+            numbers = {k: self.constant(args[k]) for k in ("num_warps", "num_stages") if k in args}
+        except NotConstant:
+            raise refused("a value in triton.Config that is not a constant written out", node.lineno) from None
         try:
             config = triton.Config(values, **numbers)
         except Exception as e:  # noqa: BLE001  (Triton's own check of the values)
@@ -250,25 +253,25 @@ class Reader:
             try:
                 if len(value.args) != 1 or value.keywords:
                     raise NotConstant
-                self.state(name, "constexpr", encode(self.constant(value.args[0], name)), node.lineno)
+                self.state(name, "constexpr", encode(self.constant(value.args[0])), node.lineno)
             except NotConstant:
                 self.other.setdefault(name, f"the constexpr '{name}' (line {node.lineno}) is computed by code the "
                                             f"grader does not run: give it as tl.constexpr(<a number, string or dtype>)")
         else:
             self.state(name, "value", value, node.lineno)
 
-    def constant(self, node, what):
-        """A constant expression's value; NotConstant or a refusal for anything else."""
+    def constant(self, node):
+        """A constant expression's value; NotConstant for anything else."""
         if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (bool, int, float, str))):
             return node.value
         if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
-            return bounded(UNARY[type(node.op)](number(self.constant(node.operand, what))), node)
+            return bounded(UNARY[type(node.op)](number(self.constant(node.operand))))
         if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
-            left, right = number(self.constant(node.left, what)), number(self.constant(node.right, what))
+            left, right = number(self.constant(node.left)), number(self.constant(node.right))
             if isinstance(node.op, (ast.Pow, ast.LShift)) and abs(right) > 64:
                 raise NotConstant
             try:
-                return bounded(ARITHMETIC[type(node.op)](left, right), node)
+                return bounded(ARITHMETIC[type(node.op)](left, right))
             except (ArithmeticError, ValueError):
                 raise NotConstant from None
         if isinstance(node, ast.Name) and self.stated.get(node.id, ("",))[0] == "constexpr" and not self.reused(node.id):
@@ -362,7 +365,7 @@ def number(value):
     raise NotConstant
 
 
-def bounded(value, node):
+def bounded(value):
     if not isinstance(value, (int, float)) or abs(value) >= LARGEST:  # a complex root, a huge power
         raise NotConstant
     return value
