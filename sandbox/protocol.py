@@ -28,7 +28,7 @@ from sandbox import settings
 SERVER_TYPES = ("job", "warm", "compile")
 # `unstarted`: the worker could not start, and why (a message, never a traceback); its last line.
 WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled")
-# A run process's messages to its worker, once it has its job; `kernel` only from a graded run's (sandbox.grading.submission).
+# A run process's messages to its worker, once it has its job.
 RUN_TYPES = ("status", "sanitized", "partial", "timed", "result")
 
 
