@@ -141,12 +141,14 @@ def cuda_devices():
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-SEES = VECTOR_ADD + '''
+# A run's own report of the GPUs it sees: CUDA's count and the GPU nodes in its /dev.
+SEEING = '''
 import os, time
 import torch
 print("sees", torch.cuda.device_count(), sorted(n for n in os.listdir("/dev") if n[len("nvidia"):].isdigit()))
 time.sleep(2)  # both runs at once: the second worker's run starts while the first still runs
 '''
+SEES = VECTOR_ADD + SEEING
 
 
 @pytest.mark.gpu

@@ -72,8 +72,9 @@ class Cluster:
                               "--appendonly", "no"], self.env, self.log)
         self.workers, self.webs = [], []
 
-    def start_worker(self):
-        worker = Process([sys.executable, "-m", "app.dispatch.celery_worker"], self.env, self.log)
+    def start_worker(self, **env):
+        """`make worker`, with `env` (CUDA_VISIBLE_DEVICES: its GPU) over the cluster's environment."""
+        worker = Process([sys.executable, "-m", "app.dispatch.celery_worker"], {**self.env, **env}, self.log)
         self.workers.append(worker)
         return worker
 
