@@ -1,6 +1,7 @@
 """Script mode through the real server (Socket.IO, one real worker, Triton's interpreter on this CPU):
-whole programs in the style of Triton's tutorials 01-05 (tests/scripts/), every launch captured and
-bounds-checked, one launch traced, timed and compiled."""
+whole programs written as people write Triton programs (tests/scripts/: a kernel with its wrapper,
+a check against torch, a perf_report benchmark), every launch captured and bounds-checked, one launch
+traced, timed and compiled."""
 import pathlib
 import time
 
@@ -15,7 +16,7 @@ SCRIPTS = pathlib.Path(__file__).parent / "scripts"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """The server's default time limit (RUN_TIMEOUT_S): each tutorial must run whole within it."""
+    """The server's default time limit (RUN_TIMEOUT_S): each program must run whole within it."""
     with running_app(tmp_path_factory.mktemp("db"), WORKERS=1) as app:
         assert app.config["RUN_TIMEOUT_S"] == 30.0
         yield app
@@ -39,17 +40,19 @@ def program(name):
 
 
 # (file, its kernels in launch order, the launch shown by default, the line of each kernel's call)
-TUTORIALS = [
-    ("01_vector_add.py", ["add_kernel"] * 2, 0, {"add_kernel": 24}),
-    ("02_fused_softmax.py", ["softmax_kernel"] * 2, 0, {"softmax_kernel": 58}),
-    ("03_matmul.py", ["matmul_kernel"] * 3, 0, {"matmul_kernel": 73}),
-    ("04_dropout.py", ["_dropout"] + ["_seeded_dropout"] * 4, 1, {"_dropout": 27, "_seeded_dropout": 50}),
-    ("05_layer_norm.py", ["_layer_norm_fwd_fused"] * 2, 0, {"_layer_norm_fwd_fused": 55}),
+PROGRAMS = [
+    ("axpy_clamp.py", ["axpy_clamp_kernel"] * 2, 0, {"axpy_clamp_kernel": 24}),
+    ("row_logsumexp.py", ["row_logsumexp_kernel"] * 2, 0, {"row_logsumexp_kernel": 47}),
+    ("linear_gelu.py", ["linear_gelu_kernel"] * 3, 0, {"linear_gelu_kernel": 55}),
+    ("seeded_noise.py", ["jitter_kernel"] + ["salt_and_pepper_kernel"] * 4, 1,
+     {"jitter_kernel": 21, "salt_and_pepper_kernel": 43}),
+    ("rms_norm_residual.py", ["add_rms_norm_fwd", "rms_norm_bwd", "add_rms_norm_fwd"], 0,
+     {"add_rms_norm_fwd": 67, "rms_norm_bwd": 76}),
 ]
 
 
-def tutorial_run(app, name, kernels, shown, lines, where=""):
-    """(result, events, the launch shown) of a tutorial's run, its launches listed as TUTORIALS says."""
+def program_run(app, name, kernels, shown, lines, where=""):
+    """(result, events, the launch shown) of a program's run, its launches listed as PROGRAMS says."""
     start = time.monotonic()
     result, events = run_script(app, program(name))
     print(f"\n{name}{where}: {time.monotonic() - start:.1f} s, {result['run_ms']:.0f} ms in the run process")
@@ -62,9 +65,9 @@ def tutorial_run(app, name, kernels, shown, lines, where=""):
     return result, events, launches["list"][shown]
 
 
-@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
-def test_a_tutorial_runs_whole_and_lists_its_launches(app, name, kernels, shown, lines):
-    result, events, chosen = tutorial_run(app, name, kernels, shown, lines)
+@pytest.mark.parametrize("name, kernels, shown, lines", PROGRAMS, ids=[t[0] for t in PROGRAMS])
+def test_a_program_runs_whole_and_lists_its_launches(app, name, kernels, shown, lines):
+    result, events, chosen = program_run(app, name, kernels, shown, lines)
     assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["programs_total"] > 0
     assert result["timings"]["interpreter"] and result["timings"]["kernel_ms"]["median"] == chosen["ms"]
     assert "ttir" in result["ir"] and result["ir"]["target"] == "sm90"
@@ -76,38 +79,39 @@ def test_a_tutorial_runs_whole_and_lists_its_launches(app, name, kernels, shown,
 
 
 def test_a_launch_records_its_arguments_config_and_options(app):
-    result, _ = run_script(app, program("03_matmul.py"))
+    result, _ = run_script(app, program("linear_gelu.py"))
     first = result["launches"]["list"][0]
     args = {arg["name"]: arg for arg in first["args"]}
-    assert args["a_ptr"] == {"name": "a_ptr", "kind": "tensor", "shape": [200, 160], "dtype": "float16",
-                             "strides": [160, 1], "device": "cpu",
-                             "values": {"seed": 0, "draws": ["torch.randn((200, 160), dtype=torch.float16)"]}}
-    assert args["M"] == {"name": "M", "kind": "scalar", "value": 200}
-    assert args["ACTIVATION"] == {"name": "ACTIVATION", "kind": "constexpr", "value": ""}
-    assert args["BLOCK_SIZE_M"]["value"] == 64  # the autotuner's config, as the launch received it
-    assert first["config"] == {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
-                               "num_warps": 4, "num_stages": 3}
-    assert first["grid"] == [8, 1, 1]  # cdiv(200, 64) * cdiv(96, 64)
+    assert args["x_ptr"] == {"name": "x_ptr", "kind": "tensor", "shape": [192, 144], "dtype": "float16",
+                             "strides": [144, 1], "device": "cpu",
+                             "values": {"seed": 0, "draws": ["torch.randn((192, 144), dtype=torch.float16)"]}}
+    assert args["M"] == {"name": "M", "kind": "scalar", "value": 192}
+    assert args["ACTIVATION"] == {"name": "ACTIVATION", "kind": "constexpr", "value": "none"}
+    assert args["BLOCK_M"]["value"] == 32  # the autotuner's config, as the launch received it
+    assert first["config"] == {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP": 4,
+                               "num_warps": 4, "num_stages": 2}
+    assert first["grid"] == [2, 6, 1]  # (cdiv(112, 64), cdiv(192, 32))
     assert result["launches"]["list"][1]["args"][-1] == {"name": "ACTIVATION", "kind": "constexpr",
-                                                         "value": "leaky_relu"}
+                                                         "value": "gelu"}
     assert result["timings"]["autotune"][0]["chosen"]
     # @triton.heuristics: the meta-parameter it computed is the launch's
-    result, _ = run_script(app, program("04_dropout.py"))
+    result, _ = run_script(app, program("seeded_noise.py"))
     seeded = result["launches"]["list"][1]
-    assert {a["name"]: a.get("value") for a in seeded["args"]}["BLOCK_SIZE"] == 1024
+    assert seeded["kernel"] == "salt_and_pepper_kernel"
+    assert {a["name"]: a.get("value") for a in seeded["args"]}["BLOCK"] == 2048
     assert seeded["num_warps"] == 4 and seeded["config"] is None
 
 
-ASSERTING = program("01_vector_add.py").split("\n@triton.testing.perf_report")[0].replace(
-    "assert torch.allclose(output_triton, output_torch)", "assert torch.allclose(output_triton, output_torch + 1)")
+ASSERTING = program("axpy_clamp.py").split("\n@triton.testing.perf_report")[0].replace(
+    "assert torch.allclose(result, expected)", "assert torch.allclose(result, expected + 1)")
 
 
 def test_a_failed_assert_is_the_runs_error_at_its_line(app):
     result, _ = run_script(app, ASSERTING)
     error = result["error"]
     assert result["status"] == "error" and error["phase"] == "program" and error["type"] == "AssertionError"
-    assert error["line"] == ASSERTING.splitlines().index("assert torch.allclose(output_triton, output_torch + 1)") + 1
-    assert "maximum difference" in result["stdout"]  # what it printed before failing
+    assert error["line"] == ASSERTING.splitlines().index("assert torch.allclose(result, expected + 1)") + 1
+    assert "largest gap from torch" in result["stdout"]  # what it printed before failing
     assert result["launches"]["total"] == 1 and result["launches"]["list"][0]["bounds"] == "ok"
     assert result["trace"] is not None  # the launch it made is still there to see
 
@@ -179,22 +183,22 @@ def test_an_out_of_bounds_store_in_launch_3_is_named_and_stopped(app, call):
 
 
 def test_options_launch_picks_the_launch_that_is_traced_timed_and_compiled(app):
-    result, _ = run_script(app, program("01_vector_add.py"), launch=1, trace_pid=[2])
+    result, _ = run_script(app, program("axpy_clamp.py"), launch=1, trace_pid=[2])
     assert result["status"] == "ok" and result["launches"]["selected"] == 1
     chosen = result["launches"]["list"][1]
-    assert chosen["grid"] == [4, 1, 1] and chosen["args"][0]["shape"] == [4096]
-    assert result["trace"]["grid"] == [4, 1, 1]
+    assert chosen["grid"] == [16, 1, 1] and chosen["args"][0]["shape"] == [8192]
+    assert result["trace"]["grid"] == [16, 1, 1]
     assert [p["pid"] for p in result["trace"]["programs"]] == [[2, 0, 0]]  # options.trace_pid: that program whole
-    assert result["trace"]["tensors"]["output_ptr"] == {"shape": [4096], "dtype": "float32", "role": "output"}
+    assert result["trace"]["tensors"]["out_ptr"] == {"shape": [8192], "dtype": "float32", "role": "output"}
     assert result["timings"]["kernel_ms"]["median"] == chosen["ms"]
     assert "ttir" in result["ir"]
     # a launch the program never made: said in the notes, nothing shown
-    result, _ = run_script(app, program("01_vector_add.py"), launch=7, ir=False)
+    result, _ = run_script(app, program("axpy_clamp.py"), launch=7, ir=False)
     assert result["status"] == "ok" and result["launches"]["selected"] is None and result["trace"] is None
     assert any("options.launch is 7" in note for note in result["notes"])
 
 
-@pytest.mark.parametrize("name", [t[0] for t in TUTORIALS])
+@pytest.mark.parametrize("name", [t[0] for t in PROGRAMS])
 def test_a_launch_becomes_a_form_run_of_the_same_launch(app, name):
     """Make a form from a launch: the form run launches the same kernel on inputs of the captured
     shapes, dtypes and strides, with the same arguments and grid, and its bounds check passes."""
@@ -218,21 +222,21 @@ def test_a_launchs_form_makes_the_programs_values_again(app):
     argument kept is made and dropped), its fills made by the same call: the same values."""
     import torch
     from sandbox.run.build import build_inputs
-    source = program("01_vector_add.py")
+    source = program("axpy_clamp.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     client = app.test_client()
     torch.manual_seed(0)
-    program_values = [torch.rand(98432), torch.rand(98432), torch.rand(4096), torch.rand(4096)]
+    program_values = [torch.randn(30000), torch.randn(30000), torch.randn(8192), torch.randn(8192)]
     for launch, (x, y) in zip(result["launches"]["list"], [program_values[:2], program_values[2:]]):
         body = client.post("/api/launch-form", json={"source": source, "launch": launch, "seed": 3}).get_json()
         spec = body["spec"]
         assert spec["options"]["seed"] == 0  # the program's, not the one asked for
         inputs, poisoned = build_inputs(spec, {"torch": torch}, "cpu")
         assert torch.equal(inputs["x"], x) and torch.equal(inputs["y"], y)
-        assert poisoned == {"output"}  # torch.empty_like, as the program made it
+        assert poisoned == {"out"}  # torch.empty_like, as the program made it
         assert body["notes"][0] == "x, y: drawn again from seed 0 as the program drew them, the same values."
-    assert spec["inputs"]["x"] == ("(torch.rand((98432,), dtype=torch.float32), torch.rand((98432,), "
-                                   "dtype=torch.float32), torch.rand((4096,), dtype=torch.float32))[-1]")
+    assert spec["inputs"]["x"] == ("(torch.randn((30000,), dtype=torch.float32), torch.randn((30000,), "
+                                   "dtype=torch.float32), torch.randn((8192,), dtype=torch.float32))[-1]")
 
 
 UNREPEATABLE = '''import torch
@@ -344,7 +348,7 @@ def test_a_tensor_off_the_cpu_is_refused_at_its_launch(app):
 def test_a_script_is_not_compiled_ahead(app):
     """Compiling ahead would import the source, that is run the program: a script is refused there."""
     client = socketio.test_client(app)
-    ack = client.emit("compile", {"spec": script_spec(program("01_vector_add.py"))}, callback=True)
+    ack = client.emit("compile", {"spec": script_spec(program("axpy_clamp.py"))}, callback=True)
     assert ack["error"]["field"] == "mode" and "compiles its kernels as it runs" in ack["error"]["message"]
     from sandbox.run.pipeline import compile_spec
     assert compile_spec(script_spec("print(1)\n"))["error"]["field"] == "mode"
