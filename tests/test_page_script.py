@@ -9,7 +9,7 @@ from tests.test_script import OVERRUN, program
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"
-VECTOR_ADD = program("01_vector_add.py")
+AXPY_CLAMP = program("axpy_clamp.py")
 
 
 @pytest.fixture
@@ -36,36 +36,37 @@ def diagram_counter(page):
 
 
 def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
-    script_page(page, live_server, VECTOR_ADD)
+    script_page(page, live_server, AXPY_CLAMP)
     assert page.is_visible("#script-body") and not page.is_visible("#grid-input")
     assert page.evaluate("window.playground.getSpec()")["mode"] == "script"
     assert page.text_content("#editor-title") == "program.py"
     assert run_and_wait(page) == "ok"
     rows = launch_rows(page)
-    assert [row["cells"][:4] for row in rows] == [["0", "add_kernel", "24", "(97)"], ["1", "add_kernel", "24", "(4)"]]
+    assert [row["cells"][:4] for row in rows] == [["0", "axpy_clamp_kernel", "24", "(59)"],
+                                                  ["1", "axpy_clamp_kernel", "24", "(16)"]]
     assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 2 and rows[0]["selected"]
     # The list is the program's own report (result.claims), and the page says so.
     assert page.inner_text("#launches-claim") == "Reported by the program; not checked by the server."
-    assert "Launch grid (97, 1, 1): 97 programs" in diagram_counter(page)
+    assert "Launch grid (59, 1, 1): 59 programs" in diagram_counter(page)
     page.screenshot(path=f"{SHOTS}/script-launches.png")
     page.click("[data-tab=results]")
-    assert "vector-add-performance" in page.inner_text("#results")  # the table the program printed
+    assert "axpy-clamp-throughput" in page.inner_text("#results")  # the table the program printed
     page.screenshot(path=f"{SHOTS}/script-results.png")
 
     pick_launch(page, 1)
     assert page.evaluate("window.playground.getSpec()")["options"]["launch"] == 1
-    assert "Launch grid (4, 1, 1): 4 programs" in diagram_counter(page)
+    assert "Launch grid (16, 1, 1): 16 programs" in diagram_counter(page)
     page.click("[data-tab=ir]")
     page.wait_for_function("document.querySelector('#ir').textContent.includes('tt.func')")
     page.click("[data-tab=timings]")
     assert "interpreter" in page.inner_text("#timings").lower()
     # the plot the program's perf_report would draw, at the point it ran
-    page.wait_for_selector(".benchmark-chart[data-benchmark='vector-add-performance'] .js-plotly-plot")
-    assert "1 of its 16 points" in page.inner_text(".benchmark-chart")
+    page.wait_for_selector(".benchmark-chart[data-benchmark='axpy-clamp-throughput'] .js-plotly-plot")
+    assert "1 of its 12 points" in page.inner_text(".benchmark-chart")
     page.screenshot(path=f"{SHOTS}/script-launch-1.png")
     page.check('input[name="run-mode"][value="form"]')  # back to the form: a form run's spec again
     spec = page.evaluate("window.playground.getSpec()")
-    assert "mode" not in spec and "launch" not in spec["options"] and spec["kernel"] == "add_kernel"
+    assert "mode" not in spec and "launch" not in spec["options"] and spec["kernel"] == "axpy_clamp_kernel"
     assert page.is_visible("#grid-input") and not page.is_visible("#script-body")
 
 
@@ -82,25 +83,25 @@ def test_an_out_of_bounds_launch_is_named_and_drawn(page, live_server):
 
 
 def test_a_launch_becomes_a_form_run(page, live_server):
-    script_page(page, live_server, VECTOR_ADD)
+    script_page(page, live_server, AXPY_CLAMP)
     assert run_and_wait(page) == "ok"
     asked = []
     page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#launches-table tbody tr[data-index='1'] .to-form")
     page.wait_for_function("!document.querySelector('#launch').classList.contains('script')")
     spec = page.evaluate("window.playground.getSpec()")
-    assert spec["kernel"] == "add_kernel" and spec["grid"] == "(4,)" and "mode" not in spec
+    assert spec["kernel"] == "axpy_clamp_kernel" and spec["grid"] == "(16,)" and "mode" not in spec
     # the program's values: its draws since torch.manual_seed(0), again, in its order
     assert spec["options"]["seed"] == 0 and spec["inputs"]["x"] == (
-        "(torch.rand((98432,), dtype=torch.float32), torch.rand((98432,), dtype=torch.float32), "
-        "torch.rand((4096,), dtype=torch.float32))[-1]")
+        "(torch.randn((30000,), dtype=torch.float32), torch.randn((30000,), dtype=torch.float32), "
+        "torch.randn((8192,), dtype=torch.float32))[-1]")
     assert "x, y: drawn again from seed 0" in page.inner_text(".toast.info")  # said to the person
     page.screenshot(path=f"{SHOTS}/script-form-values.png")
-    assert "benchmark.run" not in spec["source"]  # the program's definitions, not its launches
-    assert page.input_value("#grid-input") == "(4,)"
-    assert asked and "launch 1 (add_kernel)" in asked[0]  # the program in the editor is replaced: asked first
+    assert "throughput.run" not in spec["source"]  # the program's definitions, not its launches
+    assert page.input_value("#grid-input") == "(16,)"
+    assert asked and "launch 1 (axpy_clamp_kernel)" in asked[0]  # the program in the editor is replaced: asked first
     assert run_and_wait(page) == "ok"
-    assert "Launch grid (4, 1, 1): 4 programs" in diagram_counter(page)
+    assert "Launch grid (16, 1, 1): 16 programs" in diagram_counter(page)
     page.screenshot(path=f"{SHOTS}/script-to-form.png")
 
 
@@ -112,7 +113,7 @@ def pick_launch(page, index):
 
 
 def test_a_shared_script_and_its_embed_run_it_again(page, live_server):
-    script_page(page, live_server, VECTOR_ADD)
+    script_page(page, live_server, AXPY_CLAMP)
     assert run_and_wait(page) == "ok"
     pick_launch(page, 1)
     url = share(page)

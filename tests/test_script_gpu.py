@@ -9,7 +9,7 @@ import socketio as socketio_client
 
 from app import socketio
 from tests.support import running_app, served, wait_until_ready
-from tests.test_script import OVERRUN, TUTORIALS, program, run_script, tutorial_run
+from tests.test_script import OVERRUN, PROGRAMS, program, program_run, run_script
 
 pytestmark = pytest.mark.gpu
 
@@ -17,13 +17,13 @@ pytestmark = pytest.mark.gpu
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     with running_app(tmp_path_factory.mktemp("db"), WORKERS=1) as app:
-        assert app.config["RUN_TIMEOUT_S"] == 30.0  # each tutorial runs whole within the default limit
+        assert app.config["RUN_TIMEOUT_S"] == 30.0  # each program runs whole within the default limit
         yield app
 
 
-@pytest.mark.parametrize("name, kernels, shown, lines", TUTORIALS, ids=[t[0] for t in TUTORIALS])
-def test_a_tutorial_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kernels, shown, lines):
-    result, events, chosen = tutorial_run(app, name, kernels, shown, lines, " on the GPU")
+@pytest.mark.parametrize("name, kernels, shown, lines", PROGRAMS, ids=[t[0] for t in PROGRAMS])
+def test_a_program_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kernels, shown, lines):
+    result, events, chosen = program_run(app, name, kernels, shown, lines, " on the GPU")
     assert result["device"]["kind"] == "gpu"
     assert result["trace"]["grid"] == chosen["grid"] and result["trace"]["tracer"] == "gpu"
     timings = result["timings"]
@@ -34,7 +34,7 @@ def test_a_tutorial_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kern
 
 
 def test_the_autotuners_choice_is_the_launchs_config(app):
-    result, _ = run_script(app, program("03_matmul.py"), ir=False)
+    result, _ = run_script(app, program("linear_gelu.py"), ir=False)
     assert result["status"] == "ok", result["error"]
     first = result["launches"]["list"][0]
     config = {k: v for k, v in first["config"].items() if k not in ("num_warps", "num_stages")}
@@ -64,7 +64,7 @@ def test_an_out_of_bounds_store_in_launch_3_is_stopped_before_it_touches_memory(
     assert "launch 3 done" not in result["stdout"]
 
 
-@pytest.mark.parametrize("name", ["01_vector_add.py", "03_matmul.py"])
+@pytest.mark.parametrize("name", ["axpy_clamp.py", "linear_gelu.py"])
 def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
     """As the page does it: a program's run, then (its list read, the worker ready again) a click on
     launch 1, which runs it again with options.launch, over real Socket.IO from an outside client
@@ -122,13 +122,13 @@ def test_make_a_form_from_a_gpu_launch_runs_the_same_values(app):
     """The form's inputs, built as a form run builds them on the GPU, hold the program's values."""
     import torch
     from sandbox.run.build import build_inputs
-    source = program("01_vector_add.py")
+    source = program("axpy_clamp.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     launch = result["launches"]["list"][0]
     client = app.test_client()
     spec = client.post("/api/launch-form", json={"source": source, "launch": launch}).get_json()["spec"]
     torch.manual_seed(0)
-    x, y = torch.rand(98432, device="cuda"), torch.rand(98432, device="cuda")
+    x, y = torch.randn(30000, device="cuda"), torch.randn(30000, device="cuda")
     inputs, _ = build_inputs(spec, {"torch": torch}, "cuda")
     assert torch.equal(inputs["x"], x) and torch.equal(inputs["y"], y)
     form = client.post("/api/run", json={**spec, "options": {**spec["options"], "ir": False}}).get_json()
