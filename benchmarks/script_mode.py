@@ -1,13 +1,14 @@
 """Paste a whole program → Run → click a launch: what a person waits for in script mode, this build
 beside another checkout's in one run.
 
-    python -m benchmarks.script_mode [--runs 6] [--other PATH] [--programs 03_matmul.py,...]
+    python -m benchmarks.script_mode [--runs 6] [--other PATH] [--programs linear_gelu.py,...]
 
 Starts this checkout's real server (`python -m app.serve`, default settings, a RUN_ROOT of its own)
 and, with `--other`, the same for the checkout at PATH, waits for their warm-ups, then for each
-program of tests/scripts/ (in the style of Triton's tutorials 01–05) plays, on each server in
-alternation, what a person does with a program they pasted, over Socket.IO with the page's options
-(check, trace, bench and IR on) and `--think-s` between a result and the next Run:
+program of tests/scripts/ (kernels, their wrappers, a check against torch, a perf_report benchmark)
+plays, on each server in alternation, what a person does with a program they pasted, over
+Socket.IO with the page's options (check, trace, bench and IR on) and `--think-s` between a result
+and the next Run:
 
   first     a new owner (a new connection: nothing of theirs compiled) pastes the program, Run
   select    the same owner clicks the last launch listed (`options.launch`), which the first Run
@@ -26,7 +27,7 @@ from benchmarks.client import Tab
 from benchmarks.edit_loop import cell, side_by_side
 from benchmarks.server import ROOT
 
-PROGRAMS = sorted(p.name for p in (pathlib.Path(ROOT) / "tests" / "scripts").glob("0*.py"))
+PROGRAMS = sorted(p.name for p in (pathlib.Path(ROOT) / "tests" / "scripts").glob("*.py"))
 OPTIONS = {"check": True, "trace": True, "bench": True, "ir": True}
 CASES = ("first", "select", "again")
 
