@@ -70,13 +70,10 @@ def is_cuda():
 
 @triton.jit
 def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(output_ptr + offsets, x + y, mask=mask)
+    lanes = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    within = lanes < n_elements
+    total = tl.load(x_ptr + lanes, mask=within) + tl.load(y_ptr + lanes, mask=within)
+    tl.store(output_ptr + lanes, total, mask=within)
 """
 
 
