@@ -87,10 +87,10 @@ def test_a_launch_records_its_arguments_config_and_options(app):
                              "values": {"seed": 0, "draws": ["torch.randn((192, 144), dtype=torch.float16)"]}}
     assert args["M"] == {"name": "M", "kind": "scalar", "value": 192}
     assert args["ACTIVATION"] == {"name": "ACTIVATION", "kind": "constexpr", "value": "none"}
-    assert args["BLOCK_M"]["value"] == 32  # the autotuner's config, as the launch received it
-    assert first["config"] == {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP": 4,
-                               "num_warps": 4, "num_stages": 2}
-    assert first["grid"] == [2, 6, 1]  # (cdiv(112, 64), cdiv(192, 32))
+    assert args["BLOCK_M"]["value"] == 64  # the autotuner's config, as the launch received it
+    assert first["config"] == {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP": 4,
+                               "num_warps": 4, "num_stages": 3}
+    assert first["grid"] == [2, 3, 1]  # (cdiv(112, 64), cdiv(192, 64))
     assert result["launches"]["list"][1]["args"][-1] == {"name": "ACTIVATION", "kind": "constexpr",
                                                          "value": "gelu"}
     assert result["timings"]["autotune"][0]["chosen"]

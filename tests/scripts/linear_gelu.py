@@ -11,7 +11,7 @@ DEVICE = triton.runtime.driver.active.get_active_torch_device()
 
 def tile_configs():
     # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP, num_warps, num_stages)
-    shapes = [(32, 64, 32, 4, 4, 2), (64, 64, 32, 8, 4, 3), (64, 128, 64, 4, 8, 3)]
+    shapes = [(64, 64, 64, 4, 4, 3), (32, 64, 32, 8, 4, 4), (128, 64, 32, 4, 8, 3)]
     return [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP": g}, num_warps=warps, num_stages=stages)
             for m, n, k, g, warps, stages in shapes]
 
