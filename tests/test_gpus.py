@@ -3,6 +3,7 @@ per GPU pinned to it (CUDA_VISIBLE_DEVICES, PCI bus order), a run's /dev holds o
 GPU, and the result and /healthz say which GPU (index and name)."""
 import os
 import threading
+import time
 
 import pytest
 
@@ -177,3 +178,25 @@ def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(mak
         assert result["device"]["name"] == devices[result["device"]["index"]]["name"]
         line = next(line for line in result["stdout"].splitlines() if line.startswith("sees"))
         assert line.startswith("sees 1 ") and line.count("'nvidia") == 1, line  # one GPU, one GPU node
+
+
+@pytest.mark.gpu
+def test_a_worker_whose_runs_find_no_gpu_makes_healthz_say_which_gpu_and_why(make_app, monkeypatch):
+    """The server's CUDA_VISIBLE_DEVICES names a GPU this host lacks (an operator's slip): that
+    worker's run processes find no GPU in their warm-up, for real. /healthz is not ok and says which
+    worker, which GPU and CUDA's own words, in a line; the other worker serves meanwhile."""
+    missing = str(cuda_devices() + 3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"0,{missing}")
+    app = make_app(wait=False)
+    dispatcher = app.extensions["dispatcher"]
+    assert [slot.gpu for slot in dispatcher.slots] == ["0", missing]
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not (dispatcher.health()["workers"][0]["state"] == "ready"
+                                               and dispatcher.health()["workers"][1]["failed_starts"] >= 1):
+        time.sleep(0.2)
+    response = app.test_client().get("/healthz")
+    body = response.get_json()
+    assert response.status_code == 503 and body["ok"] is False and body["workers"][0]["state"] == "ready"
+    problem, = body["problems"]
+    assert problem.startswith(f"worker 1 (GPU {missing}) cannot start: a run process failed to warm up: "
+                              f"RuntimeError: No CUDA GPUs are available ("), problem
