@@ -142,6 +142,14 @@ REFUSED = {  # source: (what the refusal says, the line it names)
                                              + KERNEL.replace("x + 10.0", "x + SHIFT"), r"'SHIFT' is bound more than once", 17),
     "a constexpr unpacked": (PREFIX + "SHIFT, _ = tl.constexpr(10.0), 0\n" + KERNEL.replace("x + 10.0", "x + SHIFT"),
                              r"'SHIFT' is bound at line 3 by code the grader does not run", 10),
+    "a plain value of the module": (PREFIX + "SHIFT = 10.0\n" + KERNEL.replace("x + 10.0", "x + SHIFT"),
+                                    r"'SHIFT' \(line 3\) is not a constexpr: .* SHIFT = tl.constexpr\(", 10),
+    "a helper rebound by `case`": (PREFIX + "@triton.jit\ndef _plus(x):\n    return x + 10.0\n\n\nmatch 1:\n    case _plus:\n"
+                                   "        pass\n" + KERNEL.replace("x + 10.0", "_plus(x)"),
+                                   r"'_plus' is bound more than once \(lines 4, 9\)", 17),
+    "a helper rebound by `except ... as`": (PREFIX + "@triton.jit\ndef _plus(x):\n    return x + 10.0\n\n\ntry:\n    pass\n"
+                                            "except Exception as _plus:\n    pass\n" + KERNEL.replace("x + 10.0", "_plus(x)"),
+                                            r"'_plus' is bound more than once \(lines 4, 10\)", 18),
     "a star import": ("from triton.language import *\n" + SOLUTION, r"import \*`: the grader cannot tell what it binds", 1),
     "a builtin imported by name": ("from triton.language import load\n" + SOLUTION.replace("tl.load(", "load("),
                                    r"'load' is imported from Triton by name", 11),

@@ -93,6 +93,11 @@ def bindings(tree):
                         bind(inner.target.id, inner.lineno)
             elif isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
                 bind(child.id, child.lineno)
+            elif isinstance(child, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
+                name = child.rest if isinstance(child, ast.MatchMapping) else child.name  # `except E as name`, `case name`
+                if name:
+                    bind(name, child.lineno)
+                visit(child)
             elif isinstance(child, (ast.Import, ast.ImportFrom)):
                 for alias in child.names:
                     if alias.name == "*":
@@ -297,6 +302,9 @@ class Reader:
                 continue
             elif name not in self.stated:
                 self.other[name] = f"'{name}' is bound at line {lines[0]} by code the grader does not run: {DEFINED_HOW}"
+            elif self.stated[name][0] == "value":
+                self.other[name] = (f"'{name}' (line {lines[0]}) is not a constexpr: a kernel reads a value of the "
+                                    f"module only as {name} = tl.constexpr(<a number, string or dtype>)")
             elif self.stated[name][0] == "import" and not (isinstance(self.stated[name][1], types.ModuleType)
                                                           or libdevice.reference(self.stated[name][1]) is not None):
                 self.other[name] = (f"'{name}' is imported from Triton by name (line {lines[0]}): the grader takes "
