@@ -1,15 +1,15 @@
 """The server <-> worker protocol: JSON lines, one message per line, built by one function.
 
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
-sandbox.spec, the digest of the run's owner, `from_link`, and `sanitized_before`: this launch passed
-the bounds check before; the worker's settings come once, in
+sandbox.spec, the digest of the run's owner, its `provenance` (whose code it is: OWN, FOREIGN), and
+`sanitized_before`: this launch passed the bounds check before; the worker's settings come once, in
 its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
 user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
 `stdout`, `sanitized` (the launch passed the bounds check), `partial` (a section of the result as soon as
 it is ready: {part, content}, each part at most once, sandbox.result.PARTS), `timed` (the
-reference's timing, {key, reference_ms}, which the worker's slot keeps for later runs of its owner:
-sandbox.run.pipeline.reference_key), and exactly one `result`
+reference's timing, {key, reference_ms}, which the worker's slot keeps for later runs of its owner
+where the spec it sent points, sandbox.spec.timing_key), and exactly one `result`
 (sandbox.result), which is the run process's own line, passed on unchanged once its shape is checked. Between a run process and its worker there is also
 `ready` (warm, with the isolation steps taken).
 A worker's output is untrusted: the server parses it with `decode`, which never executes anything,
@@ -54,6 +54,20 @@ MAX_LINE_BYTES = LIMITS.max_bytes
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\[\]|\{\}")  # one pass takes away one level: the text it leaves is not looked at again
+
+
+# Whose code a job runs (a run's or a compile ahead's), decided once by the server where every job is
+# made (app.dispatch.jobs.provenance): its owner's own, or anyone else's (a shared link's, a puzzle's,
+# a graded run's, the server's own work).
+OWN, FOREIGN = "own", "foreign"
+
+
+def kept_for(owner, provenance):
+    """The store of what is kept for later runs that a job may read and write (compiled kernels and
+    their IR, reference timings, passed bounds checks): its owner's, for the owner's own code; None,
+    nothing lent and nothing kept, for anyone else's code or a job that does not say whose it is.
+    The one mapping, on both sides: app.dispatch (slot, pool) and sandbox.worker (main, ahead)."""
+    return owner if provenance == OWN and isinstance(owner, str) and owner else None
 
 
 def new_id():

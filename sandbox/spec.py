@@ -286,6 +286,18 @@ def launch_key(spec):
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
+def timing_key(spec):
+    """Where a reference's timing is kept for its owner (app.dispatch.slot.ReferenceTimes): its
+    expressions, the inputs' expressions and seed, and the device asked for, taken from the spec the
+    server sends and never from what a run reports, so that a run keeps a timing only where a later
+    run of the same reference over the same inputs looks. None for a spec without a reference."""
+    if not (isinstance(spec, dict) and isinstance(spec.get("reference"), dict) and spec["reference"]):
+        return None
+    options = spec.get("options") or {}
+    fields = [spec["reference"], spec.get("inputs"), options.get("seed"), options.get("device")]
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
+
+
 # The options that change what a run compiles (the kernel's build, its instrumented build, the IR's target).
 COMPILE_OPTIONS = ("num_warps", "num_stages", "device", "arch", "trace", "sanitize", "trace_pid")
 

@@ -362,12 +362,12 @@ def sent_jobs(app, monkeypatch):
     return lines
 
 
-def test_from_link_reaches_the_worker_with_the_job(app, client, spec, sent_jobs):
+def test_from_link_reaches_the_worker_as_the_jobs_provenance(app, client, spec, sent_jobs):
     browser = socketio.test_client(app)
     for from_link in (True, False):
         run_id = browser.emit("run", {"spec": spec, "from_link": from_link}, callback=True)["run_id"]
         assert collect_until_result(browser, run_id)[-1]["args"][0]["result"]["status"] == "ok"
     response = client.post("/api/run", json={"spec": spec, "from_link": True})
     assert response.status_code == 200 and response.get_json()["status"] == "ok"
-    assert [job["content"]["from_link"] for job in sent_jobs] == [True, False, True]
+    assert [job["content"]["provenance"] for job in sent_jobs] == ["foreign", "own", "foreign"]
     assert all("from_link" not in job["content"]["spec"] for job in sent_jobs)

@@ -1422,7 +1422,7 @@ def puzzle_checks_run_as_the_teachers_runs(h):
         answer = teacher.post("/api/puzzles", json=json.loads(puzzle_body(source=failing)), headers=address)
         assert answer.status_code == 400 and answer.json["error"]["field"] == "solution", answer.get_data(as_text=True)
         assert get_db_count(app) == count, "a refused puzzle was stored"
-        assert [job.owner for job in taken] == [owner_key(owner_of(teacher))] and taken[0].from_link, \
+        assert [job.owner for job in taken] == [owner_key(owner_of(teacher))] and taken[0].store is None, \
             "the failing solution's check did not run once, as the teacher's run"
         made = teacher.post("/api/puzzles", json={**json.loads(puzzle_body()), "title": "Checked " + secrets.token_hex(4)},
                             headers=address)

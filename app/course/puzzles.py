@@ -501,8 +501,9 @@ def grading(puzzle, expected):
 
 def graded(spec, solutions):
     """A normalized spec that names a puzzle, with its hidden check added; any other spec as it is.
-    Raises SpecError for a puzzle that does not exist. A graded run is always from_link (the
-    dispatcher's Job): the puzzle's hidden expressions run in it."""
+    Raises SpecError for a puzzle that does not exist. Any spec naming a puzzle, graded or stepped
+    through, is someone else's code to its runs (app.dispatch.jobs.provenance): the puzzle's
+    expressions run in it."""
     name = spec["options"]["puzzle"]
     if name is None or spec["options"]["step_pid"] is not None:  # stepping through a program checks nothing
         return spec

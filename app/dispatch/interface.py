@@ -25,14 +25,16 @@ class Dispatcher(Protocol):
         """Queue a run; its run_id. QueueFull, OwnerQueueFull or AddressQueueFull: the queue, or the
         owner's or the address's share of it, is full. `listener(run_id, type, content)`, in this
         process, gets its result (the embedded pool's: every event) and delivers it to `client`
-        itself (a class's graded run: app.web.events.keeping)."""
+        itself (a class's graded run: app.web.events.keeping). `from_link`: the page says the code is
+        someone else's; whose code it is is decided from it and the spec (app.dispatch.jobs.provenance)."""
 
     def withdraw_client(self, client) -> int:
         """The client left: its waiting runs never start; how many there were."""
 
-    def compile_ahead(self, spec, owner, client, address=None) -> str | None:
+    def compile_ahead(self, spec, owner, client, address=None, from_link=False) -> str | None:
         """Queue a compile ahead of the owner's next run (sandbox.worker.ahead); its compile_id, whose
-        answer goes to `client` as `compiled`; None where this dispatch compiles at run time only."""
+        answer goes to `client` as `compiled`; None where this dispatch compiles at run time only, and
+        for code that is not the owner's own (app.dispatch.jobs.provenance)."""
 
     def stop_run(self, run_id, client) -> bool:
         """The client pressed Stop: a waiting run never starts, a running one is ended (its worker

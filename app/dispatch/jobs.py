@@ -11,6 +11,7 @@ import time
 from app.dispatch.interface import AddressQueueFull, OwnerQueueFull, QueueFull
 from app.web import owners
 from sandbox import protocol, settings
+from sandbox.protocol import FOREIGN, OWN
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import launch_key
@@ -32,6 +33,19 @@ def ordinal(n):
     return f"{n}{suffix}"
 
 
+def provenance(spec, owner, from_link=False):
+    """Whose code a job runs, decided here for every job and compile ahead, whatever its route:
+    OWN only when nothing says otherwise. Anyone else's (FOREIGN): what the page declares someone
+    else's (`from_link`: a shared link, a fork of one, a run of one from its history), any spec that
+    names a puzzle (its inputs, arguments, grid and check are its author's, whether it is run,
+    graded, stepped through, swept or compiled ahead), a graded run, the server's own work, and a
+    spec whose shape cannot say."""
+    if from_link or isinstance(owner, owners.ServerWork) or not isinstance(spec, dict) or "grading" in spec:
+        return FOREIGN
+    options = spec.get("options")
+    return FOREIGN if not isinstance(options, dict) or options.get("puzzle") is not None else OWN
+
+
 class Job:
     def __init__(self, spec, listener, owner, client=None, from_link=False, address=None):
         self.run_id = protocol.new_id()
@@ -42,11 +56,8 @@ class Job:
         self.listener = listener  # listener(run_id, type, content), called from a worker slot's thread
         self.client = client  # the Socket.IO sid that asked, whose leaving withdraws the run
         self.address = address  # the client's address (app.owners.address_key); None: the server's own work
-        # from_link: its source is someone else's shared link, unedited: the worker neither lends it
-        # its owner's compiled kernels nor keeps what it compiles. A graded run is one always: a
-        # puzzle's expressions (a teacher's, for a teacher's puzzle) run in it (the page's launch in
-        # the student's run process, the hidden tests in the grader's).
-        self.from_link = bool(from_link) or "grading" in spec
+        # Whose code it runs: someone else's is lent nothing kept for its owner and keeps nothing (store).
+        self.provenance = provenance(spec, owner, from_link)
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
         self.stdout = []  # what the run printed, as relayed: the result carries it whole
@@ -56,11 +67,20 @@ class Job:
         self.notifying = threading.RLock()
 
     @property
+    def store(self):
+        """The owner's kept data its run may read and write (sandbox.protocol.kept_for); None for code
+        that is not the owner's own."""
+        return protocol.kept_for(self.owner, self.provenance)
+
+    @property
     def launch(self):
-        """What decides where its launch reads and writes, for the bounds-check memory (None for a
-        spec that cannot be encoded: it never reaches a worker)."""
+        """What decides where its launch reads and writes, for the bounds-check memory, which is kept
+        data as any other: None for code that is not its owner's own, and for a spec that cannot be
+        encoded (it never reaches a worker)."""
+        if self.store is None:
+            return None
         try:
-            return self.owner, launch_key(self.spec)
+            return self.store, launch_key(self.spec)
         except (TypeError, ValueError, KeyError):
             return None
 
@@ -93,12 +113,14 @@ class Job:
     def message(self):
         """The job as it travels to a worker host of another process (app.dispatch.celery_worker): JSON."""
         return {"run_id": self.run_id, "spec": self.spec, "owner": self.owner, "client": self.client,
-                "from_link": self.from_link, "address": self.address}
+                "provenance": self.provenance, "address": self.address}
 
     @classmethod
     def arrived(cls, message, listener, waited_s):
-        """A job another process sent (Job.message) after it waited `waited_s` in the queue."""
-        job = cls(message["spec"], listener, "", message["client"], message["from_link"], message.get("address"))
+        """A job another process sent (Job.message) after it waited `waited_s` in the queue: whose code
+        it is was decided where it was made, and is decided again here, the same way."""
+        job = cls(message["spec"], listener, "", message["client"], message.get("provenance") != OWN,
+                  message.get("address"))
         job.run_id, job.owner = message["run_id"], message["owner"]  # the owner is a digest already
         job.queued_at = time.monotonic() - waited_s
         return job
@@ -109,16 +131,24 @@ class CompileRequest:
     behind every run, the newest of an owner replacing an older one, and goes to an idle worker,
     which answers `compiled` to the client whenever it is done."""
 
-    def __init__(self, spec, owner, client, address=None):
+    def __init__(self, spec, owner, client, address=None, from_link=False):
         self.compile_id = protocol.new_id()
         self.spec, self.owner, self.client, self.address = spec, owners.key(owner), client, address
+        self.provenance = provenance(spec, owner, from_link)
         self.queued_at = time.monotonic()
+
+    @property
+    def store(self):
+        """Where what it compiles is kept: None for code that is not its owner's own, which is never
+        compiled ahead (nothing it would keep could be read by a later run)."""
+        return protocol.kept_for(self.owner, self.provenance)
 
     def stale(self):
         return time.monotonic() - self.queued_at > COMPILE_STALE_S
 
     def message(self):
-        return protocol.message("compile", self.compile_id, spec=self.spec, owner=self.owner)
+        return protocol.message("compile", self.compile_id, spec=self.spec, owner=self.owner,
+                                provenance=self.provenance)
 
 
 def stopped(started):

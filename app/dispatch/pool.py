@@ -61,10 +61,13 @@ class Pool:
         self.jobs.withdraw_compiles(client)
         return len(self.jobs.withdraw(lambda job: job.client is not None and job.client == client))
 
-    def compile_ahead(self, spec, owner, client, address=None):
+    def compile_ahead(self, spec, owner, client, address=None, from_link=False):
         """Queue a compile ahead of `owner`'s next run (sandbox.ahead), after every waiting run, in place
-        of the owner's waiting one; returns its compile_id. Its answer goes to `client` as `compiled`."""
-        request = CompileRequest(spec, owner, client, address)
+        of the owner's waiting one; returns its compile_id. Its answer goes to `client` as `compiled`.
+        None for code that is not the owner's own: nothing it compiled could be kept for a later run."""
+        request = CompileRequest(spec, owner, client, address, from_link)
+        if request.store is None:
+            return None
         with self.compiling:
             last = self.compile_asked.pop(request.owner, None)
             self.compile_asked[request.owner] = request.queued_at
@@ -76,7 +79,7 @@ class Pool:
                 # on its worker, and starting run processes for nothing costs the host's CPU.
                 raise QueueFull(f"compile requests come faster than one per {interval_s:g} s; "
                                 f"this one was dropped (Run compiles what it needs)")
-            self.compile_clients[request.compile_id] = (client, request.owner, compile_key(spec))
+            self.compile_clients[request.compile_id] = (client, request.store, compile_key(spec))
             while len(self.compile_clients) > COMPILES_ANSWERED:
                 self.compile_clients.popitem(last=False)
         self.jobs.put_compile(request)
@@ -97,13 +100,13 @@ class Pool:
                                                              "error": content.get("error")})
 
     def found_compiled(self, job):
-        """Did a compile ahead of this very spec finish into its owner's kernels (on any worker)?"""
+        """Did a compile ahead of this very spec finish into the kernels its run is lent (on any worker)?"""
         try:
             key = compile_key(job.spec)
         except (TypeError, ValueError, KeyError):
             return False
         with self.compiling:
-            return self.compiled_ahead.get(job.owner) == key
+            return job.store is not None and self.compiled_ahead.get(job.store) == key
 
     def compile_dropped(self, request):
         with self.compiling:

@@ -134,7 +134,7 @@ class CeleryDispatcher:
                     self.runs.pop(job.run_id, None)
         return len(gone)
 
-    def compile_ahead(self, spec, owner, client, address=None):
+    def compile_ahead(self, spec, owner, client, address=None, from_link=False):
         """None: with workers on other hosts a run compiles what it needs; compiling ahead (sandbox.worker.ahead)
         is the embedded pool's, whose workers share the host's kernel caches with the runs that follow."""
         return None

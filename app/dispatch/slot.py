@@ -24,6 +24,7 @@ from app.dispatch.jobs import CompileRequest, stopped
 from app.web.gallery import list_examples, load_example
 from sandbox import gpus, protocol, settings
 from sandbox.errors import RunError, StartError
+from sandbox.spec import timing_key as spec_timing_key
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,31 +96,38 @@ class SanitizedLaunches:
 
 
 class ReferenceTimes:
-    """The reference timings a worker slot's runs measured, by owner and sandbox.pipeline's
-    reference_key (the expressions, the inputs' shapes and dtypes, the device), least recently used
-    first out: a run of the same reference on the same worker is not timed again (~0.1–1 s), and says
-    so. Per owner: a time a run reports is only as true as that run's code, which is its owner's."""
+    """The reference timings a worker slot's runs measured, least recently used first out: a run of
+    the same reference over the same inputs on the same worker is not timed again (~0.1–1 s), and
+    says so. Kept per owner's store (sandbox.protocol.kept_for: none for code not the owner's own,
+    whose reports are dropped), each under the key the slot computes from the spec it sent
+    (sandbox.spec.timing_key), never under one a run reports: a run can keep a timing only where a
+    later run of its very reference looks. Beside it, the run's own key (sandbox.run.pipeline.
+    reference_key: the inputs' shapes and dtypes as it made them), which the later run matches."""
 
     def __init__(self, per_owner=16, owners=256):
         self.times, self.per_owner, self.owners = collections.OrderedDict(), per_owner, owners
 
-    def lent(self, owner):
-        """{key: timing} of the owner's references (what a run process is given with its job)."""
-        kept = self.times.get(owner)
-        if kept is None:
+    def lent(self, store, key):
+        """{the run's key: timing} kept for this store's runs of the spec whose timing_key is `key`."""
+        kept = self.times.get(store) if store is not None and key is not None else None
+        if kept is None or key not in kept:
             return {}
-        self.times.move_to_end(owner)
-        return dict(kept)
-
-    def add(self, owner, key, timing):
-        kept = self.times.setdefault(owner, collections.OrderedDict())
-        kept[key] = timing
+        self.times.move_to_end(store)
         kept.move_to_end(key)
-        self.times.move_to_end(owner)
+        return dict([kept[key]])
+
+    def add(self, store, key, run_key, timing):
+        if store is None or key is None:
+            return
+        kept = self.times.setdefault(store, collections.OrderedDict())
+        kept[key] = (run_key, timing)
+        kept.move_to_end(key)
+        self.times.move_to_end(store)
         while len(kept) > self.per_owner:
             kept.popitem(last=False)
         while len(self.times) > self.owners:
             self.times.popitem(last=False)
+
 
 def message_limits(config):
     """The bounds of a worker's lines (sandbox.protocol.Limits), from the MESSAGE_MAX_* settings."""
@@ -344,11 +352,14 @@ class Slot:
         timeout_s = self.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
         try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
-            # Beside the spec, as a graded run's tests are: the reference timings this worker kept for the owner.
-            spec = {**job.spec, "reference_times": self.references.lent(job.owner)} if isinstance(job.spec, dict) else job.spec
+            # Beside the spec, as a graded run's tests are: the reference timing this worker kept for the
+            # owner's runs of this reference (none for code that is not the owner's own).
+            timing_key = spec_timing_key(job.spec)
+            spec = ({**job.spec, "reference_times": self.references.lent(job.store, timing_key)}
+                    if isinstance(job.spec, dict) else job.spec)
             line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
-                                                    from_link=job.from_link,
-                                                    sanitized_before=job.launch in self.shared.sanitized,
+                                                    provenance=job.provenance,
+                                                    sanitized_before=job.launch is not None and job.launch in self.shared.sanitized,
                                                     compiled_ahead=self.shared.compiled_ahead(job)))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
@@ -375,10 +386,11 @@ class Slot:
             if msg.get("run_id") != job.run_id:
                 continue  # not this job's message: a stale or forged line is dropped
             if msg["type"] == "sanitized":
-                self.shared.sanitized.add(job.launch)
+                if job.launch is not None:
+                    self.shared.sanitized.add(job.launch)
                 continue
             if msg["type"] == "timed":
-                self.references.add(job.owner, msg["content"]["key"], msg["content"]["reference_ms"])
+                self.references.add(job.store, timing_key, msg["content"]["key"], msg["content"]["reference_ms"])
                 continue
             job.notify(msg["type"], msg["content"])
             if msg["type"] == "result":

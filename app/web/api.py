@@ -90,11 +90,11 @@ def spec_from(body, beside=()):
 @bp.post("/api/run")
 def run():
     body = json_body()
-    # from_link: the source is someone else's shared link, unedited (the worker neither lends this
-    # run its owner's compiled kernels nor keeps what it compiles). A bare-spec body carries it
-    # beside the spec's fields: it is the request's, not the spec's.
+    # from_link: the page shows someone else's code (a shared link's); with the spec, it decides whose
+    # code the run is (app.dispatch.jobs.provenance). A bare-spec body carries it beside the spec's
+    # fields: it is the request's, not the spec's.
     spec = spec_from(body, beside=("from_link",))
-    spec = graded(spec)  # a spec naming a puzzle gets its hidden check (and runs as from_link)
+    spec = graded(spec)  # a spec naming a puzzle gets its hidden check
     member = classes.counted(spec)  # a class's student: the grader's verdict is kept
     result = dispatcher().run(spec, current_owner(), from_link=bool(body.get("from_link")),
                               address=current_address())

@@ -16,7 +16,9 @@ from app.web.errors import error_body
 from app.web.owners import current_address, current_owner
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, check_depth, is_script, normalize
 
-RUN_FIELDS = ("spec", "from_link")  # what a `run` event carries
+# What a `run` or `compile` event carries: the spec, and whether the page shows someone else's code
+# (a shared link's), from which with the spec the dispatch decides whose code it is (app.dispatch.jobs).
+RUN_FIELDS = ("spec", "from_link")
 
 EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result",
                "compiled": "compile_result"}
@@ -64,11 +66,9 @@ def register(socketio):
             spec = graded(spec_of(data, "run"))
         except SpecError as e:
             return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
-        # from_link: the page says the source came unedited from someone else's shared link.
-        from_link = bool(data.get("from_link"))
         dispatcher = current_app.extensions["dispatcher"]
         try:
-            return {"run_id": dispatcher.submit(spec, current_owner(), client=request.sid, from_link=from_link,
+            return {"run_id": dispatcher.submit(spec, current_owner(), client=request.sid, from_link=bool(data.get("from_link")),
                                                 address=current_address(), **keeping(dispatcher, spec))}
         except QueueFull as e:  # the whole queue, or this owner's or this address's share of it
             return {"error": error_body(str(e), phase="limit", type=type(e).__name__)}
@@ -85,13 +85,14 @@ def register(socketio):
         except SpecError as e:
             return {"error": error_body(str(e), phase="parse", type="SpecError", field=e.field)}
         try:
-            compile_id = current_app.extensions["dispatcher"].compile_ahead(spec, current_owner(), request.sid,
-                                                                            current_address())
+            compile_id = current_app.extensions["dispatcher"].compile_ahead(
+                spec, current_owner(), request.sid, current_address(), from_link=bool(data.get("from_link")))
         except QueueFull as e:
             return {"error": error_body(str(e), phase="limit", type=type(e).__name__)}
-        if compile_id is None:
-            return {"error": error_body("this server compiles when you run, not ahead", phase="limit",
-                                        type="NotCompiledAhead")}
+        if compile_id is None:  # remote workers, or code not the person's own: nothing compiled ahead is kept for it
+            return {"error": error_body("this is compiled when you run it, not ahead: this server's workers compile "
+                                        "at run time, or the code is not yours (a puzzle's, a shared link's)",
+                                        phase="limit", type="NotCompiledAhead")}
         return {"compile_id": compile_id}
 
     @socketio.on("connect")

@@ -1,6 +1,6 @@
 """Compile ahead: what a person types, compiled before they press Run.
 
-The server sends `compile` {spec, owner} (the page asks ~400 ms after the last keystroke). The worker
+The server sends `compile` {spec, owner, provenance} (the page asks ~400 ms after the last keystroke). The worker
 compiles it in a run process of its own, jailed as any run, at idle CPU priority (a run never waits
 for one), lent the owner's kernels and collecting what it compiles back into them; it answers
 `compiled` {result} (ok, or the compile's error at its line, for the editor to mark). The owner's
@@ -67,8 +67,10 @@ class CompileAhead:
     # -- what the worker asks
 
     def request(self, msg):
-        owner, spec = msg["content"].get("owner"), msg["content"].get("spec")
-        if not isinstance(owner, str) or not owner or not isinstance(spec, dict):
+        # Compiled into the owner's kernels: only the owner's own code (the server sends no other).
+        owner = protocol.kept_for(msg["content"].get("owner"), msg["content"].get("provenance"))
+        spec = msg["content"].get("spec")
+        if owner is None or not isinstance(spec, dict):
             return
         self.end(owner)  # a newer request: the older compile is stale
         self.waiting.pop(owner, None)

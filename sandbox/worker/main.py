@@ -208,15 +208,15 @@ class Worker:
             self.spares.append(self.new_run_process())
         raise StartError(f"run processes fail to start: {why}")
 
-    def start_job(self, job, owner, keep_kernels):
-        """Hand the job to the warm run process with its owner's compiled kernels (none for a run
-        that must not touch them)."""
+    def start_job(self, job, store):
+        """Hand the job to the warm run process with the compiled kernels of `store`, into which
+        what it compiles is collected after it (None: none lent, none kept)."""
         from sandbox.worker.run_process import kernel_cache_of
         run = self.take_warm_run_process()
-        run.owner, run.keep_kernels = owner, keep_kernels
-        if keep_kernels:
+        run.owner = store
+        if store is not None:
             with contextlib.suppress(OSError):  # at worst the run compiles again
-                self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
+                self.kernel_caches.lend(store, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
         try:
             run.send_job(job)
         except OSError:
@@ -271,7 +271,8 @@ class Worker:
         from sandbox.worker.run_process import describe_exit
         run_id, content = job["run_id"], job["content"]
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
-        owner = content.get("owner")
+        # What is kept for the owner's later runs, if this is the owner's own code (else None: nothing).
+        store = protocol.kept_for(content.get("owner"), content.get("provenance"))
         # A graded run: the puzzle's tests (the server's) go to the grader, never to the student's process.
         grading = content["spec"].pop("grading", None) if isinstance(content.get("spec"), dict) else None
         script = isinstance(content.get("spec"), dict) and is_script(content["spec"])
@@ -279,12 +280,10 @@ class Worker:
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
             content["sanitized_before"] = bool(content.get("sanitized_before")) or self.warming.sanitized(content["spec"])
         deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
-        keep_kernels = not content.get("from_link")
         # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
-        done_here = keep_kernels and isinstance(owner, str) and self.ahead.before_run(owner, content.get("spec"),
-                                                                                      AHEAD_WAIT_S)
-        content["compiled_ahead"] = bool(keep_kernels and (done_here or content.get("compiled_ahead") is True))
-        run = self.start_job(job, owner, keep_kernels)
+        done_here = store is not None and self.ahead.before_run(store, content.get("spec"), AHEAD_WAIT_S)
+        content["compiled_ahead"] = bool(store is not None and (done_here or content.get("compiled_ahead") is True))
+        run = self.start_job(job, store)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None

@@ -17,6 +17,7 @@ import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
 import { initScript, scriptMode, scriptSpec, withoutScriptOptions } from "./script.js";
 import { loadPlotly } from "./plotly.js";
+import { isForeign, postRun, sendSpec, setForeign } from "./provenance.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -27,7 +28,6 @@ let sentSpec = null;        // the spec of the run under way
 let resultSpec = null;      // the spec whose run gave lastResult: a program its trace left out is asked of it
 let diagramDrawn = false;
 let traceArrived = false;   // the current run's trace came as a part: its result's trace is the same, already drawn
-let fromSomeoneElsesLink = false;  // this page's spec came from someone else's link (until another is loaded)
 
 // ---- the UI state (a shared link's, checked again here: the server already drops bad fields) ----
 
@@ -71,14 +71,6 @@ function setSpec(spec, uiState = {}) {
 // Results, unless it was shared on another tab. A run shows its results.
 function defaultPane(spec) {
   return lessonText(spec.source) !== null && !initial.snippet_id ? "lesson" : "results";
-}
-
-// A run of a spec from someone else's link: the server keeps it away from this browser's compiled
-// kernels (it neither uses nor adds to them). Not only the kernel is code: inputs, arguments, grid
-// and reference are Python too, so editing the kernel alone does not make the rest ours; loading
-// another spec (an example, a new kernel) does.
-function fromLink() {
-  return fromSomeoneElsesLink;
 }
 
 // ---- tabs and the diagram ----
@@ -150,8 +142,7 @@ async function fetchProgram(pid) {
   if (spec.mode !== "script") spec.options = { ...spec.options, check: false, sweep: null, step_pid: null };
   let response, body;
   try {
-    response = await fetch("/api/run", { method: "POST", headers: { "Content-Type": "application/json" },
-                                         body: JSON.stringify(fromLink() ? { spec, from_link: true } : { spec }) });
+    response = await postRun(spec);
     body = await response.json();
   } catch (error) {
     throw new Error(`the server did not answer (${error.message})`);
@@ -261,12 +252,12 @@ function connect() {
   // the Run that follows finds it built; its compile error marks the editor's line at once.
   let compiling = { id: null, sent: null };
   const compileAhead = debounce(() => {
-    if (fromLink() || scriptMode() || checkLaunch().length) return;
+    if (isForeign() || scriptMode() || checkLaunch().length) return;
     const spec = getSpec();
     const text = JSON.stringify(spec);
     if (text === compiling.sent) return;
     compiling = { id: null, sent: text };
-    socket.emit("compile", { spec }, (ack) => {
+    sendSpec(socket, "compile", spec, (ack) => {
       if (ack && ack.compile_id && compiling.sent === text) compiling.id = ack.compile_id;
     });
   }, 150);
@@ -295,8 +286,7 @@ function connect() {
     early = [];
     soFar = emptyResult();
     setRunning(true);
-    const payload = fromLink() ? { spec, from_link: true } : { spec };
-    socket.timeout(20000).emit("run", payload, (timeout, ack) => {
+    sendSpec(socket.timeout(20000), "run", spec, (timeout, ack) => {
       waitingForAck = false;
       if (timeout) return fail({ message: "The server did not answer. Check that it is running, then press Run again." });
       if (!ack || ack.error) return fail({ phase: "parse", message: "The server refused the run.", ...ack?.error });
@@ -370,7 +360,7 @@ function initExamples() {
     const response = await fetch(`/api/examples/${encodeURIComponent(name)}`);
     if (!response.ok) return toast(`Could not load the example "${name}".`);
     const example = await response.json();
-    fromSomeoneElsesLink = false;
+    setForeign(false);
     setSpec(example.spec);
     shown = name;
     kernel = example.spec.kernel;
@@ -468,12 +458,12 @@ initShare({ button: $("#share-button"), popover: $("#share-popover"), urlInput: 
             embedInput: $("#share-embed"),
             about: $("#share-about") && { form: $("#share-about"), toggle: $("#share-describe"), title: $("#share-title"),
                                           description: $("#share-description") },
-            getSpec, getUi, isOurs: () => !fromLink(), onShared: () => drafts.markClean() });
-initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink,
+            getSpec, getUi, isOurs: () => !isForeign(), onShared: () => drafts.markClean() });
+initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, fromLink: isForeign,
               onPick: (run) => {
                 if (!drafts.confirmReplace(`the run of ${run.spec.kernel || "a kernel"} from your history`)) return;
                 setSpec(run.spec);
-                fromSomeoneElsesLink = Boolean(run.fromLink);
+                setForeign(run.fromLink);
                 drafts.save();
               } });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
@@ -644,10 +634,10 @@ drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the
 // output a prompt whose button runs it (then the tab and program it was shared with are drawn).
 // Any run, or another spec loaded, takes the prompt away.
-if (initial.fork_of) fromSomeoneElsesLink = !isOwnSnippet(initial.fork_of);
+if (initial.fork_of) setForeign(!isOwnSnippet(initial.fork_of));
 if (initial.snippet_id) {
   const own = isOwnSnippet(initial.snippet_id);
-  fromSomeoneElsesLink = !own;
+  setForeign(!own);
   const prompt = linkPrompt({ own, pane: ui.pane, pid: ui.pid, onRun: () => emit("run-requested"),
                               title: initial.ui?.title, description: initial.ui?.description });
   if ($("#share-about")) {   // Share again keeps them (an embed has no Share)

@@ -1,6 +1,7 @@
 // The Step tab: one program replayed statement by statement (a run with options.step_pid, over POST
-// /api/run, apart from the page's own runs). A slider and Prev/Next walk its steps (a loop's
-// statements once per iteration, a statement over several lines one step); each step shows the
+// /api/run, apart from the page's own runs, saying whose code it is as they do: provenance.js). A
+// slider and Prev/Next walk its steps (a loop's statements once per iteration, a statement over
+// several lines one step); each step shows the
 // locals after that statement (scalars, tiles as small heat tables,
 // masks as boolean grids, pointers as offsets into their tensor), and what the line loaded and
 // stored. The editor marks the step's lines.
@@ -9,6 +10,7 @@ import { h, replaceChildren } from "./dom.js";
 import { formatCount, formatNumber, formatPid, formatTuple } from "./format.js";
 import { errorCard } from "./error-card.js";
 import { regionText } from "./trace-words.js";
+import { postRun } from "./provenance.js";
 
 let els = null;
 let getSpec = null;
@@ -184,7 +186,7 @@ async function start() {
   const began = performance.now();
   let body;
   try {
-    const response = await fetch("/api/run", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ spec }) });
+    const response = await postRun(spec);
     body = await response.json();
     if (!response.ok) body = { status: "error", error: body.error, steps: null };   // the server's one error body
   } catch (error) {
