@@ -153,8 +153,8 @@ def test_compile_ahead_on_a_teachers_puzzle_page_plants_nothing_in_the_students_
     spec = teachers_puzzle(kept, inputs={"x": plant_expression(name), "y": "torch.randn(N)", "out": "torch.empty(N)"})
     student, page = person(kept)
     answer = compile_answer(page, page.emit("compile", {"spec": {**spec, "source": VECTOR_ADD}}, callback=True))
-    assert answer.get("error", {}).get("type") == "NotCompiledAhead", answer
     assert_nothing_planted(kept, student, name)
+    assert (answer.get("error") or {}).get("type") == "NotCompiledAhead", answer  # nothing of it could be kept
 
 
 @pytest.mark.integration
@@ -164,8 +164,8 @@ def test_compile_ahead_of_a_shared_links_code_plants_nothing(kept):
     viewer, page = person(kept)
     link = vector_add_spec(n=1024, block=256, source=VECTOR_ADD + plant(name))
     answer = compile_answer(page, page.emit("compile", {"spec": link, "from_link": True}, callback=True))
-    assert answer.get("error", {}).get("type") == "NotCompiledAhead", answer
     assert_nothing_planted(kept, viewer, name)
+    assert (answer.get("error") or {}).get("type") == "NotCompiledAhead", answer
 
 
 @pytest.mark.integration
