@@ -353,3 +353,28 @@ def test_the_page_sends_its_code_to_run_or_compile_from_one_module():
     with open(os.path.join(js, "provenance.js"), encoding="utf-8") as f:
         text = f.read()
     assert text.count("from_link: true") == 1 and '"/api/run"' in text
+
+
+def test_what_compiles_ahead_keep_on_the_hosts_disk_is_bounded_in_rate(tmp_path):
+    """A worker's compiles ahead together keep at most their budget's bytes (a burst, then a rate):
+    entries past it are not written to the host's kernel caches, whichever owner's they are."""
+    from sandbox.worker.kernel_cache import KernelCaches, WriteBudget
+    now = [0.0]
+    budget = WriteBudget(rate=1 << 20, burst=4 << 20, clock=lambda: now[0])
+    caches = KernelCaches(str(tmp_path / "caches"))
+
+    def compiled(owner, entries, mb=1):
+        run = tmp_path / secrets.token_hex(4)
+        for i in range(entries):
+            (run / f"E{secrets.token_hex(8)}").mkdir(parents=True)
+        for entry in run.iterdir():
+            (entry / "k.cubin").write_bytes(b"\1" * (mb << 20))
+        return caches.collect(owner, str(run), budget=budget)
+
+    owners = [secrets.token_hex(16) for _ in range(5)]
+    assert compiled(owners[0], 3) == 3  # the burst
+    assert compiled(owners[1], 3) == 1  # what is left of it, whoever's compile it is
+    assert compiled(owners[2], 2) == 0
+    now[0] += 2.0
+    assert compiled(owners[3], 3) == 2  # refilled at the rate
+    assert compiled(owners[4], 1, mb=5) == 0  # never more than the burst at once

@@ -7,7 +7,11 @@ for one), lent the owner's kernels and collecting what it compiles back into the
 next run of the same spec (equal sandbox.spec.compile_key) finds everything built, and says so.
 
 Bounded: one compile per owner (a newer request replaces it, and a run of another spec ends it: it
-is stale), MAX_RUNNING at once per worker, and a request that waited past STALE_S is dropped.
+is stale), MAX_RUNNING at once per worker, and a request that waited past STALE_S is dropped. What
+the compiles of one worker keep on the host's disk is bounded in rate too (KEEP_BYTES_PER_S, with a
+burst of KEEP_BURST_BYTES): a client compiling ahead as fast as it may cannot churn the kernel caches'
+directory faster; a compile past it is answered as any, and its run compiles what was not kept.
+Only the owner's own code is compiled ahead (sandbox.protocol.kept_for): nothing else's could be kept.
 """
 import collections
 import contextlib
@@ -19,11 +23,15 @@ from sandbox import protocol
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import FIELDS, SpecError, compile_key, normalize
+from sandbox.worker.kernel_cache import WriteBudget
 
 MAX_RUNNING = 2  # compiles at once per worker, of different owners
 STALE_S = 10.0  # a request not started by then: the person has typed on, or run it
 READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
 FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
+# What one worker's compiles ahead may write into the kernel caches: a person's compile keeps a few
+# hundred KB (the gallery's kernels on the CPU host: 0.1-0.4 MB an entry), a few MB on a GPU.
+KEEP_BYTES_PER_S, KEEP_BURST_BYTES = 16 << 20, 64 << 20
 
 
 class Compile:
@@ -60,6 +68,7 @@ class CompileAhead:
     def __init__(self, settings, run_process, kernel_caches, send):
         """`run_process()`: a run process for a compile (sandbox.worker: a warm spare, if one can be spared)."""
         self.settings, self.run_process, self.kernel_caches, self.send = settings, run_process, kernel_caches, send
+        self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_BYTES)  # the host disk's share of all its compiles
         self.running = {}  # owner -> Compile
         self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
@@ -130,7 +139,7 @@ class CompileAhead:
             if time.monotonic() - came > STALE_S:
                 continue
             run = self.run_process()
-            run.owner, run.keep_kernels = owner, True
+            run.owner, run.keep_kernels, run.collect_budget = owner, True, self.budget
             self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S)
             if run.poll_ready():  # a warm spare
                 self.give_job(owner, self.running[owner])

@@ -82,9 +82,10 @@ class KernelCaches:
         on any worker, then starts with what this one compiled."""
         return self._lock(owner, fcntl.LOCK_EX) if self.owner_dir(owner) else None
 
-    def collect(self, owner, run_cache, reservation=None):
+    def collect(self, owner, run_cache, reservation=None, budget=None):
         """Copy a finished run's new entries into its owner's cache: whole entries of plain files
-        only, read without following a link the run may have planted. Releases `reservation`."""
+        only, read without following a link the run may have planted. Releases `reservation`.
+        `budget` (a WriteBudget, or None): each entry's bytes are taken from it, or it is not kept."""
         try:
             target = self.owner_dir(owner)
             try:
@@ -92,20 +93,20 @@ class KernelCaches:
             except OSError:
                 return 0  # none, or not a real directory
             try:
-                return self._take_entries(source, target) if target else 0
+                return self._take_entries(source, target, budget) if target else 0
             finally:
                 os.close(source)
         finally:
             if reservation is not None:
                 os.close(reservation)
 
-    def _take_entries(self, source, target):
+    def _take_entries(self, source, target, budget=None):
         os.makedirs(target, mode=0o700, exist_ok=True)
         moved, used = 0, tree_bytes(target)
         for key in os.listdir(source)[:self.max_entries]:
             kept = os.path.join(target, key)
             size = None if os.path.lexists(kept) else entry_bytes(source, key, self.max_entry_bytes)
-            if size is not None and used + size <= self.max_owner_bytes:
+            if size is not None and used + size <= self.max_owner_bytes and (budget is None or budget.take(size)):
                 copy_entry(source, key, kept)
                 moved, used = moved + 1, used + size
         self.evict(target, self.max_entries)
@@ -155,6 +156,23 @@ class KernelCaches:
                 if time.monotonic() > deadline:
                     return fd
                 time.sleep(0.005)
+
+
+class WriteBudget:
+    """Bytes that may still be written into the host's kernel caches: refilled at `rate` bytes a
+    second, up to `burst`. What is past it is not kept (a later run compiles it again)."""
+
+    def __init__(self, rate, burst, clock=time.monotonic):
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.left, self.at = burst, clock()
+
+    def take(self, nbytes):
+        now = self.clock()
+        self.left, self.at = min(self.burst, self.left + (now - self.at) * self.rate), now
+        if nbytes > self.left:
+            return False
+        self.left -= nbytes
+        return True
 
 
 def file_bytes(st):

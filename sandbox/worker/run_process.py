@@ -121,6 +121,7 @@ class RunProcess:
         self.ready = None
         self.owner = None  # whose kernel cache it was lent, to collect back
         self.keep_kernels = True  # collect what it compiled into the owner's cache
+        self.collect_budget = None  # a kernel_cache.WriteBudget the collect is charged to (a compile ahead's)
         self.reservation = None
 
     # -- inside the run process (forked by the zygote: see sandbox.worker.zygote)
@@ -245,7 +246,8 @@ class RunProcess:
             self._close(fd)
         if self.owner and self.keep_kernels:  # nothing of the run runs any more: its files can be read
             with contextlib.suppress(OSError):
-                kernel_caches.collect(self.owner, kernel_cache_of(self.scratch.path), self.reservation)
+                kernel_caches.collect(self.owner, kernel_cache_of(self.scratch.path), self.reservation,
+                                      self.collect_budget)
         if publish is not None:
             with contextlib.suppress(OSError):
                 publish(kernel_cache_of(self.scratch.path))
