@@ -359,7 +359,7 @@ class Slot:
                     if isinstance(job.spec, dict) else job.spec)
             line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
                                                     provenance=job.provenance,
-                                                    sanitized_before=job.launch is not None and job.launch in self.shared.sanitized,
+                                                    sanitized_before=job.launch in self.shared.sanitized,
                                                     compiled_ahead=self.shared.compiled_ahead(job)))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
