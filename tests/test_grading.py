@@ -172,36 +172,37 @@ def test_zeros_with_a_loose_tolerance_and_a_chosen_seed(client, spec):
 
 
 CHOSEN_SEED = 7
-# The kernel passes only on the inputs the chosen seed makes: their first value is one it knows
-# (for each size the puzzle has, and each seed its tests could take from the chosen one).
-KNOWS_THE_SEED = SOLUTION.replace("    tl.store(out_ptr + offsets, x + 10.0, mask=mask)", """\
+
+
+def knows_the_seed():
+    """A kernel that passes only on the inputs the chosen seed makes: their first value is one it
+    knows (for each size the puzzle has, and each seed its tests could take from the chosen one),
+    written into the source as constexprs (the grader reads constants, it runs no module code)."""
+    import torch
+
+    def first_value(n, seed):  # drawn where a run draws its inputs: the GPU's generator differs from the CPU's
+        torch.manual_seed(seed)
+        return float(torch.randn(n, device="cuda" if torch.cuda.is_available() else "cpu")[0])
+    known = [first_value(n, CHOSEN_SEED + i) for i, n in enumerate((20, 8, 333, 1, 1531, 20))]
+    return SOLUTION.replace("    tl.store(out_ptr + offsets, x + 10.0, mask=mask)", """\
     first = tl.load(x_ptr)
     known = (first == K0) | (first == K1) | (first == K2) | (first == K3) | (first == K4) | (first == K5)
-    tl.store(out_ptr + offsets, tl.where(known, x + 10.0, 0.0), mask=mask)""") + f"""
-
-import torch
-
-
-def _first_value(n, seed):  # drawn where a run draws its inputs: the GPU's generator differs from the CPU's
-    torch.manual_seed(seed)
-    return tl.constexpr(float(torch.randn(n, device="cuda" if torch.cuda.is_available() else "cpu")[0]))
-
-
-K0, K1, K2, K3, K4, K5 = (_first_value(n, {CHOSEN_SEED} + i) for i, n in enumerate((20, 8, 333, 1, 1531, 20)))
-"""
+    tl.store(out_ptr + offsets, tl.where(known, x + 10.0, 0.0), mask=mask)""") + "\n" + "".join(
+        f"K{i} = tl.constexpr({value!r})\n" for i, value in enumerate(known))
 
 
 def test_a_kernel_that_passes_on_the_seed_it_chose(client, spec):
     """The inputs are the seed's: a kernel that knows the chosen seed's inputs passes them (an ungraded
     run with the reference and that seed), and is graded on inputs of a seed only the grader knows."""
-    assert KNOWS_THE_SEED != SOLUTION
-    plain = {**spec, "source": KNOWS_THE_SEED, "reference": {"out": "x + 10.0"},
+    source = knows_the_seed()
+    plain = {**spec, "source": source, "reference": {"out": "x + 10.0"},
              "options": {"seed": CHOSEN_SEED, "ir": False}}
     response = client.post("/api/run", json=plain)
     assert response.status_code == 200 and response.json["status"] == "ok", response.json["check"]
-    result = graded(client, spec, KNOWS_THE_SEED, seed=CHOSEN_SEED)
+    result = graded(client, spec, source, seed=CHOSEN_SEED)
     assert_not_passed(result)
     assert not any(test["ok"] for test in result["puzzle"]["tests"] if test["label"] != "N=1")
+    assert all(test["status"] != "error" for test in result["puzzle"]["tests"])  # graded, not refused
 
 
 def test_a_kernel_name_bound_to_torch(client, spec):
