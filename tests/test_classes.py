@@ -218,7 +218,7 @@ def test_the_leaderboard_on_this_host(app, client):
 
 def test_times_within_each_others_noise_share_a_rank(tmp_path):
     """The ranking, from kept submissions whose GPU timings are given (the grader's are tested above)."""
-    from app.course import classes, submissions
+    from app.course import classes, reports, submissions
     from app.db import connect, init_db
     path = str(tmp_path / "board.sqlite")
     init_db(path)
@@ -231,7 +231,7 @@ def test_times_within_each_others_noise_share_a_rank(tmp_path):
         verdict = {"name": "constant_add", "ok": True, "tests": [], "diff": None, "timing": timing}
         assert submissions.record(path, member, "constant_add", "source", {"puzzle": verdict},
                                   submissions.Quota(1 << 20, 1 << 20, 0))
-    board = classes.leaderboard(db, classes.find(db, code), "constant_add")
+    board = reports.leaderboard(db, classes.find(db, code), "constant_add")
     assert board["ranked"] and board["why"] is None
     assert [(e["student"], e["rank"]) for e in board["entries"]] == [("Ann", 1), ("Bob", 1), ("Cy", 3), ("Dee", None)]
 

@@ -81,7 +81,7 @@ def test_one_client_cannot_fill_a_classs_roster(quiet_app, monkeypatch):
     teacher = quiet_app.test_client()
     code = new_class(teacher)["code"]
     answers = [join(quiet_app, code, f"bot {i}", "203.0.113.66")[1] for i in range(250)]
-    student, ada = joined(quiet_app, code, "Ada", "198.51.100.7")  # the class is not full for its students
+    student, _ = joined(quiet_app, code, "Ada", "198.51.100.7")  # the class is not full for its students
     taken = [a for a in answers if a.status_code == 200]
     seats = quiet_app.config["CLASS_SEATS_PER_ADDRESS"]
     assert len(taken) <= seats, f"one address took {len(taken)} seats of the class"
