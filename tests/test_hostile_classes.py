@@ -359,3 +359,40 @@ def test_pushed_links_of_this_site_and_of_others_written_whole_are_sent(quiet_ap
     code = new_class(teacher)["code"]
     for link in ("/puzzles/constant_add", "https://docs.example.org/triton?x=1#y", "HTTPS://Docs.Example.org/"):
         assert teacher.post(f"/api/classes/{code}/push", json={"text": "look", "link": link}).status_code == 200
+
+
+@pytest.mark.browser
+def test_the_dashboard_locks_the_class_and_a_pushed_link_names_its_site(browser, live_server):
+    """On the pages: a link the teacher pushes to another site shows its host and opens in a new tab
+    without this page as its opener; the dashboard's switch closes the class, and a newcomer's Join
+    says so."""
+    from tests.support import page_without_errors
+    teacher = browser.new_context()
+    made = teacher.request.post(f"{live_server}/api/classes", data={"title": "Locked", "puzzles": ["constant_add"]}).json()
+    dashboard = teacher.new_page()
+    dashboard.goto(made["teacher_url"])
+    dashboard.wait_for_selector("#class-table")
+    with page_without_errors(browser, console=False) as student:  # the class page asks for the dashboard first: a 403
+        student.goto(f"{live_server}/classes/{made['code']}")
+        student.fill("#class-name", "Ann")
+        student.click("#class-join")
+        student.wait_for_selector("#class-joined")
+        student.goto(f"{live_server}/puzzles/constant_add")
+        student.wait_for_selector(".puzzle-statement")
+        student.wait_for_function("() => window.playground !== undefined")
+        push = dashboard.locator(".class-push", has=dashboard.locator(".class-push-text")).first  # to the class
+        push.locator(".class-push-text").fill("https://docs.example.org/triton")
+        push.locator("button").click()
+        dashboard.wait_for_function("() => [...document.querySelectorAll('.class-push-note')].some((n) => n.textContent === 'sent to 1')")
+        link = student.wait_for_selector(".class-message-link", timeout=10_000)
+        assert "docs.example.org" in link.inner_text() and link.get_attribute("target") == "_blank"
+        assert "noopener" in link.get_attribute("rel")
+    dashboard.check("#class-locked")
+    dashboard.wait_for_function("() => document.querySelector('#class-locked')?.checked")
+    assert teacher.request.get(f"{live_server}/api/classes/{made['code']}").json()["locked"] is True
+    with page_without_errors(browser, console=False) as newcomer:  # the refused join's 403 is logged by the browser
+        newcomer.goto(f"{live_server}/classes/{made['code']}")
+        newcomer.fill("#class-name", "Bob")
+        newcomer.click("#class-join")
+        newcomer.wait_for_function("() => document.querySelector('#class-join-note').textContent.includes('closed to new students')")
+    teacher.close()
