@@ -76,6 +76,7 @@ SETTINGS = [
     Setting("STUCK_MARGIN_S", 15.0, "A worker busy for longer than `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this (the kill and the error result take less) is stuck: `/healthz` answers 503."),
     Setting("COMPILE_INTERVAL_S", 0.25, "Compile ahead (the page asks ~0.4 s after the last keystroke): one owner's requests are taken at most one per this; a faster one is refused, and Run compiles what it needs."),
     Setting("COMPILE_STALE_S", 10.0, "A compile ahead no worker took within this is dropped: its person has typed on or run it."),
+    Setting("COMPILE_KEEP_MB_PER_S", 16, "What one worker's compiles ahead, all together, may write into the host's kernel caches: megabytes a second, after a burst of four times as many; what is past it is not kept (the run compiles it). A person's compile keeps a few hundred KB.", worker=True),
     Setting("WAIT_MARGIN_S", 5.0, "`POST /api/run` waits at most `QUEUE_WAIT_S` + `RUN_TIMEOUT_S` + `RUN_GRACE_S` + this for its result, then answers 503: the run was lost."),
 ]
 

@@ -378,3 +378,36 @@ def test_what_compiles_ahead_keep_on_the_hosts_disk_is_bounded_in_rate(tmp_path)
     now[0] += 2.0
     assert compiled(owners[3], 3) == 2  # refilled at the rate
     assert compiled(owners[4], 1, mb=5) == 0  # never more than the burst at once
+
+
+# Module-level code of a compile ahead that keeps 3 entries of 4 MB, then stops its compile.
+BULKY = """
+import os as _os
+for _i in range(3):
+    _entry = _os.path.join(_os.environ['TRITON_CACHE_DIR'], 'bulky' + _os.urandom(12).hex())
+    _os.makedirs(_entry)
+    with open(_os.path.join(_entry, 'k.cubin'), 'wb') as _f:
+        _f.write(_os.urandom(4 << 20))
+raise ValueError('kept enough')
+"""
+
+
+@pytest.mark.integration
+def test_a_flood_of_compiles_ahead_keeps_no_more_than_its_budget_on_the_hosts_disk(make_app):
+    """One client, a fresh session per page, compiles ahead as fast as it is let, each compile keeping
+    12 MB: what reaches the host's kernel caches stays within COMPILE_KEEP_MB_PER_S (here 1 MB/s,
+    after a 4 MB burst), and something does (the compiles finished)."""
+    app = make_app(WORKERS=1, SHARED_KERNELS=0, COMPILE_KEEP_MB_PER_S=1)
+    pages = [socketio.test_client(app) for _ in range(8)]
+    start = time.monotonic()
+    while time.monotonic() - start < 15:
+        for page in pages:
+            spec = vector_add_spec(n=1024, block=256, source=VECTOR_ADD + BULKY + f"# {secrets.token_hex(6)}\n")
+            page.emit("compile", {"spec": spec}, callback=True)
+            time.sleep(0.25)
+    time.sleep(5)  # the compiles under way finish
+    elapsed_s = time.monotonic() - start
+    kept = glob.glob(os.path.join(app.config["RUN_ROOT"], "kernel-caches", "*", "bulky*", "k.cubin"))
+    kept_mb = sum(os.path.getsize(path) for path in kept) / (1 << 20)
+    assert kept, "no compile ahead kept anything: the flood measured nothing"
+    assert kept_mb <= 4 + elapsed_s, f"{kept_mb:.0f} MB kept in {elapsed_s:.0f} s"

@@ -8,8 +8,8 @@ next run of the same spec (equal sandbox.spec.compile_key) finds everything buil
 
 Bounded: one compile per owner (a newer request replaces it, and a run of another spec ends it: it
 is stale), MAX_RUNNING at once per worker, and a request that waited past STALE_S is dropped. What
-the compiles of one worker keep on the host's disk is bounded in rate too (KEEP_BYTES_PER_S, with a
-burst of KEEP_BURST_BYTES): a client compiling ahead as fast as it may cannot churn the kernel caches'
+the compiles of one worker keep on the host's disk is bounded in rate too (COMPILE_KEEP_MB_PER_S,
+after a burst of four times as much): a client compiling ahead as fast as it may cannot churn the kernel caches'
 directory faster; a compile past it is answered as any, and its run compiles what was not kept.
 Only the owner's own code is compiled ahead (sandbox.protocol.kept_for): nothing else's could be kept.
 """
@@ -19,7 +19,7 @@ import copy
 import select
 import time
 
-from sandbox import protocol
+from sandbox import protocol, settings
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import FIELDS, SpecError, compile_key, normalize
@@ -30,8 +30,9 @@ STALE_S = 10.0  # a request not started by then: the person has typed on, or run
 READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
 FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
 # What one worker's compiles ahead may write into the kernel caches: a person's compile keeps a few
-# hundred KB (the gallery's kernels on the CPU host: 0.1-0.4 MB an entry), a few MB on a GPU.
-KEEP_BYTES_PER_S, KEEP_BURST_BYTES = 16 << 20, 64 << 20
+# hundred KB (the gallery's kernels on the CPU host: 0.1-0.4 MB an entry).
+KEEP_BYTES_PER_S = settings.value("COMPILE_KEEP_MB_PER_S") << 20
+KEEP_BURST_S = 4  # the burst: this many seconds of the rate
 
 
 class Compile:
@@ -68,7 +69,7 @@ class CompileAhead:
     def __init__(self, settings, run_process, kernel_caches, send):
         """`run_process()`: a run process for a compile (sandbox.worker: a warm spare, if one can be spared)."""
         self.settings, self.run_process, self.kernel_caches, self.send = settings, run_process, kernel_caches, send
-        self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_BYTES)  # the host disk's share of all its compiles
+        self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_S * KEEP_BYTES_PER_S)  # all its compiles' share of the disk
         self.running = {}  # owner -> Compile
         self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
