@@ -1,14 +1,17 @@
 // The source editor (CodeMirror 6): Python, Ctrl/Cmd+Enter runs, the failing line is marked,
 // the lines of a program picked in the diagram (or of an IR line) are highlighted. Tab moves the
 // focus on, as CodeMirror's accessible default has it, unless the reader opts in to Tab indenting
-// (the pane's "Tab indents" switch); then Escape followed by Tab still leaves the editor.
+// (the pane's "Tab indents" switch); then Escape followed by Tab still leaves the editor. Enter and
+// Tab indent by the loaded file's own indentation; a loaded kernel starts a fresh history (Undo
+// never goes back past it); long lines wrap on request (the pane's "Wrap" switch).
 import {
   EditorView, EditorState, StateField, StateEffect, RangeSet, Decoration, WidgetType, GutterMarker,
-  gutterLineClass, keymap, Prec, basicSetup, python,
+  gutterLineClass, keymap, Prec, Compartment, basicSetup, python, indentUnit,
 } from "codemirror";
 import { on, emit } from "./hub.js";
 import { debounce } from "./dom.js";
 import { playgroundTheme, playgroundHighlight } from "./cm-theme.js";
+import { indentationOf } from "./pysource.js";
 
 // ---- line highlights (the error, the selected program, the line an IR line came from) ----
 
@@ -81,9 +84,8 @@ function cursorLine(state) {
   return state.doc.lineAt(state.selection.main.head).number;
 }
 
-function reportChanges() {
+function reportChanges(sourceChanged) {
   let lastLine = null;
-  const sourceChanged = debounce((source) => emit("source-changed", { source }), 250);
   return EditorView.updateListener.of((update) => {
     if (update.docChanged) sourceChanged(update.state.doc.toString());
     if (!update.selectionSet && !update.docChanged) return;
@@ -95,21 +97,24 @@ function reportChanges() {
   });
 }
 
+const wrapping = new Compartment();
+
 // readOnly: the source can be read, selected and run, not edited (an embed with ?readonly=1).
 export function createEditor(parent, source, { readOnly = false } = {}) {
   const runKey = Prec.highest(keymap.of([{ key: "Mod-Enter", preventDefault: true, run: () => { emit("run-requested"); return true; } }]));
-  const view = new EditorView({
-    parent,
-    state: EditorState.create({
-      doc: source,
-      extensions: [
-        runKey, basicSetup, keymap.of([{ key: "Tab", run: indentLines, shift: dedentLines }]), python(), EditorView.contentAttributes.of({ "aria-label": "Kernel source (Python)" }), playgroundTheme, playgroundHighlight,
-        EditorState.tabSize.of(4), EditorState.readOnly.of(readOnly), errorField, programLines.field, linkedLines.field, reportChanges(),
-      ],
-    }),
+  const sourceChanged = debounce((text) => emit("source-changed", { source: text }), 250);
+  const extensions = [
+    runKey, basicSetup, keymap.of([{ key: "Tab", run: indentLines, shift: dedentLines }]), python(), EditorView.contentAttributes.of({ "aria-label": "Kernel source (Python)" }), playgroundTheme, playgroundHighlight,
+    EditorState.tabSize.of(4), EditorState.readOnly.of(readOnly), errorField, programLines.field, linkedLines.field, reportChanges(sourceChanged),
+  ];
+  // A state of its own for each source loaded: its indentation, an empty history, the wrap as set.
+  const stateOf = (text, anchor = 0) => EditorState.create({
+    doc: text, selection: { anchor },
+    extensions: [extensions, indentUnit.of(indentationOf(text)), wrapping.of(wrapLines() ? EditorView.lineWrapping : [])],
   });
+  const view = new EditorView({ parent, state: stateOf(source) });
   view.setTabFocusMode(!tabIndents());
-  wireEditor(view);
+  wireEditor(view, { stateOf, sourceChanged });
   return view;
 }
 
@@ -121,7 +126,7 @@ export function createCodeField(parent, source, label) {
     state: EditorState.create({
       doc: source,
       extensions: [basicSetup, python(), EditorView.contentAttributes.of({ "aria-label": label }), playgroundTheme,
-                   playgroundHighlight, EditorState.tabSize.of(4)],
+                   playgroundHighlight, EditorState.tabSize.of(4), indentUnit.of(indentationOf(source))],
     }),
   });
   view.setTabFocusMode(true);
@@ -129,8 +134,6 @@ export function createCodeField(parent, source, label) {
 }
 
 // ---- Tab: focus by default, indent on request (remembered by this browser) ----
-
-const INDENT = "    ";   // Python's four spaces (CodeMirror's own indentMore would use two)
 
 function selectedLines(state) {
   const lines = new Set();
@@ -140,13 +143,17 @@ function selectedLines(state) {
   return [...lines].map((n) => state.doc.line(n));
 }
 
+// One level of the file's indentation (indentUnit), added or taken away at each selected line's start.
 function indentLines(view) {
-  view.dispatch({ changes: selectedLines(view.state).map((line) => ({ from: line.from, insert: INDENT })), userEvent: "input.indent" });
+  const unit = view.state.facet(indentUnit);
+  view.dispatch({ changes: selectedLines(view.state).map((line) => ({ from: line.from, insert: unit })), userEvent: "input.indent" });
   return true;
 }
 
 function dedentLines(view) {
-  const changes = selectedLines(view.state).map((line) => ({ from: line.from, to: line.from + /^ {0,4}/.exec(line.text)[0].length }));
+  const unit = view.state.facet(indentUnit);
+  const level = unit === "\t" ? /^\t?/ : new RegExp(`^ {0,${unit.length}}`);
+  const changes = selectedLines(view.state).map((line) => ({ from: line.from, to: line.from + level.exec(line.text)[0].length }));
   view.dispatch({ changes, userEvent: "delete.dedent" });
   return true;
 }
@@ -170,19 +177,34 @@ export function initTabSwitch(view, checkbox, hint) {
   });
 }
 
+// ---- Wrap: long lines wrap at the pane's edge on request (remembered by this browser) ----
+
+const WRAP_KEY = "playground.wrapLines";
+
+function wrapLines() {
+  try { return localStorage.getItem(WRAP_KEY) === "1"; } catch { return false; }
+}
+
+export function initWrapSwitch(view, checkbox) {
+  if (!checkbox) return;
+  checkbox.checked = wrapLines();
+  checkbox.addEventListener("change", () => {
+    view.dispatch({ effects: wrapping.reconfigure(checkbox.checked ? EditorView.lineWrapping : []) });
+    try { localStorage.setItem(WRAP_KEY, checkbox.checked ? "1" : "0"); } catch { /* kept for this page only */ }
+  });
+}
+
 export function getSource(view) {
   return view.state.doc.toString();
 }
 
 // A new source opens on its first @triton decorator, the cursor there too: the kernel, not the
 // example's prose above it, and a key typed on entering the editor lands where the reader looks.
-function setSource(view, source) {
+// Loading is not an edit: a fresh state, its history empty, so Undo stops at the loaded kernel.
+function setSource(view, { stateOf, sourceChanged }, source) {
   const kernel = /^@triton/m.exec(source);
-  view.dispatch({
-    changes: { from: 0, to: view.state.doc.length, insert: source },
-    selection: { anchor: kernel ? kernel.index : 0 },
-    effects: setError.of(null),
-  });
+  view.setState(stateOf(source, kernel ? kernel.index : 0));
+  sourceChanged(source);   // the panes that follow the text (lesson, form, drafts) read it as after an edit
   // The editor's own scroller only: scrollIntoView would scroll the page too, and on a phone, where
   // the page scrolls, open it scrolled down with the code under the sticky top bar.
   const at = kernel ? kernel.index : 0;
@@ -214,8 +236,8 @@ function inlineText(error) {
   return error.type && !text.startsWith(error.type) ? `${error.type}: ${text}` : text;
 }
 
-function wireEditor(view) {
-  on("spec-loaded", ({ spec }) => setSource(view, spec.source || ""));
+function wireEditor(view, loader) {
+  on("spec-loaded", ({ spec }) => setSource(view, loader, spec.source || ""));
   on("run-requested", () => clearRunHighlights(view));
   on("run-started", () => view.dispatch({ effects: setError.of(null) }));
   on("run-result", ({ result }) => {

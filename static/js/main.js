@@ -2,7 +2,7 @@
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
 import { on, emit } from "./hub.js";
 import { h, debounce } from "./dom.js";
-import { createEditor, getSource, initTabSwitch } from "./editor.js";
+import { createEditor, getSource, initTabSwitch, initWrapSwitch } from "./editor.js";
 import { initLaunch, readLaunch, checkLaunch } from "./form.js";
 import { initResults } from "./results.js";
 import { initTimings } from "./timings.js";
@@ -438,6 +438,7 @@ $("#run-button").title = `Compile and run the kernel (${mac ? "⌘" : "Ctrl"}+En
 
 const editorView = createEditor($("#editor"), "", { readOnly: Boolean(initial.embed?.readonly) });
 initTabSwitch(editorView, $("#tab-indents"), $("#tab-hint"));
+initWrapSwitch(editorView, $("#wrap-lines"));
 initLaunch($("#launch"), initial.spec_schema, { deviceKind: initial.device_kind, timeoutS: initial.run_timeout_s });
 initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));

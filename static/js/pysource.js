@@ -230,3 +230,44 @@ export function inputExpression({ init, dtype, dims, low = 0, high = 16 }) {
   if (init === "randint") return `torch.randint(${low}, ${high}, ${shapeTuple(dims)}, ${dt})`;
   return `torch.${init}(${dims.join(", ")}, ${dt})`;
 }
+
+// The logical lines of a source (a bracket or a string may run over several): each one's leading
+// whitespace and whether it opens a block (ends in ":", a comment aside).
+function logicalLines(source) {
+  const lines = [];
+  let depth = 0, start = 0, i = 0, code = "";
+  const end = (at) => {
+    const text = source.slice(start, at);
+    if (code.trim()) lines.push({ indent: /^[ \t]*/.exec(text)[0], opens: /:\s*$/.test(code) });
+    start = at + 1;
+    code = "";
+  };
+  while (i < source.length) {
+    const c = source[i];
+    if (c === '"' || c === "'") { const j = stringEnd(source, i); code += "s"; i = j; continue; }
+    if (c === "#") { while (i < source.length && source[i] !== "\n") i += 1; continue; }
+    if (c === "\n") { if (depth <= 0 && !code.endsWith("\\")) end(i); i += 1; continue; }
+    if (OPEN.includes(c)) depth += 1;
+    else if (CLOSE.includes(c)) depth -= 1;
+    code += c;
+    i += 1;
+  }
+  end(source.length);
+  return lines;
+}
+
+// One level of the indentation a source uses: the step most of its blocks take in from the line that
+// opens them, "\t" for a tab; Python's four spaces where no block is indented yet.
+export function indentationOf(source) {
+  const lines = logicalLines(source);
+  const steps = new Map();
+  for (let i = 0; i + 1 < lines.length; i++) {
+    const [outer, inner] = [lines[i].indent, lines[i + 1].indent];
+    if (!lines[i].opens || inner.length <= outer.length || !inner.startsWith(outer)) continue;
+    const step = inner.slice(outer.length);
+    if (/^( +|\t)$/.test(step)) steps.set(step, (steps.get(step) || 0) + 1);
+  }
+  let best = "    ";
+  for (const [step, count] of steps) if (count > (steps.get(best) || 0)) best = step;
+  return best;
+}

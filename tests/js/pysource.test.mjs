@@ -1,7 +1,7 @@
 // static/js/pysource.js: the page's reading of a kernel's source and of the inputs' torch expressions.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { findJitFunctions, inputExpression, parseInputExpression, parseShape, splitTopLevel }
+import { findJitFunctions, indentationOf, inputExpression, parseInputExpression, parseShape, splitTopLevel }
   from "../../static/js/pysource.js";
 
 test("splits at top-level commas only", () => {
@@ -55,4 +55,14 @@ test("an input expression reads back into the table and is written again the sam
   assert.deepEqual(parseInputExpression("torch.randn(10)"), { init: "randn", dtype: "float32", dims: ["10"] });
   assert.equal(parseInputExpression("torch.randn(10, dtype=torch.complex64)"), null);
   assert.equal(parseInputExpression("x * 2"), null);
+});
+
+test("reads the indentation a source's blocks use", () => {
+  const kernel = (unit) => ["@triton.jit", "def k(x_ptr,  # the input", "      n):", `${unit}pid = tl.program_id(0)`,
+                            `${unit}for i in range(2):  # twice`, `${unit}${unit}pid += 1`].join("\n");
+  assert.equal(indentationOf(kernel("    ")), "    ");
+  assert.equal(indentationOf(kernel("  ")), "  ");
+  assert.equal(indentationOf(kernel("\t")), "\t");
+  assert.equal(indentationOf('"""A docstring:\nTry: this."""\nimport triton\n'), "    ");   // nothing indented: Python's four
+  assert.equal(indentationOf("def f(a,\n      b):\n   return a\n"), "   ");   // the continuation line is no block
 });
