@@ -9,6 +9,7 @@ import { formatCount, formatMs, formatNumber } from "./format.js";
 import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
 import { loadPlotly } from "./plotly.js";
 import { coverageDiff, resourceRows, timeChange, unifiedDiff, withoutRenumbering } from "./compare-model.js";
+import { describeLaunch, launchIdentity, shownLaunch } from "./script.js";
 
 const SOURCE_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 const COVERAGE_WORDS = {
@@ -29,9 +30,41 @@ function percent(x) {
   return `${x >= 0 ? "+" : "−"}${formatNumber(Math.abs(x) * 100)}%`;
 }
 
-function launchWords(spec) {
+// What a run launched, in a few words: a script's run, the launch it shows; a form run, its
+// meta-parameters and the options it compiled with (their defaults where the spec gives none).
+function launchWords({ spec, result }) {
+  if (spec.mode === "script") {
+    const launch = shownLaunch(result);
+    return launch ? describeLaunch(launch) : "no launch shown";
+  }
+  const option = (name) => `${name}=${spec.options[name] ?? rules[name].default}`;
   const values = Object.entries(spec.args || {}).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k}=${v}`);
-  return [...values, `num_warps=${spec.options.num_warps}`, `num_stages=${spec.options.num_stages}`].join(", ");
+  return [...values, option("num_warps"), option("num_stages")].join(", ");
+}
+
+// Two script runs compare only where they show the same launch: the same kernel's same launch
+// (the 2nd add_kernel launch), whatever its index or grid became. Returns null when they do, else
+// the words that say they do not and, where this run made the pinned launch too, its index.
+function differentLaunches(before, after) {
+  if (before.spec.mode !== "script" || after.spec.mode !== "script") return null;
+  const [a, b] = [shownLaunch(before.result), shownLaunch(after.result)];
+  const same = (x, y) => x.kernel === y.kernel && x.nth === y.nth;
+  const wanted = a && launchIdentity(before.result, a);
+  if (a && b && same(wanted, launchIdentity(after.result, b))) return null;
+  const match = wanted && after.result.launches?.list.find((launch) => same(wanted, launchIdentity(after.result, launch)));
+  return {
+    words: `Not compared: these runs show different launches. The pinned run shows ${a ? describeLaunch(a) : "no launch"}; `
+      + `this run shows ${b ? describeLaunch(b) : "no launch"}. Their times, resources and IR are not a before and after.`,
+    index: match ? match.index : null,
+  };
+}
+
+function differentLaunchesSection(differ) {
+  const show = differ.index === null ? h("p", { class: "hint" }, "This run made no launch like the pinned one: pin this run to compare from here.")
+    : h("button", { type: "button", class: "button small primary", id: "compare-same-launch",
+                    onclick: () => emit("launch-selected", { index: differ.index }) }, `Show launch ${differ.index} of this run`);
+  return h("div", { class: "notice compare-launches-differ", id: "compare-launches-differ", role: "status" },
+    h("p", {}, differ.words), show);
 }
 
 // ---- the sections ----
@@ -174,7 +207,7 @@ function sweepForm() {
   let sweep = null; // what the button runs now, or null when the fields ask for nothing it can run
   const fields = [...constexprs.map(([name]) => name), "num_warps", "num_stages"].map((name) => {
     const input = h("input", { class: "mono", dataset: { param: name }, value: sweepValues[name] ?? suggested[name],
-                               placeholder: name === "num_stages" ? String(spec.options.num_stages) : "",
+                               placeholder: name === "num_stages" ? String(spec.options.num_stages ?? rules.num_stages.default) : "",
                                "aria-describedby": "sweep-note",
                                oninput: (event) => { sweepValues[name] = event.target.value; update(); } });
     return [name, input];
@@ -237,13 +270,16 @@ function render() {
     onclick: () => { pinned = { ...latest, at: new Date() }; render(); } }, pinned ? "Pin this run instead" : "Pin this result");
   const unpin = pinned ? h("button", { type: "button", class: "button small ghost", id: "unpin-button", onclick: () => { pinned = null; render(); } }, "Unpin") : null;
   sections.push(h("div", { class: "compare-head" }, pinButton, unpin,
-    h("span", { class: "hint", id: "pinned-label" }, pinned ? `Pinned: ${launchWords(pinned.spec)} (${pinned.at.toLocaleTimeString()})`
+    h("span", { class: "hint", id: "pinned-label" }, pinned ? `Pinned: ${launchWords(pinned)} (${pinned.at.toLocaleTimeString()})`
       : "Pin a result, change something, run again: this tab shows what changed.")));
   let draw = () => {};
-  if (pinned && latest && latest.result !== pinned.result) {
+  const differ = pinned && latest && latest.result !== pinned.result ? differentLaunches(pinned, latest) : null;
+  if (differ) {
+    sections.push(differentLaunchesSection(differ));
+  } else if (pinned && latest && latest.result !== pinned.result) {
     const coverage = coverageSection(pinned.result, latest.result);
     draw = coverage.draw;
-    sections.push(h("p", { class: "hint" }, `This run: ${launchWords(latest.spec)}`),
+    sections.push(h("p", { class: "hint" }, `This run: ${launchWords(latest)}`),
       h("h3", { class: "section-title" }, "Time"), timeSection(pinned.result, latest.result),
       h("h3", { class: "section-title" }, "Compiler resources"), resourceSection(pinned.result, latest.result),
       h("h3", { class: "section-title" }, "Who writes what"), coverage.node,
@@ -251,7 +287,9 @@ function render() {
   } else if (pinned) {
     sections.push(h("p", { class: "hint" }, "Run again (change a value first) to compare with the pinned result."));
   }
-  sections.push(h("h3", { class: "section-title" }, "Sweep ", h("span", { class: "section-hint" }, "each combination is run, checked and timed")), sweepForm());
+  sections.push(h("h3", { class: "section-title" }, "Sweep ", h("span", { class: "section-hint" }, "each combination is run, checked and timed")),
+    getSpec().mode === "script" ? h("p", { class: "hint", id: "sweep-script" }, "A sweep runs one kernel's launch: make a form run of a launch "
+      + "(its Form button in the launch list), then sweep its meta-parameters here.") : sweepForm());
   if (latest && latest.result.sweep) sections.push(sweepTable(latest.result.sweep));
   replaceChildren(elements.panel, h("div", { class: "compare" }, sections));
   draw();

@@ -528,13 +528,20 @@ on("run-result", ({ result }) => {
   const drawn = traceArrived && result.trace && lastResult?.trace;
   traceArrived = false;
   lastResult = drawn ? { ...result, trace: lastResult.trace } : result;
-  resultSpec = sentSpec;
+  resultSpec = shownSpec(sentSpec, result);
   if (drawn) return;
   // An out-of-bounds error comes with the trace up to the offending access: its program is the one
   // to see first (until another is picked).
   if (result.error?.pid && result.trace) ui.pid = validPid(result.error.pid);
   redrawDiagram();
 });
+// The spec of what a result shows: a script's run asked for the program's default launch (or one
+// gone since) shows the one it chose, which the page asks for from then on.
+function shownSpec(spec, result) {
+  if (!spec || spec.mode !== "script" || !result.launches || result.launches.selected === null) return spec;
+  return { ...spec, options: { ...spec.options, launch: result.launches.selected } };
+}
+
 // A program fetched into the shown trace stays in it for every later drawing.
 on("trace-extended", ({ from, trace }) => {
   if (lastResult?.trace === from) lastResult = { ...lastResult, trace };

@@ -18,7 +18,6 @@ const BOUNDS = {
 let els = null;
 let selected = null;   // options.launch: the launch asked for, or null (the program's default)
 let shown = null;      // the result whose launches are listed
-let program = null;    // the source those launches (and `selected`) are of
 
 export function scriptMode() {
   return els !== null && els.pane.classList.contains("script");
@@ -59,7 +58,6 @@ function loadScript(spec) {
   els.allPoints.checked = options.benchmarks === "all";
   selected = Number.isInteger(options.launch) ? options.launch : null;
   shown = null;
-  program = spec.source;
   renderLaunches();
 }
 
@@ -120,13 +118,31 @@ export function initScript(pane) {
     radio.addEventListener("change", () => { if (radio.checked) { setMode(radio.value); emit("run-mode-changed", { mode: radio.value }); } });
   }
   on("spec-loaded", ({ spec }) => loadScript(spec));
+  // The launch shown is the one asked for next: an edit keeps it (the program's launches keep their
+  // order while its kernels change); Compare says so where a run shows another launch than its pin.
   on("run-result", ({ result }) => {
     if (!result.launches) return;
     shown = result;
-    selected = result.launches.selected ?? selected;
+    const stillThere = selected !== null && selected < result.launches.total;   // (a launch that failed showed none)
+    selected = result.launches.selected ?? (stillThere ? selected : null);
     renderLaunches();
   });
-  on("run-started", ({ spec }) => { program = spec?.source ?? program; });
-  // Another program: the launch asked for by index may be another one now.
-  on("source-changed", ({ source }) => { if (source !== program) selected = null; });
+  on("launch-selected", ({ index }) => { selected = index; });
+}
+
+// The launch a script's result shows (a record of result.launches.list), or null.
+export function shownLaunch(result) {
+  const launches = result?.launches;
+  return launches ? launches.list.find((launch) => launch.index === launches.selected) ?? null : null;
+}
+
+// A launch as Compare names it across runs: its kernel and which of that kernel's launches it is
+// (the 2nd add_kernel launch), its index and grid aside: an edit may move them.
+export function launchIdentity(result, launch) {
+  const sameKernel = result.launches.list.filter((other) => other.kernel === launch.kernel && other.index <= launch.index);
+  return { kernel: launch.kernel, nth: sameKernel.length };
+}
+
+export function describeLaunch(launch) {
+  return `launch ${launch.index} (${launch.kernel}, grid ${formatTuple(trimmed(launch.grid))})`;
 }
