@@ -636,7 +636,6 @@ window.addEventListener("popstate", () => { drafts.save(); location.reload(); })
 
 connect();
 setSpec(openingSpec(initial.spec), initial.ui);
-loadPlotly().catch(() => {});   // now that the editor is up; a plot that needs it says why it failed
 drafts.markClean();
 drafts.offerRestore();
 // A shared link never runs on opening: it shows the kernel, its launch and its tab, and over the
