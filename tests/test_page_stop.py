@@ -52,7 +52,7 @@ def test_the_stop_button_ends_a_run_and_run_works_again(app, server, page):
     page.click("#stop-button")
     page.wait_for_function("document.querySelector('#status-line').dataset.state === 'error'", timeout=5000)
     assert page.locator("#stop-button").is_hidden()
-    assert page.text_content("#error-card .phase") == "stopped error"
+    assert page.text_content("#error-card .phase") == "stopped"
     assert "you stopped this run" in page.text_content("#error-card pre")
     page.screenshot(path=f"{SHOTS}/stop-stopped.png")
 
@@ -71,7 +71,7 @@ def test_a_run_over_the_limit_says_which_phase_it_was_in_and_what_to_turn_off(ap
     assert "24,608 programs, run one after another" in warning and "will not fit in the 4 s limit" in warning
     page.screenshot(path=f"{SHOTS}/estimate-warning.png")
     assert run_and_wait(page) == "error"  # and indeed it does not
-    assert page.text_content("#error-card .phase") == "timeout error"
+    assert page.text_content("#error-card .phase") == "timed out"
     advice = page.text_content("#error-card .timeout-advice")
     assert advice.startswith("The limit struck while running.")
     assert "bigger BLOCK" in advice and "unticking trace" in advice

@@ -97,6 +97,6 @@ def test_stop_between_parts_ends_the_run(app, server, page):
     assert "compiling IR…" in page.text_content("#ir")  # the verdict is in, the IR still to come
     page.click("#stop-button")
     page.wait_for_function("document.querySelector('#status-line').dataset.state === 'error'", timeout=5000)
-    assert page.text_content("#error-card .phase") == "stopped error"
+    assert page.text_content("#error-card .phase") == "stopped"
     assert "compiling IR…" not in page.text_content("#ir")  # the result answered it: the run stopped
     page.screenshot(path=f"{SHOTS}/stream-stopped-between-parts.png")

@@ -147,10 +147,20 @@ function heatmapTrace(layout, classes, theme, cellPx, labels) {
   return trace;
 }
 
+// The most characters a row's label takes: the last row's is not always the longest (a folded grid's
+// last row may hold one program, "96", where the row before says "80–95"). Labels grow with the row,
+// so a sample of rows, the last one's neighbours among them, finds it.
+function longestLabel(layout, rowLabel) {
+  const step = Math.max(1, Math.floor(layout.rows / 64));
+  let longest = 1;
+  for (let r = layout.rows - 1; r >= 0; r -= step) longest = Math.max(longest, rowLabel(layout.row0 + r).length, rowLabel(layout.row0 + Math.max(0, r - 1)).length);
+  return longest;
+}
+
 // Square elements where they fit in the width and in maxHeight; long thin shapes get stretched
 // cells rather than vanishing.
 function plotSize(layout, availableWidth, rowLabel, maxHeight = MAX_PLOT_PX) {
-  const left = 30 + 7 * rowLabel(layout.rows - 1).length; // room for the row tick labels and the title
+  const left = 30 + 7 * longestLabel(layout, rowLabel); // room for the row tick labels and the title
   const width = Math.max(120, availableWidth - left - MARGIN.r);
   const px = Math.min(MAX_CELL_PX, width / layout.cols, maxHeight / layout.rows);
   const pxX = Math.max(px, Math.min(MAX_CELL_PX, width / layout.cols, MIN_PLOT_PX / layout.cols));

@@ -303,6 +303,7 @@ class Diagram {
 
   select(index) {
     this.selected = index;
+    this.tooltip.hidden = true;   // it named the cell under the pointer before the selection moved (keys, Play, a click)
     this.focus(index);
     const program = index === null ? null : this.model.programs[index];
     if (program && this.model.grid[2] > 1 && program.pid[2] !== this.slice) this.showSlice(program.pid[2]);

@@ -231,7 +231,7 @@ function scrollToLine(view, lineNumber, y = "nearest", lastLine = lineNumber) {
 
 // The first line of the message, short enough to sit at the end of a code line.
 function inlineText(error) {
-  const first = (error.message || error.type || "error").split("\n").find((l) => l.trim()) || "";
+  const first = ((error.message || error.type || "error").split("\n").find((l) => l.trim()) || "").replace(/`([^`\n]+)`/g, "$1");
   const text = first.length > 140 ? first.slice(0, 137) + "…" : first;
   return error.type && !text.startsWith(error.type) ? `${error.type}: ${text}` : text;
 }

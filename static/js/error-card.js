@@ -3,7 +3,7 @@
 // link to see it), the message, then the plain-words hint.
 import { emit } from "./hub.js";
 import { h } from "./dom.js";
-import { formatPid } from "./format.js";
+import { formatPid, phaseWords } from "./format.js";
 
 // The card's head names the type: a message that starts with it again does not repeat it.
 function messageText(error) {
@@ -11,7 +11,13 @@ function messageText(error) {
   return error.type && message.startsWith(`${error.type}: `) ? message.slice(error.type.length + 2) : message;
 }
 
-export function errorCard(error, title = `${error.phase || "run"} error`) {
+// Text whose `backticked` names are code, as the messages and hints write them: shown as code,
+// without the backticks.
+export function withCode(text) {
+  return text.split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}
+
+export function errorCard(error, title = phaseWords(error.phase)) {
   const hasPid = error.pid !== null && error.pid !== undefined;
   const where = h("span", { class: "where" },
     error.line ? h("button", { type: "button", class: "link-button", title: "Show this line in the editor",
@@ -23,6 +29,6 @@ export function errorCard(error, title = `${error.phase || "run"} error`) {
       h("span", { class: "phase" }, title),
       error.type && error.type !== "RunError" ? h("span", { class: "type" }, error.type) : null,  // RunError names no cause
       where),
-    h("pre", {}, messageText(error)),
-    error.hint ? h("p", { class: "hint" }, error.hint) : null);
+    h("pre", {}, withCode(messageText(error))),
+    error.hint ? h("p", { class: "hint" }, withCode(error.hint)) : null);
 }

@@ -69,6 +69,12 @@ export function formatRate(x, unit, space = " ") {
   return `${x >= 100 ? formatCount(Math.round(x)) : x.toPrecision(3)}${space}${unit}`;
 }
 
+// How a run that failed ended, as its title says it: "compile error", and for the phases that are
+// no error of the kernel's, what happened: "stopped" (Stop), "timed out", "over a limit".
+export function phaseWords(phase) {
+  return { stopped: "stopped", timeout: "timed out", limit: "over a limit" }[phase] ?? `${phase || "run"} error`;
+}
+
 // How long ago a moment (ms since the epoch) was, in words: "just now", "5 minutes ago", "3 days ago".
 export function timeAgo(then, now = Date.now()) {
   const s = Math.max(0, Math.round((now - then) / 1000));

@@ -2,7 +2,7 @@
 // back: the History menu of the top bar. Kept in localStorage, never sent anywhere.
 import { on } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { timeAgo } from "./format.js";
+import { phaseWords, timeAgo } from "./format.js";
 
 const KEY = "playground.runs";
 export const MAX_RUNS = 25;
@@ -31,7 +31,7 @@ const VERDICTS = { ok: ["ok", "ok"], mismatch: ["mismatch", "bad"], error: ["err
 
 function verdict(run) {
   const [word, tone] = VERDICTS[run.status] || [run.status, ""];
-  return h("span", { class: `badge ${tone}` }, run.status === "error" && run.phase ? `${run.phase} error` : word);
+  return h("span", { class: `badge ${tone}` }, run.status === "error" && run.phase ? phaseWords(run.phase) : word);
 }
 
 // button: opens the menu; menu: its popover; getSpec: the spec a run sends; onPick(run): load it.

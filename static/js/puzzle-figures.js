@@ -64,10 +64,13 @@ function grid(owned, layout) {
   return z;
 }
 
-function heatmap(z, axis, theme) {
+// A gap between cells only where they are large enough to keep their colour: small ones would
+// show mostly the grey behind them.
+function heatmap(z, axis, cellPx) {
   const steps = PALETTE.flatMap((colour, i) => [[i / PALETTE.length, colour], [(i + 1) / PALETTE.length, colour]]);
+  const gap = cellPx >= 8 ? 1 : 0;
   return { type: "heatmap", z, xaxis: `x${axis}`, yaxis: `y${axis}`, zmin: 0, zmax: PALETTE.length,
-           colorscale: steps, showscale: false, xgap: 1, ygap: 1, hoverinfo: "skip" };
+           colorscale: steps, showscale: false, xgap: gap, ygap: gap, hoverinfo: "skip" };
 }
 
 function marks(kind, runs, layout, axis) {
@@ -89,26 +92,28 @@ export function comparisonFigure({ name, expected, yours, diff, theme, available
                                    titles = ["expected (the solution)", "yours"] }) {
   const shape = (expected.tensors[name] || yours.tensors[name]).shape;
   const layout = shapeOf(shape);
-  const data = [heatmap(grid(owners(expected, name), layout), "", theme), heatmap(grid(owners(yours, name), layout), "2", theme)];
+  // Square cells, as large as two copies side by side allow in the available width.
+  const cellPx = Math.max(4, Math.min(26, Math.floor((availableWidth - 110) / (2 * layout.cols + 2))));
+  const data = [heatmap(grid(owners(expected, name), layout), "", cellPx), heatmap(grid(owners(yours, name), layout), "2", cellPx)];
   for (const kind of Object.keys(MARKS)) {
     if (diff && diff[kind] && diff[kind].count) data.push(marks(kind, diff[kind].runs, layout, "2"));
   }
-  // Square cells, as large as two copies side by side allow in the available width.
-  const cellPx = Math.max(4, Math.min(26, Math.floor((availableWidth - 110) / (2 * layout.cols + 2))));
   const axis = (domain, title) => ({ domain, title: { text: title, font: { size: 12 } }, showgrid: false, zeroline: false,
                                       color: theme.axis, range: [-0.5, layout.cols - 0.5], fixedrange: true });
   const rows = [...Array(layout.rows).keys()].filter((r) => layout.rows <= 16 || r % Math.ceil(layout.rows / 16) === 0);
+  const ticktext = rows.map((r) => formatCount(shape.length >= 2 ? r : r * layout.cols));
   const yaxis = { autorange: "reversed", showgrid: false, zeroline: false, color: theme.axis, fixedrange: true,
-                  tickvals: rows, ticktext: rows.map((r) => String(shape.length >= 2 ? r : r * layout.cols)),
-                  title: { text: shape.length >= 2 ? "row" : "element", font: { size: 11 } } };
+                  tickvals: rows, ticktext, title: { text: shape.length >= 2 ? "row" : "element", font: { size: 11 }, standoff: 6 } };
+  // The right map shares the left one's rows: no labels of its own to run into the left map.
+  const left = 34 + 7 * Math.max(...ticktext.map((t) => t.length));
   return {
     data,
     layout: {
       paper_bgcolor: theme.paper, plot_bgcolor: theme.untouched, font: { color: theme.text, size: 11 },
-      width: Math.min(2 * layout.cols * cellPx + 2 * cellPx + 110, availableWidth), height: layout.rows * cellPx + 80,
-      margin: { l: 50, r: 10, t: 10, b: 50 }, showlegend: false,
+      width: Math.min(2 * layout.cols * cellPx + 2 * cellPx + 60 + left, availableWidth), height: layout.rows * cellPx + 80,
+      margin: { l: left, r: 10, t: 10, b: 50 }, showlegend: false,
       xaxis: axis([0, 0.47], titles[0]), yaxis,
-      xaxis2: { ...axis([0.53, 1], titles[1]), anchor: "y2" }, yaxis2: { ...yaxis, anchor: "x2", title: null },
+      xaxis2: { ...axis([0.53, 1], titles[1]), anchor: "y2" }, yaxis2: { ...yaxis, anchor: "x2", title: null, showticklabels: false },
     },
     config: { displayModeBar: false, responsive: false, staticPlot: false },
   };

@@ -4,7 +4,7 @@
 // The page knows the puzzle only by name (spec.options.puzzle) and its public side (/api/puzzles/<name>).
 import { on } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { formatCount } from "./format.js";
+import { formatCount, phaseWords } from "./format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "./editor.js";
 import { withoutLesson } from "./lesson.js";
@@ -53,7 +53,7 @@ const UNDEFINED_LOADS = "a load without other read masked-off lanes: they are un
 function testRow(label, test) {
   if (!test) return h("li", { class: "puzzle-test pending" }, h("span", { class: "verdict" }, "·"), label, h("span", { class: "why" }, "not run yet"));
   let why = "passes";
-  if (test.error) why = `${test.error.phase} error${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
+  if (test.error) why = `${phaseWords(test.error.phase)}${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
   else if (!test.ok) {
     const reasons = [];
     if (test.numel == null) reasons.push("its outputs differ from the reference");  // a hidden size

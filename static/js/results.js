@@ -3,7 +3,7 @@
 // tensors, each checked output, and the kernel's stdout.
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
-import { formatCount, formatElapsed, formatNumber, formatTuple, plural } from "./format.js";
+import { formatCount, formatElapsed, formatNumber, formatTuple, phaseWords, plural } from "./format.js";
 import { errorCard } from "./error-card.js";
 import { coverageVerdicts } from "./trace-model.js";
 import { coverageText, unwrittenAdvice, UNWRITTEN_ADVICE } from "./trace-words.js";
@@ -50,7 +50,7 @@ class StatusLine {
     const verdict = {
       ok: result.check && result.check.ok ? "✓ outputs match" : "✓ ran",
       mismatch: "✗ mismatch",
-      error: `✗ ${result.error ? `${result.error.phase} error` : "error"}`,
+      error: `✗ ${result.error ? phaseWords(result.error.phase) : "error"}`,
     }[result.status] || result.status;
     const trace = result.trace;
     const facts = [

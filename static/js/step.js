@@ -86,9 +86,16 @@ function tileTable(value) {
   return h("div", { class: "step-tile-scroll" }, h("table", { class: `step-tile ${value.kind}` }, h("tbody", {}, body)));
 }
 
-function summaryText({ summary, corner }) {
+// An integer tile's values as integers (an offset of 98,431, never 9.84e+4); a float's to three digits.
+function statText(value, dtype, kind) {
+  if (!/int/.test(dtype ?? "") && kind !== "pointer") return formatNumber(value);
+  return Number.isInteger(value) ? formatCount(value) : value.toLocaleString("en-US", { maximumFractionDigits: 1 });
+}
+
+function summaryText({ summary, corner, dtype, kind }) {
+  const stat = (v) => statText(v, dtype, kind);
   const stats = summary.min === undefined ? "no lane holds a value"
-    : `min ${formatNumber(summary.min)} · max ${formatNumber(summary.max)} · mean ${formatNumber(summary.mean)}`;
+    : `min ${stat(summary.min)} · max ${stat(summary.max)} · mean ${stat(summary.mean)}`;
   const unset = summary.unset ? ` (${formatCount(summary.unset)} masked-off lanes hold none)` : "";
   return `${stats}${unset}; ${corner.length === 2 ? `its top-left ${formatTuple(corner)} below` : `its first ${corner[0]} lanes below`}`;
 }

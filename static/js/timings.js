@@ -186,15 +186,27 @@ async function drawRoofline() {
 
 // ---- a script's perf_report benchmarks (result.benchmarks): the plot the program would draw ----
 
+// An axis of the values it shows: SI prefixes for large numbers (4k, 134M), never for small ones
+// (0.04 GB/s, not "40m"); a chart of one or two points ticks at its points (size 4096, not 4095.8).
+function chartAxis(title, log, values, atPoints) {
+  const axis = { type: log ? "log" : "linear", title: { text: title, standoff: 6 },
+                 tickformat: values.every((v) => Math.abs(v) >= 1 || v === 0) ? "~s" : "~r",
+                 ...(log ? { dtick: 1 } : {}),   // a log axis ticks whole decades only
+                 gridcolor: cssVar("--border"), zeroline: false, color: cssVar("--muted") };
+  if (!atPoints || !values.length) return axis;
+  const [lo, hi] = [Math.min(...values), Math.max(...values)];
+  const range = log ? [Math.log10(lo) - 0.5, Math.log10(hi) + 0.5] : [lo - Math.max(1, lo * 0.5), hi + Math.max(1, hi * 0.5)];
+  return { ...axis, range, tickmode: "array", tickvals: [...new Set(values)], dtick: undefined };
+}
+
 function chartLayout(chart) {
-  const axis = (title, log) => ({ type: log ? "log" : "linear", title: { text: title, standoff: 6 }, tickformat: "~s",
-                                  ...(log ? { dtick: 1 } : {}),   // a log axis ticks whole decades only
-                                  gridcolor: cssVar("--border"), zeroline: false, color: cssVar("--muted") });
+  const xs = chart.points.map(([x]) => x);
+  const ys = chart.points.flatMap(([, values]) => values).filter((v) => typeof v === "number");
   return {
     height: 280, margin: { l: 56, r: 16, t: 8, b: 40 },
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
     font: { family: getComputedStyle(document.body).fontFamily, size: 11, color: cssVar("--text") },
-    xaxis: axis(chart.x, chart.x_log), yaxis: axis(chart.y, chart.y_log),
+    xaxis: chartAxis(chart.x, chart.x_log, xs, xs.length < 3), yaxis: chartAxis(chart.y, chart.y_log, ys, false),
     legend: { orientation: "h", x: 0, y: -0.25, xanchor: "left", yanchor: "top" }, hovermode: "closest",
   };
 }
