@@ -315,7 +315,7 @@ def test_the_error_card_says_phase_line_program_and_message_once_with_the_hint(p
         v.dispatch({changes: {from: at, to: at + load.length, insert: 'tl.load(x_ptr + offsets)'}}); }""")
     assert run_and_wait(page) == "error"
     assert page.text_content("#error-card .type") == "OutOfBounds"
-    assert page.text_content("#error-card pre").startswith("program (2, 0, 0) loads `x` at offsets 10..11")  # no "line 37: "
+    assert page.text_content("#error-card pre").startswith("program (2, 0, 0) loads x at offsets 10..11")  # no "line 37: "
 
 
 def test_a_share_link_opens_beside_the_button_and_leaves_the_verdict_visible(page, live_server):

@@ -196,7 +196,8 @@ function chartAxis(title, log, values, atPoints) {
   if (!atPoints || !values.length) return axis;
   const [lo, hi] = [Math.min(...values), Math.max(...values)];
   const range = log ? [Math.log10(lo) - 0.5, Math.log10(hi) + 0.5] : [lo - Math.max(1, lo * 0.5), hi + Math.max(1, hi * 0.5)];
-  return { ...axis, range, tickmode: "array", tickvals: [...new Set(values)], dtick: undefined };
+  const ticks = [...new Set(values)];
+  return { ...axis, range, tickmode: "array", tickvals: ticks, ticktext: ticks.map(formatCount), dtick: undefined };
 }
 
 function chartLayout(chart) {
