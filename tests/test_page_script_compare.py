@@ -49,14 +49,13 @@ def test_a_pinned_launch_is_compared_with_the_same_launch_after_an_edit(page, li
     pick_launch(page, 1)
     page.click("[data-tab=compare]")
     page.click("#pin-button")
-    pinned = page.inner_text("#pinned-label")
-    assert "launch 1 (add_kernel, grid (4))" in pinned and "undefined" not in pinned
     set_source(page, VECTOR_ADD.replace("BLOCK_SIZE=1024", "BLOCK_SIZE=512"))   # the edit to compare
     page.wait_for_timeout(400)   # the editor's text settles (source-changed)
     assert run_and_wait(page) == "ok"
     assert selected_launch(page) == "1"   # the launch asked for again, not the program's default
     assert page.evaluate("window.playground.getSpec().options.launch") == 1
     text = compare_text(page)
+    assert "Pinned: launch 1 (add_kernel, grid (4))" in text
     assert "This run: launch 1 (add_kernel, grid (8))" in text   # the same launch: 4096 elements, blocks of 512
     assert "different launches" not in text and "undefined" not in text
     assert page.is_visible("#compare-coverage"), text
