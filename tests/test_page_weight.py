@@ -13,6 +13,7 @@ from tests.test_browser import open_diagram, run_and_wait
 
 SHOTS = "/tmp/shots"
 [PLOTLY] = [os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "static", "vendor", "plotly-*.min.js"))]
+[CODEMIRROR] = [os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "static", "vendor", "codemirror-*.bundle.js"))]
 
 
 def static_file(name):
@@ -20,7 +21,7 @@ def static_file(name):
         return f.read()
 
 
-@pytest.mark.parametrize("name", [f"vendor/{PLOTLY}", "vendor/codemirror-6.0.2.bundle.js", "js/main.js", "css/playground.css"])
+@pytest.mark.parametrize("name", [f"vendor/{PLOTLY}", f"vendor/{CODEMIRROR}", "js/main.js", "css/playground.css"])
 def test_static_files_go_gzipped_to_a_browser_that_accepts_it(client, name):
     response = client.get(f"/static/{name}", headers={"Accept-Encoding": "gzip, deflate, br"})
     assert response.status_code == 200
