@@ -12,8 +12,10 @@ import ast
 import math
 import re
 
-from sandbox.spec import MAX_SOURCE_BYTES, NUM_STAGES, NUM_WARPS, SpecError, normalize
+from sandbox.spec import MAX_SOURCE_BYTES, NUM_STAGES, NUM_WARPS, SpecError, normalize, parse_source
 
+# A tensor's sizes and strides are int64s in torch: a larger one is no launch's.
+MAX_EXTENT = 2 ** 63 - 1
 DTYPE = re.compile(r"^(bool|u?int(8|16|32|64)|float(8\w*|16|32|64)|bfloat16|complex(64|128))$")
 
 
@@ -28,13 +30,13 @@ def form_of(source, launch, seed=0):
     _expect(isinstance(args, list) and all(isinstance(a, dict) and str(a.get("name", "")).isidentifier()
                                            for a in args), "launch.args must list the launch's arguments", "launch.args")
     tuned = set(launch.get("config") or {}) - {"num_warps", "num_stages"}
-    tensors, values = {}, {}
+    tensors, values, parameters = {}, {}, {a["name"] for a in args}
     for arg in args:
         name = arg["name"]
         if name in tuned:
             continue  # the autotuner's configs set it
         if arg.get("kind") == "tensor":
-            input_name = _input_name(name, args, tensors)
+            input_name = _input_name(name, parameters, tensors)
             tensors[input_name] = arg
             values[name] = input_name
         else:
@@ -105,10 +107,7 @@ def _expect(cond, message, field):
 def definitions(source):
     """The program's imports, functions, classes and constant assignments, in order: what a form run's
     import of the source may execute (not the launches, checks and benchmarks of the program)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise SpecError(f"the program does not parse: {e.msg} (line {e.lineno})", "source") from None
+    tree = parse_source(source, "the program")
     lines = source.splitlines()
     kept = []
     for node in tree.body:
@@ -124,24 +123,30 @@ def _is_constant(node):
 
 
 def _literal_only(node):
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(map(_literal_only, node.elts))
-    if isinstance(node, ast.UnaryOp):
-        return _literal_only(node.operand)
-    if isinstance(node, ast.BinOp):
-        return _literal_only(node.left) and _literal_only(node.right)
-    if isinstance(node, ast.Call):  # tl.constexpr(...)
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-        return name == "constexpr" and not node.keywords and all(map(_literal_only, node.args))
-    return False
+    """Walked without recursion: a constant nested thousands deep is only a long walk."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(node.elts)
+        elif isinstance(node, ast.UnaryOp):
+            stack.append(node.operand)
+        elif isinstance(node, ast.BinOp):
+            stack += [node.left, node.right]
+        elif isinstance(node, ast.Call):  # tl.constexpr(...)
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name != "constexpr" or node.keywords:
+                return False
+            stack.extend(node.args)
+        elif not isinstance(node, ast.Constant):
+            return False
+    return True
 
 
-def _input_name(param, args, taken):
+def _input_name(param, parameters, taken):
     """`x_ptr` → `x`, unless another parameter or input has that name."""
     name = param.removesuffix("_ptr") or param
-    if name != param and (name in taken or any(a["name"] == name for a in args)):
+    if name != param and (name in taken or name in parameters):
         name = param
     return name
 
@@ -152,12 +157,33 @@ def _tensor_expression(arg):
     shape, strides, dtype = arg.get("shape"), arg.get("strides"), arg.get("dtype")
     _expect(isinstance(dtype, str) and DTYPE.match(dtype), f"{field}.dtype is not a torch dtype", f"{field}.dtype")
     _expect(_ints(shape) and _ints(strides) and len(shape) == len(strides), f"{field} needs its shape and strides as "
-                                                                             f"lists of integers", field)
-    contiguous = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+                                                                             f"lists of integers up to 2**63 - 1", field)
+    _expect(_fits(shape), f"{field}.shape has more than 2**63 - 1 elements", f"{field}.shape")
+    contiguous = _contiguous_strides(shape)
     if all(size <= 1 or stride == expected for size, stride, expected in zip(shape, strides, contiguous)):
         return _random(tuple(shape), dtype)
     span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides)) if math.prod(shape) else 0
     return f"{_random((span,), dtype)}.as_strided({tuple(shape)}, {tuple(strides)})"
+
+
+def _fits(shape):
+    """Whether the shape's sizes (an empty dimension counted as 1) multiply to at most MAX_EXTENT:
+    stopped as soon as they pass it, so no product grows past 64 bits."""
+    count = 1
+    for size in shape:
+        count *= max(size, 1)
+        if count > MAX_EXTENT:
+            return False
+    return True
+
+
+def _contiguous_strides(shape):
+    """A row-major tensor's strides, in one pass from the last dimension."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return strides[::-1]
 
 
 def _random(shape, dtype):
@@ -171,7 +197,7 @@ def _random(shape, dtype):
 
 
 def _ints(values):
-    return isinstance(values, list) and all(type(v) is int and v >= 0 for v in values)
+    return isinstance(values, list) and all(type(v) is int and 0 <= v <= MAX_EXTENT for v in values)
 
 
 def _literal(value, field):

@@ -2,11 +2,14 @@
 
 Pure Python and free of user-code evaluation, so the web process can validate specs too.
 """
+import ast
 import copy
 import hashlib
 import json
 import math
 import re
+
+from sandbox import settings
 
 VERSION = 1
 DEVICES = ("auto", "gpu", "interpreter")
@@ -104,12 +107,15 @@ def check_finite(value, path=""):
             check_finite(item, f"{path}[{index}]")
 
 
-def depth(value, limit=None):
-    """How deep `value` nests (a scalar is 0, [] or {} is 1), walked without recursion; with `limit`,
-    the walk stops as soon as it is passed and returns limit + 1."""
-    deepest, stack = 0, [(value, 1)]
+def _measure(value, depth_limit=None, count_limit=None):
+    """(how deep `value` nests, how many values it holds, itself included), walked without recursion;
+    the walk stops as soon as either limit is passed."""
+    deepest, count, stack = 0, 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
+        count += 1
+        if count_limit is not None and count > count_limit:
+            break
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, (list, tuple)):
@@ -117,10 +123,10 @@ def depth(value, limit=None):
         else:
             continue
         deepest = max(deepest, level)
-        if limit is not None and deepest > limit:
-            return deepest
+        if depth_limit is not None and deepest > depth_limit:
+            break
         stack.extend((child, level + 1) for child in children)
-    return deepest
+    return deepest, count
 
 
 def too_deep(what="the request"):
@@ -129,10 +135,28 @@ def too_deep(what="the request"):
                      "depth")
 
 
-def check_depth(value, what="the request"):
-    """Refuse a value nested deeper than MAX_DEPTH, before anything recursive walks it."""
-    if depth(value, MAX_DEPTH) > MAX_DEPTH:
+def check_size(value, what="the request"):
+    """Refuse a value nested deeper than MAX_DEPTH, or holding more than REQUEST_MAX_VALUES values
+    (numbers, strings, lists, objects), before anything else walks it: what the web process does
+    with a request is then bounded by the request's size, whatever its shape."""
+    most = settings.value("REQUEST_MAX_VALUES")
+    deepest, count = _measure(value, MAX_DEPTH, most)
+    if deepest > MAX_DEPTH:
         raise too_deep(what)
+    if count > most:
+        raise SpecError(f"{what} holds more than {most:,} values (numbers, strings, lists, objects); "
+                        f"the limit is REQUEST_MAX_VALUES", "size")
+
+
+def parse_source(source, field="source"):
+    """`source`'s syntax tree, or a SpecError naming `field`: a source that does not parse, or that
+    nests deeper than Python's parser goes (a MemoryError or RecursionError there), is refused."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as e:
+        raise SpecError(f"{field} does not parse: {e.msg} (line {e.lineno})", field) from None
+    except (ValueError, MemoryError, RecursionError):
+        raise SpecError(f"{field} nests deeper than Python's parser goes", field) from None
 
 
 def _key_name(key):
@@ -143,7 +167,7 @@ def _key_name(key):
 def normalize(raw):
     """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
     _expect(isinstance(raw, dict), "the run spec must be a JSON object")
-    check_depth(raw, "the run spec")
+    check_size(raw, "the run spec")
     unknown = [key for key in raw if key not in FIELDS and key != "grading"]
     _expect(not unknown, f"unknown field{'s' if len(unknown) > 1 else ''} in the run spec: "
                          f"{', '.join(map(_key_name, unknown[:5]))}{' and more' if len(unknown) > 5 else ''}; "

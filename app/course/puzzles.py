@@ -83,21 +83,28 @@ def expressions(puzzle_or_test):
 
 def substitute(expr, names):
     """`expr` with each name of `names` (a Python identifier, not an attribute) replaced by its value:
-    done on tokens, so `N` in `x.N`, `"N"` or `NUM` stays as it is."""
+    done on tokens, so `N` in `x.N`, `"N"` or `NUM` stays as it is. One pass over the text."""
     if not isinstance(expr, str):
         return expr
+    pieces, written = [], 0  # the text between the names is kept as written
+    for start, end, name in _names(expr):
+        if name in names:
+            pieces += [expr[written:start], repr(names[name])]
+            written = end
+    return "".join(pieces) + expr[written:] if pieces else expr
+
+
+def _names(expr):
+    """(start, end, name) of each name `expr` uses as a variable (not an attribute), in order."""
     line_starts = [0]
     for line in expr.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
-    spans, previous = [], None  # (start, end, replacement), in order; the text between is kept as written
+    previous = None
     for token in tokenize.generate_tokens(io.StringIO(expr).readline):
-        if token.type == tokenize.NAME and token.string in names and not (previous and previous.string == "."):
+        if token.type == tokenize.NAME and not (previous and previous.string == "."):
             start = line_starts[token.start[0] - 1] + token.start[1]
-            spans.append((start, start + len(token.string), repr(names[token.string])))
+            yield start, start + len(token.string), token.string
         previous = token
-    for start, end, text in reversed(spans):
-        expr = expr[:start] + text + expr[end:]
-    return expr
 
 
 def concrete(mapping, names):
@@ -156,10 +163,12 @@ def define(name, *, title, statement, starter, solution, kernel, inputs, args, g
 
 def _check_test_names(puzzle):
     """Each name a test gives must change the launch: one that no expression uses would make every
-    test the same launch, passing or failing together."""
+    test the same launch, passing or failing together. The expressions are read once, whatever the
+    number of names."""
+    used = {name for _, expr in expressions(puzzle) if isinstance(expr, str) for _, _, name in _names(expr)}
     for names in puzzle["tests"]:
         for name in names:
-            if not any(substitute(expr, {name: 0}) != expr for _, expr in expressions(puzzle)):
+            if name not in used:
                 raise PuzzleError(f"the test sizes give {name}, but no input, argument, grid or reference uses it, "
                                   f"so every test would run the same launch: write {name} where a size goes "
                                   f"(torch.randn({name}) instead of a number)", "tests")

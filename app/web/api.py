@@ -13,7 +13,7 @@ from app.web.errors import error_response, refused
 from app.web.export import export_script
 from app.web.owners import current_address, current_owner
 from sandbox.launch_form import form_of
-from sandbox.spec import SpecError, check_depth, check_finite, normalize, too_deep
+from sandbox.spec import SpecError, check_finite, check_size, normalize, too_deep
 
 bp = Blueprint("api", __name__)
 
@@ -55,7 +55,8 @@ def run_lost(e):
 def json_body():
     """The request's JSON object, or None. Strict: JSON has no NaN or Infinity, but Python's parser
     (and so request.get_json) accepts them; one is refused here with a SpecError naming its field.
-    A body nested deeper than sandbox.spec.MAX_DEPTH is refused (SpecError) before anything walks it."""
+    A body nested deeper than sandbox.spec.MAX_DEPTH, or of more than REQUEST_MAX_VALUES values, is
+    refused (SpecError) before anything walks it."""
     if not request.is_json:
         return None
     try:
@@ -64,7 +65,7 @@ def json_body():
         raise too_deep("the request body") from None
     except ValueError:
         return None
-    check_depth(body, "the request body")
+    check_size(body, "the request body")
     if not isinstance(body, dict):
         return None
     check_finite(body)

@@ -46,6 +46,13 @@ def init_app(app):
     def http_error(e):
         return error_response(e.code, e.description)
 
+    @app.errorhandler(RecursionError)
+    def nested_too_deep(e):
+        """Whatever walked a request recursed past Python's stack: the request's nesting, not a bug to
+        report as one (sandbox.spec.check_size and parse_source refuse it first where they can)."""
+        app.logger.warning("a request nested past Python's stack: %s", e)
+        return error_response(400, "the request nests too deeply for the server to read", field="depth")
+
     @app.errorhandler(Exception)
     def unexpected(e):
         app.logger.exception("unhandled error")

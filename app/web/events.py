@@ -14,7 +14,7 @@ from app.course.views import graded
 from app.dispatch.interface import QueueFull
 from app.web.errors import error_body
 from app.web.owners import current_address, current_owner
-from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, check_depth, is_script, normalize
+from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, check_size, is_script, normalize
 
 # What a `run` or `compile` event carries: the spec, and whether the page shows someone else's code
 # (a shared link's), from which with the spec the dispatch decides whose code it is (app.dispatch.jobs).
@@ -34,7 +34,7 @@ def deliver(emit, client, run_id, type, content):
 
 def spec_of(data, event):
     """The normalized spec an event carries (`spec` and the fields of RUN_FIELDS); raises SpecError."""
-    check_depth(data, f"the {event} event")
+    check_size(data, f"the {event} event")
     unknown = [key for key in data if key not in RUN_FIELDS] if isinstance(data, dict) else []
     if unknown:
         raise SpecError(f"unknown field{'s' if len(unknown) > 1 else ''} in the {event} event: "

@@ -10,7 +10,7 @@ import ast
 import functools
 import os
 
-from sandbox.spec import is_script, normalize
+from sandbox.spec import SpecError, is_script, normalize, parse_source
 
 PARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exported")
 SANDBOX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sandbox")
@@ -80,8 +80,8 @@ def _literal(value, indent=0):
 def _kernel_params(source, kernel):
     """The kernel's parameter names in order, read from the source without running it."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        tree = parse_source(source)
+    except SpecError:  # the run would say why; the script keeps the spec's order
         return []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == kernel:
