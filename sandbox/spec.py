@@ -148,15 +148,15 @@ def check_size(value, what="the request"):
                         f"the limit is REQUEST_MAX_VALUES", "size")
 
 
-def parse_source(source, field="source"):
+def parse_source(source, what="the source", field="source"):
     """`source`'s syntax tree, or a SpecError naming `field`: a source that does not parse, or that
     nests deeper than Python's parser goes (a MemoryError or RecursionError there), is refused."""
     try:
         return ast.parse(source)
     except SyntaxError as e:
-        raise SpecError(f"{field} does not parse: {e.msg} (line {e.lineno})", field) from None
+        raise SpecError(f"{what} does not parse: {e.msg} (line {e.lineno})", field) from None
     except (ValueError, MemoryError, RecursionError):
-        raise SpecError(f"{field} nests deeper than Python's parser goes", field) from None
+        raise SpecError(f"{what} nests deeper than Python's parser goes", field) from None
 
 
 def _key_name(key):

@@ -7,7 +7,8 @@ server, whatever its cookies and however many connections it opens.
                         (app.course.classes)
   limit_connections     Socket.IO connections: CONNECTIONS_PER_ADDRESS per address, counted at
                         Engine.IO's handshake (before any namespace, event or session), so that a
-                        client opening hundreds holds no more than its share of CONNECTIONS
+                        client opening hundreds holds no more than its share of CONNECTIONS; one
+                        abandoned after its handshake gives its place up when the address needs it
 
 Runs waiting are bounded per address in the queue itself (QUEUE_PER_ADDRESS: app.dispatch.jobs).
 Counts are this web process's: behind a load balancer, sticky by address, a client's requests
@@ -17,6 +18,7 @@ import collections
 import math
 import threading
 import time
+import urllib.parse
 
 from app.web.owners import address_of
 
@@ -64,28 +66,56 @@ class TooManyWrites(Exception):
                          f"(WRITES_PER_MINUTE); try again in {self.retry_after} s")
 
 
+# A polling client asks again as soon as each answer comes (its GET waits up to the ping interval):
+# one of an address at its limit that has had no request under way for this long has been
+# abandoned (a handshake and nothing after it), and is closed to make room.
+ABANDONED_S = 5.0
+
+
 def limit_connections(server, per_address):
     """Refuse an Engine.IO connection beyond `per_address` open ones from one address (its handshake
-    answers 401 and nothing else of it exists); a closed one frees its place."""
+    answers 401 and nothing else of it exists); a closed one frees its place, and so does one that
+    was abandoned (no request under way for ABANDONED_S: a socket's request lasts as long as it)
+    when its address has no other place left."""
     eio = server.eio
-    connect, disconnect = eio.handlers.get("connect"), eio.handlers.get("disconnect")
+    connect, disconnect, handle = eio.handlers.get("connect"), eio.handlers.get("disconnect"), eio.handle_request
     counts, where, lock = collections.Counter(), {}, threading.Lock()
+    under_way, last_seen = collections.Counter(), {}  # by sid: its requests being answered, when the last ended
 
     def release(sid):
         with lock:
             address = where.pop(sid, None)
+            last_seen.pop(sid, None)
+            under_way.pop(sid, None)
             if address is not None:
                 counts[address] -= 1
                 if counts[address] <= 0:
                     del counts[address]
 
-    def on_connect(sid, environ, *args):
-        address = address_of(environ)
+    def abandoned(address):
+        now = time.monotonic()
+        with lock:
+            return [sid for sid, at in where.items() if at == address and not under_way[sid]
+                    and now - last_seen.get(sid, now) > ABANDONED_S]
+
+    def take_place(sid, address):
         with lock:
             if per_address and counts[address] >= per_address:
                 return False
             counts[address] += 1
-            where[sid] = address
+            where[sid], last_seen[sid] = address, time.monotonic()
+            return True
+
+    def on_connect(sid, environ, *args):
+        address = address_of(environ)
+        if not take_place(sid, address):
+            for gone in abandoned(address):  # closed without waiting for a poll that will never come
+                socket = eio.sockets.get(gone)
+                if socket is not None:
+                    socket.close(wait=False, abort=True)
+                release(gone)
+            if not take_place(sid, address):
+                return False
         try:
             accepted = connect(sid, environ, *args) if connect else None
         except BaseException:
@@ -99,8 +129,25 @@ def limit_connections(server, per_address):
         release(sid)
         return disconnect(sid, *args) if disconnect else None
 
+    def handle_request(environ, start_response):
+        """Engine.IO's, noting which sockets have a request under way (a long poll, a websocket)."""
+        sid = urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("sid", [None])[0]
+        with lock:
+            known = sid in where
+            if known:
+                under_way[sid] += 1
+        try:
+            return handle(environ, start_response)
+        finally:
+            if known:
+                with lock:
+                    if sid in where:
+                        under_way[sid] -= 1
+                        last_seen[sid] = time.monotonic()
+
     eio.on("connect", on_connect)
     eio.on("disconnect", on_disconnect)
+    eio.handle_request = handle_request
 
 
 def charge_write(nbytes):

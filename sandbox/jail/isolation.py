@@ -293,6 +293,20 @@ class RunCgroup:
             kept.append(controller)
         return cls(paths, "cgroup v1 (" + ", ".join(kept) + ")") if paths else None
 
+    def make_idle(self):
+        """The CPU goes to every other cgroup first (a compile ahead, a warm-up): the group's weight at
+        its least and, where the kernel has it, the group itself idle (`cpu.idle`). A process's own
+        SCHED_IDLE is not enough: it yields only to the processes of its own cgroup, and the host
+        shares the CPU between cgroups by their weights."""
+        for path in self.paths:
+            for name, least in (("cpu.weight", 1), ("cpu.shares", 2), ("cpu.idle", 1)):
+                file = os.path.join(path, name)
+                try:
+                    if os.path.exists(file):
+                        _write(file, least)
+                except OSError:  # not ours to set here: the process's own SCHED_IDLE is what is left
+                    pass
+
     def join(self):
         """Move the calling process in (its children follow)."""
         for path in self.paths:

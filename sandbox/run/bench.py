@@ -18,6 +18,7 @@ from sandbox import result as results
 from sandbox.trace.record import unique_bytes
 
 LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhead
+AUTOTUNE_LISTED = 64  # configs of an autotuner listed in a result: its size is bounded, whatever the program's
 MAX_CPU_REPS = 100  # enough samples for stable quantiles of a fast CPU function
 MIN_GPU_REPS = 10  # timed launches, however long a launch takes
 PEAK_COPY_BYTES = 1 << 28  # 256 MiB each way: far past L2, so the copy runs from DRAM
@@ -182,6 +183,7 @@ def interpreter_timings(launch_ms, reference_ms, moved, flops, autotuner):
         table = autotune_table(autotuner, {}, autotuner.best_config)
         notes.append("Triton's interpreter does not time autotune configs: this run used the first config "
                      "(the first left by prune_configs_by, where the autotuner has one).")
+        notes += filter(None, [autotune_listed(autotuner)])
     return results.timings(kernel_ms=summarize([launch_ms]), interpreter=True, reference_ms=reference_ms,
                            bytes_moved=moved[0], bytes_source=moved[1], flops=flops, autotune=table, notes=notes)
 
@@ -195,6 +197,7 @@ def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors,
     if autotuner is not None:
         table = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}) or {}, autotuner.best_config)
         notes.append(tuned_note or autotune_note(autotuner))
+        notes += filter(None, [autotune_listed(autotuner)])
     if kernel_ms["median"] < LAUNCH_BOUND_MS:
         notes.append(f"At {kernel_ms['median'] * 1e3:.1f} µs a launch is mostly fixed cost (a few µs on any GPU), "
                      f"not memory traffic: give it more work (bigger inputs) to measure its bandwidth.")
@@ -217,17 +220,34 @@ def bytes_moved(trace, tensors):
 
 
 def autotune_table(autotuner, timings, chosen):
-    """[{"config": {meta-parameters, num_warps, num_stages}, "ms", "chosen"}] for every config.
+    """[{"config": {meta-parameters, num_warps, num_stages}, "ms", "chosen"}] for the autotuner's
+    first AUTOTUNE_LISTED configs, the chosen one always among them (see autotune_listed).
     `timings` is the autotuner's configs_timings (do_bench's [median, p20, p80] per config); a config
     it did not time, or one that failed to compile or run (inf), has ms None."""
     table = []
-    for config in autotuner.configs:
+    for config in _listed(autotuner.configs, chosen):
         ms = timings.get(config)
         ms = ms[0] if isinstance(ms, (list, tuple)) else ms
         table.append({"config": {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages},
                       "ms": ms if ms is not None and math.isfinite(ms) else None,
                       "chosen": config == chosen})
     return table
+
+
+def _listed(configs, chosen):
+    listed = list(configs[:AUTOTUNE_LISTED])
+    if len(configs) > AUTOTUNE_LISTED and chosen is not None and chosen not in listed:
+        listed[-1] = chosen
+    return listed
+
+
+def autotune_listed(autotuner):
+    """The note of an autotuner of more configs than a result lists, else None."""
+    count = len(autotuner.configs)
+    if count <= AUTOTUNE_LISTED:
+        return None
+    return (f"The autotuner has {count:,} configs: the table lists {AUTOTUNE_LISTED}, the first ones and the one "
+            f"chosen.")
 
 
 def autotune_note(autotuner):

@@ -105,7 +105,7 @@ class CompileAhead:
         return key is not None and self.finished.get(owner) == key
 
     def fds(self):
-        return [fd for c in self.running.values() for fd in (c.run.msg_r, c.run.out_r)]
+        return [fd for c in self.running.values() for fd in c.run.watched()]
 
     def poll_s(self):
         if not self.running:
@@ -148,6 +148,8 @@ class CompileAhead:
     def give_job(self, owner, under_way):
         from sandbox.worker.run_process import kernel_cache_of
         run = under_way.run
+        if run.cgroup:  # a warm spare, made as a run's: from now on the CPU goes to runs first
+            run.cgroup.make_idle()
         with contextlib.suppress(OSError):  # at worst it compiles what the owner has
             self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
         try:
@@ -160,9 +162,11 @@ class CompileAhead:
     def read(self, owner, under_way):
         """Take what its run process sent (its output is dropped); answer and end it on its result."""
         run = under_way.run
-        while select.select([run.msg_r, run.out_r], [], [], 0)[0]:
-            kind, data = run.next_message(time.monotonic() + 5)
-            if kind in ("eof", "timeout"):
+        while True:
+            kind, data = run.poll_message()  # never waits: a line left unfinished waits for the next step
+            if kind == "none":
+                return None
+            if kind == "eof":
                 return self.end(owner)
             msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
             if msg is not None and msg["type"] == "result" and msg["run_id"] == under_way.compile_id:

@@ -104,6 +104,8 @@ class RunProcess:
         path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
         self.scratch = isolation.Scratch(path, self.uid, settings.limits, settings.can_mount and settings.jailed)
         self.cgroup = isolation.RunCgroup.create(os.path.basename(path), settings.limits) if settings.jailed else None
+        if warming and self.cgroup:
+            self.cgroup.make_idle()
         request = {"worker": os.getpid(), "uid": self.uid, "scratch": path, "capped": self.scratch.capped,
                    "cgroup": [self.cgroup.paths, self.cgroup.kind] if self.cgroup else None,
                    "warming": warming, "pid_namespace": settings.jailed}
@@ -117,6 +119,7 @@ class RunProcess:
         RunProcess.live.add(self.pid)
         self.fds = {self.job_w, self.msg_r, self.out_r}
         self.lines = b""
+        self.printing = True  # its output is open
         self.status = None  # its wait status, once it has ended
         self.ready = None
         self.owner = None  # whose kernel cache it was lent, to collect back
@@ -150,27 +153,54 @@ class RunProcess:
         """Block until the run sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data)."""
         while True:
             if b"\n" in self.lines:
-                line, self.lines = self.lines.split(b"\n", 1)
-                return "msg", line
+                return self._line()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout", None
-            ready, _, _ = select.select([self.msg_r, self.out_r], [], [], remaining)
-            if self.out_r in ready:
-                data = self.read_output()
-                if data:
-                    return "out", data
-            if self.msg_r in ready:
-                data = os.read(self.msg_r, 1 << 20)
-                if not data:
-                    return "eof", None
-                self.lines += data
-                if len(self.lines) > protocol.MAX_LINE_BYTES:
-                    return "eof", None
+            found = self._take(select.select(self.watched(), [], [], remaining)[0])
+            if found is not None:
+                return found
+
+    def poll_message(self):
+        """next_message without waiting: ("none", None) while the run has sent no whole line and
+        printed nothing, however long it leaves a line unfinished."""
+        while b"\n" not in self.lines:
+            ready = select.select(self.watched(), [], [], 0)[0]
+            found = self._take(ready) if ready else None
+            if found is not None:
+                return found
+            if self.msg_r not in ready:
+                return "none", None
+        return self._line()
+
+    def watched(self):
+        """The descriptors to wait on: its messages, and its output until the run closes it (a closed
+        pipe is always readable: waited on, it would make every wait a busy loop)."""
+        return [self.msg_r, self.out_r] if self.printing else [self.msg_r]
+
+    def _line(self):
+        line, self.lines = self.lines.split(b"\n", 1)
+        return "msg", line
+
+    def _take(self, ready):
+        """Read what `ready` says is there: ("out", data), ("eof", None), or None (a part of a line, kept)."""
+        if self.out_r in ready:
+            data = self.read_output()
+            if data:
+                return "out", data
+        if self.msg_r in ready:
+            data = os.read(self.msg_r, 1 << 20)
+            if not data:
+                return "eof", None
+            self.lines += data
+            if len(self.lines) > protocol.MAX_LINE_BYTES:
+                return "eof", None
+        return None
 
     def read_output(self, budget=65536, linger_s=0.02):
         """Read what the run printed, lingering briefly so a print loop becomes one message."""
         data = os.read(self.out_r, budget)
+        self.printing = bool(data)
         while data and len(data) < budget and select.select([self.out_r], [], [], linger_s)[0]:
             more = os.read(self.out_r, budget - len(data))
             if not more:
@@ -197,7 +227,7 @@ class RunProcess:
 
     def poll_ready(self):
         """Is it warm? Reads its ready message if it has come, without waiting for one."""
-        if self.ready is None and select.select([self.msg_r, self.out_r], [], [], 0)[0]:
+        if self.ready is None and select.select(self.watched(), [], [], 0)[0]:
             with contextlib.suppress(RuntimeError):
                 self.wait_ready(READY_POLL_S)
         return self.ready is not None

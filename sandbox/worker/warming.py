@@ -12,7 +12,6 @@ in its own process meanwhile; an entry is usable the moment it is published.
 In the interpreter (a host without a GPU) a launch compiles nothing, so what is shared there is the
 IR compile (for sm90) that a run's IR tab needs.
 """
-import select
 import time
 
 import triton
@@ -48,7 +47,7 @@ class Warming:
         return launch_key(spec) in self.verified
 
     def fds(self):
-        return [self.run.msg_r, self.run.out_r] if self.run is not None else []
+        return self.run.watched() if self.run is not None else []
 
     def poll_s(self):
         """How long the worker may block waiting for a job before calling `step` again."""
@@ -126,9 +125,11 @@ class Warming:
 
     def _read(self, run):
         """Take what is there (output is dropped); True once the run has sent its result or died."""
-        while select.select([run.msg_r, run.out_r], [], [], 0)[0]:
-            kind, data = run.next_message(time.monotonic() + 5)
-            if kind in ("eof", "timeout"):
+        while True:
+            kind, data = run.poll_message()  # never waits: a line left unfinished waits for the next step
+            if kind == "none":
+                return False
+            if kind == "eof":
                 return True
             msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
             if msg is None:
