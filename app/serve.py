@@ -31,9 +31,13 @@ KEEP_ALIVE_S = 75
 
 
 def command(config):
+    """gunicorn trusts no peer's forwarded headers (`--forwarded-allow-ips ''`; its default trusts
+    loopback's `X-Forwarded-Proto`): the app alone decides, by TRUSTED_PROXY_HOPS
+    (app.web.security.trust_proxies), so 0 means that no forwarded header is believed."""
     return [sys.executable, "-m", "gunicorn", "--worker-class", "gevent", "--workers", "1",
             "--worker-connections", str(config["CONNECTIONS"]), "--bind", f"{config['HOST']}:{config['PORT']}",
-            "--keep-alive", str(KEEP_ALIVE_S), "--timeout", "0", "app:create_app()"]
+            "--keep-alive", str(KEEP_ALIVE_S), "--timeout", "0", "--forwarded-allow-ips", "",
+            "app:create_app()"]
 
 
 def raise_fd_limit(connections):

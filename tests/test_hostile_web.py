@@ -7,6 +7,7 @@ The requests go to the server as `make run` starts it (tests/test_hostile.Produc
 gevent worker, where one request that computes holds every connection); the compiles ahead go
 through an app with real workers.
 """
+import http.client
 import json
 import threading
 import time
@@ -134,6 +135,44 @@ def test_a_puzzle_of_thousands_of_test_names_is_answered_at_once(server):
     status, answer, took = attack(server, "/api/puzzles", body)
     assert status == 400 and answer["error"]["field"] == "tests" and "UNUSED" in answer["error"]["message"], answer
     assert took < 3, took
+
+
+# ---------------------------------------------------------------- what the server trusts and holds
+
+class NoProxyServer(ProductionServer):
+    settings = {"TRUSTED_PROXY_HOPS": "0"}
+
+
+@pytest.fixture
+def no_proxy_server(tmp_path):
+    yield from serving(NoProxyServer(str(tmp_path)))
+
+
+def test_with_no_trusted_proxy_no_forwarded_header_is_believed(no_proxy_server):
+    """TRUSTED_PROXY_HOPS=0: a client on loopback saying `X-Forwarded-Proto: https` is still a plain
+    http client: its session cookie is not Secure."""
+    connection = http.client.HTTPConnection("127.0.0.1", no_proxy_server.port, timeout=30)
+    try:
+        connection.request("GET", "/", headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "192.0.2.7"})
+        response = connection.getresponse()
+        cookie = response.getheader("Set-Cookie") or ""
+    finally:
+        connection.close()
+    assert response.status == 200 and "session=" in cookie, (response.status, cookie)
+    assert "Secure" not in cookie, cookie
+
+
+def test_the_runs_memory_limits_fit_the_hosts_memory(server):
+    """Every run at once at its limit fits in the host's memory: /healthz says the limit each run
+    has, and why it is less than RUN_MEMORY_MB where the host is too small for it."""
+    from app.dispatch import memory
+    report = json.loads(server.request("GET", "/healthz")[1])["run_memory"]
+    assert report["limit_mb"] * report["runs_at_once"] <= report["host_mb"], report
+    assert report["host_mb"] == memory.host_memory_mb() and report["runs_at_once"] == 1 * memory.RUNS_PER_WORKER
+    small = memory.run_memory(8192, 2, host_mb=16384)
+    assert small["limit_mb"] * small["runs_at_once"] <= 16384 and "RUN_MEMORY_MB" in small["note"], small
+    roomy = memory.run_memory(8192, 2, host_mb=2 * 1024 * 1024)
+    assert roomy["limit_mb"] == 8192 and roomy["note"] is None, roomy
 
 
 # ---------------------------------------------------------------- Socket.IO handshakes

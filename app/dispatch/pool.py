@@ -6,6 +6,7 @@ import functools
 import threading
 import time
 
+from app.dispatch import memory
 from app.dispatch.interface import QueueFull, RunLost, health_of, wait_bound_s
 from app.dispatch.jobs import CompileRequest, Job, JobQueue, ordinal, stopped
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
@@ -32,6 +33,7 @@ class Pool:
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
         assigned = gpu_assignments()
         count = config["WORKERS"] or len(assigned) or CPU_WORKERS
+        self.run_memory = memory.apply(config, count)  # before any worker is started with it
         shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
                             compile_dropped=self.compile_dropped)
         self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None) for i in range(count)]
@@ -142,8 +144,9 @@ class Pool:
         return box["result"]
 
     def health(self):
-        return health_of([s.info() for s in self.slots], next((s.ready for s in self.slots if s.ready), None),
-                         len(self.jobs))
+        health = health_of([s.info() for s in self.slots], next((s.ready for s in self.slots if s.ready), None),
+                           len(self.jobs))
+        return {**health, "run_memory": self.run_memory}
 
     def stop(self):
         self.stopping.set()
