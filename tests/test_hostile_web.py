@@ -175,6 +175,21 @@ def test_the_runs_memory_limits_fit_the_hosts_memory(server):
     assert roomy["limit_mb"] == 8192 and roomy["note"] is None, roomy
 
 
+def test_an_autotuner_of_200000_configs_makes_a_small_result(server):
+    """The result lists 64 of an autotuner's configs (the chosen one among them) and says how many
+    there are: what a run makes the web process hold does not grow with what the program defines."""
+    source = VECTOR_ADD.replace("@triton.jit", "@triton.autotune(configs=[triton.Config({'BLOCK_SIZE': 256}, num_warps=4)\n"
+                                "                               for _ in range(200_000)], key=['n'])\n@triton.jit")
+    spec = vector_add_spec(n=1024, source=source, trace=False)
+    del spec["args"]["BLOCK_SIZE"]
+    status, result, took = attack(server, "/api/run", spec)
+    assert status == 200 and result["status"] == "ok", result.get("error")
+    table = result["timings"]["autotune"]
+    assert len(table) == 64 and any(row["chosen"] for row in table), len(table)
+    assert any("200,000 configs" in note for note in result["timings"]["notes"]), result["timings"]["notes"]
+    assert len(json.dumps(result)) < 1 << 20
+
+
 # ---------------------------------------------------------------- Socket.IO handshakes
 
 def test_abandoned_handshakes_do_not_lock_an_address_out(server):
