@@ -278,12 +278,12 @@ class RunCgroup:
                                   ("pids", {"pids.max": limits.tasks}),
                                   ("cpu", {"cpu.shares": 1024, "cpu.cfs_period_us": CPU_PERIOD_US,
                                            "cpu.cfs_quota_us": cpu_quota_us()})):
-            own = own_cgroup(controller)
-            root = os.path.join("/sys/fs/cgroup", controller)
-            if own is None or not os.path.isdir(root):
+            parent = runs_cgroup_v1(controller)
+            if parent is None:
                 continue
-            path = os.path.join(root + own, "playground-" + name)
+            path = os.path.join(parent, "playground-" + name)
             try:
+                os.makedirs(parent, exist_ok=True)
                 os.mkdir(path)
                 for file, value in files.items():
                     _write(os.path.join(path, file), value, missing_ok=file.startswith("memory.memsw"))
@@ -349,7 +349,7 @@ class RunCgroup:
 def sweep_cgroups(is_dead):
     """Remove the run cgroups that workers now dead left behind (named after their worker's pid)."""
     parents = [runs_cgroup_v2()] if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else [
-        os.path.join("/sys/fs/cgroup", c) + own for c in RUN_CONTROLLERS if (own := own_cgroup(c)) is not None]
+        runs_cgroup_v1(c) for c in RUN_CONTROLLERS]
     for parent in filter(None, parents):
         try:
             names = os.listdir(parent)
@@ -378,6 +378,17 @@ def own_cgroup(controller=None):
 
 
 LEAF = "playground-server"
+RUNS_PARENT = "playground-runs"  # the runs' cgroups are its children: together they weigh as one against the host
+
+
+def runs_cgroup_v1(controller):
+    """The parent of the runs' cgroups in a v1 hierarchy (made by the first run's create), as v2's
+    (runs_cgroup_v2): the runs and compiles ahead share out its CPU among themselves, where an idle
+    compile gives way to a run but not to the rest of the host."""
+    own, root = own_cgroup(controller), os.path.join("/sys/fs/cgroup", controller)
+    if own is None or not os.path.isdir(root):
+        return None
+    return os.path.join(root + own, RUNS_PARENT)
 
 
 def runs_cgroup_v2():
@@ -397,7 +408,7 @@ def runs_cgroup_v2():
         return None
     if not all(c in enabled for c in wanted) and not enable_below(base, wanted):
         return None
-    runs = os.path.join(base, "playground-runs")
+    runs = os.path.join(base, RUNS_PARENT)
     os.makedirs(runs, exist_ok=True)
     try:
         _write(os.path.join(runs, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
