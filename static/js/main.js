@@ -254,6 +254,7 @@ function connect() {
   const compileAhead = debounce(() => {
     if (isForeign() || scriptMode() || checkLaunch().length) return;
     const spec = getSpec();
+    if (spec.options?.puzzle) return;   // a puzzle's code is not ours: the server keeps nothing of it for our runs
     const text = JSON.stringify(spec);
     if (text === compiling.sent) return;
     compiling = { id: null, sent: text };
