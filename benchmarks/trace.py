@@ -23,7 +23,7 @@ import torch
 import triton
 
 from app.web.gallery import load_example
-from sandbox.run.kernel import load_module, write_source
+from sandbox.launch.kernel import load_module, write_source
 from sandbox.trace.interpreter import Tracer
 from sandbox.trace.patches import interpreter_hygiene
 

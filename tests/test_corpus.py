@@ -8,9 +8,9 @@ import math
 import pytest
 
 from sandbox.errors import RunError
-from sandbox.run import build
-from sandbox.run.ir import compile_ir
-from sandbox.run.kernel import write_source
+from sandbox.launch import build
+from sandbox.launch.ir import compile_ir
+from sandbox.launch.kernel import write_source
 from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace

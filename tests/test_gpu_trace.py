@@ -9,9 +9,10 @@ import pytest
 import triton.language as tl
 
 from sandbox.errors import RunError
-from sandbox.run import build, pipeline
-from sandbox.run.ir import compile_ir
-from sandbox.run.kernel import write_source
+from sandbox.launch import build
+from sandbox.run import pipeline
+from sandbox.launch.ir import compile_ir
+from sandbox.launch.kernel import write_source
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace, provenance
 from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
@@ -127,7 +128,7 @@ def test_an_instrumented_build_specializes_on_nothing(tmp_path):
     """One build per kernel's constexprs and types: no argument of the user's or of the tracer's is
     specialized on (an integer's divisibility, a pointer's alignment), so the next size of a program or
     an autotuner's next key does not compile the slow instrumented build again."""
-    from sandbox.run.kernel import find_kernel, load_module
+    from sandbox.launch.kernel import find_kernel, load_module
     spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS["loop_over_k_with_dot"], tmp_path)
     tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     instrumented = tmp_path / "kernel_instrumented.py"

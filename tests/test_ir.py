@@ -6,7 +6,7 @@ import torch
 import triton
 
 from sandbox.errors import RunError
-from sandbox.run.ir import compile_ir, nvidia_tool, parse_arch
+from sandbox.launch.ir import compile_ir, nvidia_tool, parse_arch
 from tests.support import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
@@ -225,7 +225,7 @@ def test_ir_served_from_the_cache_hides_the_first_runs_directory_too(tmp_path):
 # ---- what is derived from a compiled kernel, kept by the digest of its bytes ----
 
 def test_the_sass_and_line_maps_of_a_kernel_compiled_before_come_from_the_cache(tmp_path, monkeypatch):
-    import sandbox.run.ir as ir
+    import sandbox.launch.ir as ir
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path, VECTOR_ADD + "\n# derived once\n")
     first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
@@ -242,7 +242,7 @@ def test_the_sass_and_line_maps_of_a_kernel_compiled_before_come_from_the_cache(
 
 
 def test_a_kept_entry_that_is_not_one_is_derived_again(tmp_path, monkeypatch):
-    import sandbox.run.ir as ir
+    import sandbox.launch.ir as ir
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = write(tmp_path, VECTOR_ADD + "\n# derived twice\n")
     first = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")

@@ -1,7 +1,7 @@
 """Per-owner kernel caches: what one owner's runs compiled reaches that owner's later runs only."""
 import os
 
-from sandbox.run.ir import compile_ir
+from sandbox.launch.ir import compile_ir
 from sandbox.worker.kernel_cache import KernelCaches
 from tests.support import VECTOR_ADD
 from tests.test_ir import vector_add_args, write

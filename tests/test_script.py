@@ -221,7 +221,7 @@ def test_a_launchs_form_makes_the_programs_values_again(app):
     """The form's inputs are drawn again from the program's seed in the program's order (a draw no
     argument kept is made and dropped), its fills made by the same call: the same values."""
     import torch
-    from sandbox.run.build import build_inputs
+    from sandbox.launch.build import build_inputs
     source = program("axpy_clamp.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     client = app.test_client()
@@ -392,8 +392,8 @@ def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
     and a stray store is the named error while the program's tensors stay as they were."""
     import torch
     from triton import Config
-    from sandbox.run.kernel import Kernel, interpreter_mode
-    from sandbox.run.script import bind, resolve_grid
+    from sandbox.launch.kernel import Kernel, interpreter_mode
+    from sandbox.run.launch_record import bind, resolve_grid
     from sandbox.run.script_gpu import GpuCapture, restore, snapshot
     from sandbox.spec import normalize
     from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat

@@ -121,7 +121,7 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
 def test_make_a_form_from_a_gpu_launch_runs_the_same_values(app):
     """The form's inputs, built as a form run builds them on the GPU, hold the program's values."""
     import torch
-    from sandbox.run.build import build_inputs
+    from sandbox.launch.build import build_inputs
     source = program("axpy_clamp.py")
     result, _ = run_script(app, source, ir=False, bench=False)
     launch = result["launches"]["list"][0]

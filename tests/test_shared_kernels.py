@@ -15,7 +15,7 @@ import time
 import pytest
 
 from app.web.gallery import list_examples, load_example
-from sandbox.run.ir import DERIVED_FILE, compile_ir
+from sandbox.launch.ir import DERIVED_FILE, compile_ir
 from sandbox.worker import shared_kernels
 from sandbox.worker.kernel_cache import GROUP
 from sandbox.worker.shared_kernels import SharedKernels
@@ -65,7 +65,7 @@ def test_a_shared_entry_comes_before_a_runs_own_entry_of_the_same_key(warmed, mo
     """What the owner's earlier runs planted in its own cache, under the shared entry's key, is
     never what a run gets."""
     kernel, compiled, shared, run = warmed
-    # the kernel's entry (beside it, the entry of what the IR derives from it: sandbox.run.ir.derived)
+    # the kernel's entry (beside it, the entry of what the IR derives from it: sandbox.launch.ir.derived)
     (key,) = [k for k in shared.entries() if not os.path.exists(os.path.join(shared.path, k, DERIVED_FILE))]
     planted = run / key
     planted.mkdir()
@@ -83,7 +83,7 @@ def test_an_edited_kernel_compiles_into_the_runs_own_cache(warmed, monkeypatch, 
     kernel, compiled, shared, run = warmed
     edited = write(tmp_path, VECTOR_ADD.replace("x + y, mask", "y + x, mask"), "edited.py")
     compile_vector_add(run, edited, monkeypatch)
-    # the kernel's entry and the entry of what the IR derived from it (sandbox.run.ir.derived)
+    # the kernel's entry and the entry of what the IR derived from it (sandbox.launch.ir.derived)
     assert len(os.listdir(run)) == 2 and set(os.listdir(run)).isdisjoint(shared.entries())
     assert sum(os.path.exists(os.path.join(run, key, DERIVED_FILE)) for key in os.listdir(run)) == 1
 

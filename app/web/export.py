@@ -2,7 +2,7 @@
 
 Pure text generation: the web process never runs the script. The script is, in order: its header
 (exported/header.py.in), the kernel's source as written, the spec as a Python literal, the run's own
-build and check (the definitions SHARED_DEFINITIONS names, copied from sandbox/run/build.py and
+build and check (the definitions SHARED_DEFINITIONS names, copied from sandbox/launch/build.py and
 sandbox/run/check.py as text: read here, never imported, as they import torch), and the runner
 (exported/runner.py.in) that builds, launches, checks and times with them as a run does.
 """
@@ -16,7 +16,7 @@ PARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exported")
 SANDBOX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sandbox")
 # What a run's build and check are made of, taken whole into every exported script.
 SHARED_DEFINITIONS = {
-    "run/build.py": ("_EMPTY", "evaluate", "poison", "build_inputs", "build_grid"),
+    "launch/build.py": ("_EMPTY", "evaluate", "poison", "build_inputs", "build_grid"),
     "run/check.py": ("TOLERANCES", "tolerances", "unwritten_mask", "compare_one", "compare"),
 }
 SPEC = '''

@@ -33,11 +33,13 @@ import triton.language as tl
 
 from sandbox.errors import RunError
 from sandbox.grading import kept, submission, verdict
-from sandbox.run import bench, build
+from sandbox.launch import build
+from sandbox.run import bench
 from sandbox.run import check as checking
-from sandbox.run.ir import compile_error, parse_arch, specialize
-from sandbox.run.kernel import as_run_error, launch_error, silenced, write_source
-from sandbox.run.pipeline import launch, tracing_launch
+from sandbox.launch.ir import compile_error, parse_arch, specialize
+from sandbox.launch.kernel import as_run_error, launch_error, silenced, write_source
+from sandbox.launch.launcher import launch
+from sandbox.run.pipeline import tracing_launch
 from sandbox.trace.record import LIMITS as TRACE_LIMITS
 
 NAMESPACE = {"torch": torch, "triton": triton, "tl": tl, "math": math}  # what a puzzle's expressions see
@@ -45,7 +47,7 @@ NAMESPACE = {"torch": torch, "triton": triton, "tl": tl, "math": math}  # what a
 
 @dataclass
 class Graded:
-    interpreted: object  # sandbox.run.kernel.Kernel
+    interpreted: object  # sandbox.launch.kernel.Kernel
     compiled: object
     path: str
     launch: dict  # num_warps, num_stages: the student's choice

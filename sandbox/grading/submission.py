@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
-from sandbox.run.kernel import find_kernel, interpreter_mode
+from sandbox.launch.kernel import find_kernel, interpreter_mode
 from sandbox.trace import libdevice
 
 MAX_FUNCTIONS = 64
@@ -236,7 +236,7 @@ def bare_source(functions):
 
 def load(checked, kernel_name, path, interpret):
     """The bare module at `path` (written from `bare_source`), its functions made `@triton.jit` for the
-    interpreter or the compiler; returns the Kernel (sandbox.run.kernel) named `kernel_name`, and the module."""
+    interpreter or the compiler; returns the Kernel (sandbox.launch.kernel) named `kernel_name`, and the module."""
     functions, constexprs, modules, imported, autotune = checked
     with open(path) as f:
         code = compile(f.read(), path, "exec")

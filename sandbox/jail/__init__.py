@@ -1,2 +1,2 @@
-"""The jail: what a run process gives up before it sees user code (namespaces, a read-only root,
-cgroup limits, seccomp). Imports only the standard library and sandbox's contracts."""
+"""The jail: what a run process gives up before it sees user code (isolation: namespaces, a read-only root,
+seccomp; cgroups: its limits). Imports only the standard library and sandbox's contracts."""

@@ -29,9 +29,10 @@ from triton.runtime.jit import JITFunction
 
 from sandbox.errors import RunError
 from sandbox.run import bench
-from sandbox.run.kernel import Kernel, launch_error
-from sandbox.run.pipeline import COMPILE_THREADS, Background
-from sandbox.run.script import Capture, Kept, LaunchFailed, Warmed, bind, resolve_grid
+from sandbox.launch.kernel import Kernel, launch_error
+from sandbox.launch.launcher import COMPILE_THREADS, Background
+from sandbox.run.capture import Capture, Kept, LaunchFailed, Warmed
+from sandbox.run.launch_record import bind, resolve_grid
 from sandbox.trace import gpu as gpu_trace
 from sandbox.trace.record import LIMITS as TRACE_LIMITS
 

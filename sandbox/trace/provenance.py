@@ -74,7 +74,7 @@ class Kernel:
 
 
 def analyze_kernel(source_path, kernel):
-    """The Kernel analysis of a sandbox.run.kernel.Kernel loaded from `source_path`."""
+    """The Kernel analysis of a sandbox.launch.kernel.Kernel loaded from `source_path`."""
     with open(source_path) as f:
         return analyze(f.read(), kernel.function.__name__)
 
@@ -363,7 +363,7 @@ def accesses_memory(source):
 
 def site_tensors(kernel, args, tensors):
     """{site index: name of the launch tensor its pointer derives from}, for sites with one root
-    parameter bound to a tensor. `tensors` are the launch's named tensors (sandbox.run.build.launch_tensors);
+    parameter bound to a tensor. `tensors` are the launch's named tensors (sandbox.launch.build.launch_tensors);
     an argument that is a view of one of them (`x[1:]`, `x.T`) belongs to it."""
     found = {}
     for site in kernel.sites if kernel else []:

@@ -24,8 +24,8 @@ from triton.runtime import interpreter
 
 from sandbox import result as results
 from sandbox.errors import RunError, explain
-from sandbox.run import build
-from sandbox.run.kernel import as_run_error, user_line, write_source
+from sandbox.launch import build
+from sandbox.launch.kernel import as_run_error, user_line, write_source
 from sandbox.trace import provenance
 from sandbox.trace.interpreter import Tracer
 from sandbox.trace.record import owners_by_position, TensorRange

@@ -21,7 +21,7 @@ import traceback
 from sandbox import protocol
 from sandbox import result as results
 from sandbox.errors import RunError, StartError
-from sandbox.jail import isolation
+from sandbox.jail import cgroups, isolation
 from sandbox.spec import is_script
 from sandbox.worker.zygote import Zygote
 
@@ -442,6 +442,6 @@ def prepare(can_mount):
     os.makedirs(settings.root_mountpoint, mode=0o755, exist_ok=True)
     warm_compiler(settings.has_gpu)
     sweep_scratch_dirs(settings.run_root)
-    isolation.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
+    cgroups.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
     shared = SharedKernels(settings.shared_kernels) if settings.shared_kernels else None
     return settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared

@@ -28,7 +28,7 @@ import torch
 from sandbox import gpus, protocol, settings
 from sandbox.errors import StartError
 from sandbox.grading import grader
-from sandbox.jail import isolation
+from sandbox.jail import cgroups, isolation
 from sandbox.run import check, pipeline
 from sandbox.worker import shared_kernels
 
@@ -103,7 +103,7 @@ class RunProcess:
         self.uid = isolation.run_uid(os.getpid(), next(RunProcess.serials))
         path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
         self.scratch = isolation.Scratch(path, self.uid, settings.limits, settings.can_mount and settings.jailed)
-        self.cgroup = isolation.RunCgroup.create(os.path.basename(path), settings.limits) if settings.jailed else None
+        self.cgroup = cgroups.RunCgroup.create(os.path.basename(path), settings.limits) if settings.jailed else None
         if warming and self.cgroup:
             self.cgroup.make_idle()
         request = {"worker": os.getpid(), "uid": self.uid, "scratch": path, "capped": self.scratch.capped,
@@ -139,7 +139,7 @@ class RunProcess:
                 os._exit(70)
             keep_only_run_descriptors(*pipes)
             scratch = isolation.Scratch.existing(request["scratch"], request["capped"])
-            cgroup = isolation.RunCgroup(*request["cgroup"]) if request["cgroup"] else None
+            cgroup = cgroups.RunCgroup(*request["cgroup"]) if request["cgroup"] else None
             jail_and_serve(settings, request["uid"], scratch, cgroup, request["warming"])
         except BaseException:
             import traceback

@@ -7,7 +7,7 @@ import inspect
 from dataclasses import dataclass, field
 
 # fla-core asks Triton's driver for the GPU when first imported: imported after a run has installed
-# the CPU host's stand-in driver (sandbox.run.host_driver, a CUDA target), it would ask torch.cuda too.
+# the CPU host's stand-in driver (sandbox.launch.host_driver, a CUDA target), it would ask torch.cuda too.
 importlib.import_module("fla.modules.activations.ops")
 
 

@@ -17,10 +17,10 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
 from sandbox.errors import RunError, explain, hint_for
-from sandbox.run import host_driver
+from sandbox.launch import host_driver
 
 _module_ids = itertools.count()
-_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above run/
+_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above launch/
 
 # Keywords Triton's launch reads as compile options (Config.all_kwargs' names).
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")

@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
-from sandbox.run.kernel import find_kernel, load_module
+from sandbox.launch.kernel import find_kernel, load_module
 
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
@@ -105,7 +105,7 @@ def build_args(spec, kernel, namespace):
 
 
 def settle(kernel, args):
-    """The autotuner's config for the interpreter, from the arguments (sandbox.run.kernel.Kernel.settle)."""
+    """The autotuner's config for the interpreter, from the arguments (sandbox.launch.kernel.Kernel.settle)."""
     try:
         kernel.settle(args)
     except Exception as e:

@@ -1,0 +1,81 @@
+"""kernel[grid](...) as a run makes it, and its compile ahead of the launch: an autotuned kernel's
+configs compiled at once on threads, a compile on a thread beside other work (Background)."""
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from sandbox.launch.kernel import launch_keywords
+
+COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
+
+
+def untuned_arguments(kernel, args):
+    """An autotuned kernel's arguments but those its configs set, split as people pass them."""
+    return kernel.positional({name: value for name, value in args.items() if name not in kernel.tuned_names})
+
+
+def launch(kernel, grid, args, options):
+    """kernel[grid](**args). An autotuned kernel gets its meta-parameters, num_warps and num_stages from
+    the config the autotuner picks (on a GPU `grid` must then be a callable of meta); in the
+    interpreter, which cannot time configs, that is the first config."""
+    if kernel.autotuner is None:
+        kernel.launcher[grid](**launch_keywords(args, num_warps=options["num_warps"],
+                                                num_stages=options["num_stages"]))
+        return
+    positional, keywords = untuned_arguments(kernel, args)
+    if not kernel.interpreted:
+        kernel.launcher[grid](*positional, **keywords)
+        return
+    configs = kernel.autotuner.configs
+    kernel.autotuner.configs = [kernel.first]  # one config: the autotuner runs it without benchmarking
+    try:
+        kernel.launcher[grid](*positional, **keywords)
+    finally:
+        kernel.autotuner.configs = configs
+
+
+def compile_configs_at_once(kernel, grid, args):
+    """Compile every config of an autotuned kernel at once, before the autotuner times them (it would
+    compile each in turn as it reaches it, and 16 configs took 14 s so). Triton's own asynchronous
+    compile mode runs the compiles on threads: its compiler's passes and ptxas run outside the GIL.
+    A config that fails to compile is left to the launch, which then says why as it would have."""
+    from triton.runtime._async_compile import AsyncCompileMode
+    positional, keywords = untuned_arguments(kernel, args)
+    configs = len(kernel.autotuner.configs)
+    with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
+            AsyncCompileMode(pool, ignore_errors=True):
+        kernel.launcher.warmup(*positional, grid=grid, **keywords)
+
+
+def compile_launch(kernel, grid, args, options):
+    """Compile what launch() launches, launching nothing (Triton's warmup, with the same arguments and
+    options, so the launch finds it): an autotuned kernel's configs all at once."""
+    if kernel.autotuner is None:
+        kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
+                                                            num_stages=options["num_stages"]))
+    else:
+        compile_configs_at_once(kernel, grid, args)
+
+
+class Background:
+    """`work()` on a thread of its own from now on, beside what the caller does next: two compiles at
+    once (Triton's passes and ptxas run outside the GIL). `wait()` joins it and returns its exception
+    (None if it finished): what it prepares, a later step would do again, and report."""
+
+    def __init__(self, work):
+        self.error, self.ms = None, 0.0
+        self.thread = threading.Thread(target=self._run, args=(work,), name="compile", daemon=True)
+        self.thread.start()
+
+    def _run(self, work):
+        start = time.perf_counter()
+        try:
+            work()
+        except Exception as e:
+            self.error = e
+        self.ms = (time.perf_counter() - start) * 1e3
+
+    def wait(self):
+        self.thread.join()
+        return self.error
