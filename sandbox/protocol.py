@@ -30,6 +30,9 @@ SERVER_TYPES = ("job", "warm", "compile")
 WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled")
 # A run process's messages to its worker, once it has its job.
 RUN_TYPES = ("status", "sanitized", "partial", "timed", "result")
+# Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead): with its run, the
+# processes whose memory the server counts per worker (app.dispatch.memory).
+MAX_COMPILES_AHEAD = 2
 
 
 @dataclass(frozen=True)

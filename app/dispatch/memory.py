@@ -1,4 +1,4 @@
-"""The runs' memory against the host's: each worker has a run and up to sandbox.worker.ahead.MAX_RUNNING
+"""The runs' memory against the host's: each worker has a run and up to sandbox.protocol.MAX_COMPILES_AHEAD
 compiles ahead at once, each limited to RUN_MEMORY_MB, and the sum of those limits must fit in the
 host's memory, or the runs of several people at their limits together would take the host down (the
 kernel's OOM killer choosing among the server's processes) instead of being stopped, each, at its
@@ -12,10 +12,10 @@ server's own cgroup.
 import logging
 import os
 
-from sandbox.worker.ahead import MAX_RUNNING
+from sandbox.protocol import MAX_COMPILES_AHEAD
 
 log = logging.getLogger(__name__)
-RUNS_PER_WORKER = 1 + MAX_RUNNING  # a run and its worker's compiles ahead
+RUNS_PER_WORKER = 1 + MAX_COMPILES_AHEAD  # a run and its worker's compiles ahead
 RUNS_SHARE = 0.75  # of the host's memory, for the runs' limits together
 
 
@@ -45,7 +45,7 @@ def run_memory(asked_mb, workers, host_mb=None):
               "note": None}
     if clamped:
         report["note"] = (f"RUN_MEMORY_MB is {asked_mb} MB, but {at_once} runs at once ({workers} workers, each a run "
-                          f"and {MAX_RUNNING} compiles ahead) would hold {asked_mb * at_once:,} MB of a host of "
+                          f"and {MAX_COMPILES_AHEAD} compiles ahead) would hold {asked_mb * at_once:,} MB of a host of "
                           f"{host_mb:,} MB: each run is limited to {report['limit_mb']} MB ({RUNS_SHARE:.0%} of the "
                           f"host's memory shared out). Fewer WORKERS, or more memory, leave each run more.")
     return report

@@ -7,7 +7,7 @@ for one), lent the owner's kernels and collecting what it compiles back into the
 next run of the same spec (equal sandbox.spec.compile_key) finds everything built, and says so.
 
 Bounded: one compile per owner (a newer request replaces it, and a run of another spec ends it: it
-is stale), MAX_RUNNING at once per worker, and a request that waited past STALE_S is dropped. What
+is stale), protocol.MAX_COMPILES_AHEAD at once per worker, a request that waited past STALE_S dropped. What
 the compiles of one worker keep on the host's disk is bounded in rate too (COMPILE_KEEP_MB_PER_S,
 after a burst of four times as much): a client compiling ahead as fast as it may cannot churn the kernel caches'
 directory faster; a compile past it is answered as any, and its run compiles what was not kept.
@@ -25,7 +25,6 @@ from sandbox.errors import RunError
 from sandbox.spec import FIELDS, SpecError, compile_key, normalize
 from sandbox.worker.kernel_cache import WriteBudget
 
-MAX_RUNNING = 2  # compiles at once per worker, of different owners
 STALE_S = 10.0  # a request not started by then: the person has typed on, or run it
 READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
 FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
@@ -135,7 +134,7 @@ class CompileAhead:
     # -- the compiles
 
     def start_waiting(self):
-        while self.waiting and len(self.running) < MAX_RUNNING:
+        while self.waiting and len(self.running) < protocol.MAX_COMPILES_AHEAD:
             owner, (compile_id, spec, key, came) = self.waiting.popitem(last=False)
             if time.monotonic() - came > STALE_S:
                 continue
