@@ -250,17 +250,26 @@ def end_compiles(clients):
         compile_of(client, VECTOR_ADD + f"# done {i} {time.time()}\n")
 
 
-def test_a_compile_that_leaves_a_message_line_unfinished_stalls_no_one(workers_app):
-    """The run's code writes half a message line to its worker and sleeps: the worker reads on when
-    the line is whole, and serves every other run and compile meanwhile."""
+WORKER_STALLS = {
+    # half a message line, then nothing: the worker reads on when the line is whole
+    "half_a_message_line": VECTOR_ADD + '\nimport os, time\nos.write(4, b\'{"type": "status", "run_id": "x", "cont\')\n'
+                                        'time.sleep(60)\n',
+    # output without end: the worker takes a bounded share of it at each step
+    "endless_output": VECTOR_ADD + '\nimport os\nwhile True:\n    os.write(1, b"x" * 65536)\n',
+}
+
+
+@pytest.mark.parametrize("attack_source", WORKER_STALLS.values(), ids=WORKER_STALLS.keys())
+def test_a_compile_ahead_cannot_hold_its_worker(workers_app, attack_source):
+    """A compile ahead's code writes to its worker what a run may: the worker serves every other
+    run and compile meanwhile."""
     bystander = socketio.test_client(workers_app)
     spec = vector_add_spec(n=4096)
     timed_run(bystander, spec)  # warm
     alone = min(timed_run(bystander, spec)[0] for _ in range(2))
-    half_line = VECTOR_ADD + '\nimport os, time\nos.write(4, b\'{"type": "status", "run_id": "x", "cont\')\ntime.sleep(60)\n'
     attackers = [socketio.test_client(workers_app) for _ in range(4)]
-    for i, attacker in enumerate(attackers):  # every worker's compiles are stalled at once
-        compile_of(attacker, half_line + f"# {i} {time.time()}\n")
+    for i, attacker in enumerate(attackers):  # every worker's compiles at once
+        compile_of(attacker, attack_source + f"# {i} {time.time()}\n")
     try:
         time.sleep(2)  # the compiles have started and written their half line
         beside = [timed_run(bystander, spec)[0] for _ in range(3)]

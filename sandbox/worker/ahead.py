@@ -27,6 +27,7 @@ from sandbox.worker.kernel_cache import WriteBudget
 
 STALE_S = 10.0  # a request not started by then: the person has typed on, or run it
 READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
+READS_PER_STEP = 64  # messages or pieces of output taken from one compile before the worker looks elsewhere
 FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
 # What one worker's compiles ahead may write into the kernel caches: a person's compile keeps a few
 # hundred KB (the gallery's kernels on the CPU host: 0.1-0.4 MB an entry).
@@ -161,7 +162,7 @@ class CompileAhead:
     def read(self, owner, under_way):
         """Take what its run process sent (its output is dropped); answer and end it on its result."""
         run = under_way.run
-        while True:
+        for _ in range(READS_PER_STEP):  # a flood of output holds the worker this many reads at most
             kind, data = run.poll_message()  # never waits: a line left unfinished waits for the next step
             if kind == "none":
                 return None

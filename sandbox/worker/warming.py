@@ -18,6 +18,7 @@ import triton
 
 from sandbox import protocol
 from sandbox.spec import launch_key
+from sandbox.worker.ahead import READS_PER_STEP
 
 # What a warm-up run does of each example: no timing; the launch, the check (on a GPU the bounds
 # check first), the IR compile, and the trace as the example ships it: on a GPU that is the GPU
@@ -125,7 +126,7 @@ class Warming:
 
     def _read(self, run):
         """Take what is there (output is dropped); True once the run has sent its result or died."""
-        while True:
+        for _ in range(READS_PER_STEP):
             kind, data = run.poll_message()  # never waits: a line left unfinished waits for the next step
             if kind == "none":
                 return False
