@@ -7,14 +7,33 @@ import pytest
 from tests.support import page_without_errors, set_source
 from tests.test_browser import run_and_wait
 from tests.test_page_script import launch_rows, pick_launch, script_page
-from tests.test_script import program
 
 pytestmark = pytest.mark.browser
 SHOTS = "screenshots"
-# Triton's first tutorial's kernel and wrapper, called for two sizes: two launches of add_kernel,
-# grids (97) and (4).
-TUTORIAL = program("01_vector_add.py")
-VECTOR_ADD = TUTORIAL[:TUTORIAL.index("\ntorch.manual_seed(0)")] + """
+# A vector add and its wrapper, called for two sizes: two launches of add_kernel, grids (97) and (4).
+VECTOR_ADD = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y):
+    output = torch.empty_like(x)
+    n_elements = output.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']),)
+    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
+    return output
+
+
 torch.manual_seed(0)
 x, y = torch.rand(98432), torch.rand(98432)
 assert (add(x, y) == x + y).all()
