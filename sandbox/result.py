@@ -45,19 +45,22 @@ LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": 
 BOUNDS = ("ok", "out_of_bounds", "failed", "unchecked")
 CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (bool,), "lines": (list,),
          "points": (list,), "points_total": (int,)}
+# The server's own bounds check of a script's shown launch (sandbox.grading.recheck): `bounds` as a launch's.
+SERVER_CHECK = {"launch": (int, type(None)), "bounds": (str,), "message": OPTIONAL_STR}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
           "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None)),
-          "claims": (list, type(None))}
+          "claims": (list, type(None)), "server_check": SERVER_CHECK}
 
 # The sections of a script's result that are its program's own report, which no one checked (`claims`).
 # A script's program runs in the process that captures its launches and builds its result: anything
 # there (the capture's hooks and records, the result, the pipe it leaves by) the program can reach,
 # so what that process says is the program's word. Its worker, a process the program cannot reach,
-# marks it so; the rest is the server's: `run_id`, and `stdout`, relayed as the program printed it.
-PROGRAM_CLAIMS = tuple(key for key in RESULT if key not in ("run_id", "stdout", "claims"))
+# marks it so; the rest is the server's: `run_id`, `stdout`, relayed as the program printed it, and
+# `server_check`, the shown launch checked again where none of the program runs.
+PROGRAM_CLAIMS = tuple(key for key in RESULT if key not in ("run_id", "stdout", "claims", "server_check"))
 
 # result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
@@ -72,7 +75,7 @@ def new(device=None):
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
-            "benchmarks": None, "claims": None}
+            "benchmarks": None, "claims": None, "server_check": None}
 
 
 def failed(error, device=None):
@@ -100,10 +103,10 @@ def timings(*, kernel_ms, interpreter, compile_ms=None, reference_ms=None, bytes
             "autotune": autotune, "notes": list(notes)}
 
 
-def claimed_by_program(result):
+def claimed_by_program(result, server_check=None):
     """Mark a script's result, as it leaves its run process, as its program's word (PROGRAM_CLAIMS),
-    whatever the process wrote there."""
-    result["claims"] = list(PROGRAM_CLAIMS)
+    whatever the process wrote there, beside the server's own check of its shown launch (or None)."""
+    result["claims"], result["server_check"] = list(PROGRAM_CLAIMS), server_check
     return result
 
 
@@ -139,6 +142,14 @@ def summary_problems(summary):
     return _problems(summary, SUMMARY, "summary") if isinstance(summary, dict) else ["summary must be an object"]
 
 
+def server_check_problems(check):
+    """Where a server's check of a launch ({"launch", "bounds", "message"}) departs from its definition."""
+    if not isinstance(check, dict):
+        return ["server_check must be an object"]
+    found = _problems(check, SERVER_CHECK, "server_check")
+    return found + ([] if check.get("bounds") in BOUNDS else [f"server_check.bounds is not one of {BOUNDS}"])
+
+
 def problems(result):
     """Where `result` departs from this definition: a list of sentences, empty when it conforms."""
     found = _problems(result, RESULT, "result")
@@ -153,6 +164,8 @@ def problems(result):
         claims = result.get("claims")
         if isinstance(claims, list) and not set(claims) <= set(PROGRAM_CLAIMS):
             found.append(f"result.claims names sections a program cannot claim: {sorted(set(claims) - set(PROGRAM_CLAIMS))}")
+        if result.get("server_check") is not None:
+            found += [f"result.{problem}" for problem in server_check_problems(result["server_check"])]
         for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
             found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
         for i, chart in enumerate(result.get("benchmarks") or []):
@@ -181,4 +194,4 @@ def _problems(value, definition, path):
     return found
 
 
-__all__ = ["RunError", "PARTS", "PROGRAM_CLAIMS", "new", "failed", "fail", "timings", "claimed_by_program", "delivered", "part_problems", "summary_problems", "problems"]
+__all__ = ["RunError", "PARTS", "PROGRAM_CLAIMS", "new", "failed", "fail", "timings", "claimed_by_program", "delivered", "part_problems", "summary_problems", "server_check_problems", "problems"]

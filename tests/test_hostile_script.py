@@ -47,7 +47,7 @@ print("wrote past x:", buffer[4:8].tolist())
 '''
 
 # The capture stops the launch before its first out-of-bounds access; the program catches that,
-# takes the error back and rewrites its launch list: another kernel, another grid, a launch more.
+# takes the error back and rewrites its launch list: its verdict, its time, a launch more.
 REWRITTEN = KERNEL + '''
 capture = next(o for o in gc.get_objects() if type(o).__name__ == "Capture")
 try:
@@ -55,9 +55,10 @@ try:
 except BaseException:
     pass
 capture.error = None
-capture.launches[0].update(kernel="vector_add", grid=[1024, 1, 1], bounds="ok")
-capture.launches.append({**capture.launches[0], "index": 1})
+capture.launches[0].update(bounds="ok", ms=0.0001)
+capture.launches.append({**capture.launches[0], "index": 1, "kernel": "vector_add", "grid": [1024, 1, 1]})
 capture.total = 2
+capture.options["launch"] = 0
 print("rewritten")
 '''
 
@@ -115,14 +116,20 @@ def test_a_program_that_unhooks_the_capture_launches_unseen_and_its_ok_is_its_ow
     assert "wrote past x: [1.0, 1.0, 1.0, 1.0]" in result["stdout"]  # the attack did launch out of bounds
     assert result["launches"]["total"] == 0 and result["status"] == "ok"  # what the program lets be seen
     assert_the_programs_word(result)
+    assert result["server_check"] is None  # the server saw no launch to check
 
 
-def test_a_program_that_rewrites_its_launch_list_and_verdicts_is_marked_as_saying_so(app):
+def test_a_program_that_rewrites_its_launch_list_and_verdicts_is_marked_and_checked_again(app):
     result, _ = run_script(app, REWRITTEN)
     assert "rewritten" in result["stdout"]
     listed = result["launches"]["list"]
-    assert [launch["kernel"] for launch in listed] == ["vector_add"] * 2 and listed[0]["bounds"] == "ok"
+    assert [launch["kernel"] for launch in listed] == ["spill", "vector_add"] and listed[0]["bounds"] == "ok"
     assert_the_programs_word(result)
+    # The shown launch, checked again where none of the program runs: the kernel from the source the
+    # server kept, launched as the record says, goes out of bounds.
+    check = result["server_check"]
+    assert check["launch"] == 0 and check["bounds"] == "out_of_bounds", check
+    assert "loads `x` at offsets 4..63, but `x` has 4 elements" in check["message"]
 
 
 def test_a_program_that_forges_its_result_verdicts_and_times_gets_them_marked_and_kept_nowhere(app):
@@ -130,6 +137,8 @@ def test_a_program_that_forges_its_result_verdicts_and_times_gets_them_marked_an
     result, events = run_script(app, FORGED)
     assert result["launches"]["list"][0]["ms"] == 0.0001 and result["check"] == {"ok": True, "outputs": {}}
     assert_the_programs_word(result)  # its `claims: null` replaced
+    check = result["server_check"]  # its record names no argument to launch with
+    assert check["bounds"] == "unchecked" and "could not check" in check["message"], check
     sanitized_after, timed_after = kept_for_later(app)
     assert sanitized_after == sanitized_before and "f" * 64 not in timed_after and timed_after <= timed_before
 
@@ -138,6 +147,7 @@ def test_an_honest_script_is_the_programs_word_too_and_a_form_run_is_not_marked(
     result, _ = run_script(app, KERNEL + "spill[(1,)](buffer, B=64)\n")
     assert result["status"] == "ok" and result["launches"]["list"][0]["bounds"] == "ok", result["error"]
     assert_the_programs_word(result)
+    assert result["server_check"] == {"launch": 0, "bounds": "ok", "message": None}
     client = socketio.test_client(app)
     ack = client.emit("run", {"spec": spec}, callback=True)
     form = collect_until_result(client, ack["run_id"])[-1]["args"][0]["result"]

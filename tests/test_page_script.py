@@ -47,6 +47,8 @@ def test_a_program_lists_its_launches_and_a_click_shows_one(page, live_server):
     assert [row["cells"][5] for row in rows] == ["✓ in bounds"] * 2 and rows[0]["selected"]
     # The list is the program's own report (result.claims), and the page says so.
     assert page.inner_text("#launches-claim") == "Reported by the program; not checked by the server."
+    assert page.inner_text("#launches-server-check") == ("The server checked launch 0 again, without the program: "
+                                                         "✓ in bounds.")
     assert "Launch grid (59, 1, 1): 59 programs" in diagram_counter(page)
     page.screenshot(path=f"{SHOTS}/script-launches.png")
     page.click("[data-tab=results]")

@@ -27,6 +27,7 @@ from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
+RECHECK_BUDGET_S = 10.0  # the server's check of a script's shown launch, past the program's own run
 
 
 def warm_compiler(has_gpu):
@@ -108,11 +109,19 @@ def graded_result(shown, outcome, expected):
     return shown
 
 
-def program_claims(line):
-    """A script run's result line, marked as its program's own report (sandbox.result.claimed_by_program)."""
-    msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)  # its shape was checked as it came (relay)
-    results.claimed_by_program(msg["content"]["result"])
-    return protocol.encode(msg, nan_to_null=True)
+def shown_launch(result):
+    """The record of the launch a script's result shows (the program's account of it), or None."""
+    launches = result.get("launches") if isinstance(result.get("launches"), dict) else {}
+    listed = launches.get("list") if isinstance(launches.get("list"), list) else []
+    selected = launches.get("selected")
+    return next((launch for launch in listed if isinstance(launch, dict) and selected is not None
+                 and launch.get("index") == selected), None)
+
+
+def recheck_ok(content):
+    """The server's check of a launch (sandbox.grading.recheck): {launch, bounds, message}."""
+    outcome = content.get("recheck") if set(content) == {"recheck"} else None
+    return isinstance(outcome, dict) and not results.server_check_problems(outcome)
 
 
 class Worker:
@@ -323,10 +332,11 @@ class Worker:
         if grading is not None and error is None:
             run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
             result, error = self.grade(run_id, result, grading, content["spec"], deadline)
+        if script and error is None:
+            run.finish(self.kernel_caches)  # nothing of the program runs while the server checks its launch
+            result = self.checked_script(run_id, result, content["spec"], deadline)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
-        elif script:
-            self.send_line(program_claims(result))
         else:
             self.send_line(result)
         # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
@@ -334,7 +344,7 @@ class Worker:
         # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown
         # takes a while).
         self.spares.append(self.new_run_process())
-        if not died and grading is None:
+        if not died and grading is None and not (script and error is None):
             run.finish(self.kernel_caches)
 
     def grade(self, run_id, line, grading, spec, deadline):
@@ -357,32 +367,59 @@ class Worker:
             shown, outcome, grading.get("expected"))), nan_to_null=True), None
 
     def run_grader(self, run_id, job, deadline):
-        """(the grader's verdict, None) or (None, why there is none). What the grader prints is
+        """(the grader's verdict, None) or (None, why there is none)."""
+        outcome, error = self.run_checker(run_id, "grade", job, grader_outcome_ok, deadline)
+        if error is not None and error.phase == "timeout":
+            error.message = (f"grading took the run past {self.settings.timeout_s:g} s and was stopped. "
+                             f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
+        return outcome, error
+
+    def checked_script(self, run_id, line, spec, deadline):
+        """A script's result line, marked as its program's word, with the server's own check of the
+        launch it shows: a fresh run process given the source the server kept and that launch's
+        record, within RECHECK_BUDGET_S (sandbox.grading.recheck)."""
+        msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)  # its shape was checked as it came (relay)
+        result = msg["content"]["result"]
+        launch, verdict = shown_launch(result), None
+        if launch is not None:
+            self.send(protocol.message("status", run_id, phase="checking",
+                                       message=f"the server checks launch {launch['index']} again, without the program"))
+            budget = min(deadline, time.monotonic() + RECHECK_BUDGET_S)
+            verdict, error = self.run_checker(run_id, "recheck", {"source": spec["source"], "launch": launch},
+                                              recheck_ok, budget)
+            if error is not None:
+                verdict = {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
+                           "message": f"the server could not check it: {error.message}"}
+        results.claimed_by_program(result, verdict)
+        return protocol.encode(msg, nan_to_null=True)
+
+    def run_checker(self, run_id, kind, job, shape_ok, deadline):
+        """(the outcome, None) or (None, why there is none) of a fresh run process given `job` as its
+        `kind` ("grade", "recheck"): a check made where no user code has run. What it prints is
         dropped; its status messages are relayed."""
         from sandbox.worker.run_process import describe_exit
-        grader = self.take_warm_run_process()
-        grader.owner = None  # lent no kernels, keeps none
+        checker = self.take_warm_run_process()
+        checker.owner = None  # lent no kernels, keeps none
         outcome = error = None
         try:
-            grader.send_job(protocol.message("job", run_id, grade=job))
+            checker.send_job(protocol.message("job", run_id, **{kind: job}))
         except OSError:
             pass  # it died meanwhile: the loop below says so
         while outcome is None and error is None:
-            kind, data = grader.next_message(deadline)
-            if kind == "msg":
+            kind_of, data = checker.next_message(deadline)
+            if kind_of == "msg":
                 msg = protocol.decode(data, protocol.RUN_TYPES)
                 content = msg["content"] if msg is not None and msg["run_id"] == run_id else {}
-                if msg is not None and msg["type"] == "result" and grader_outcome_ok(content):
-                    outcome = content["grade"]
+                if msg is not None and msg["type"] == "result" and shape_ok(content):
+                    outcome = content[kind]
                 elif msg is not None and msg["type"] == "status" and status_shape_ok(content):
                     self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
-            elif kind == "timeout":
-                error = RunError("timeout", f"grading took the run past {self.settings.timeout_s:g} s and was stopped. "
-                                            f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
-            elif kind == "eof":
-                status, _ = grader.finish(self.kernel_caches, grace_s=2.0)
-                error = RunError("launch", f"the grader's process {describe_exit(status)} while running the kernel")
-        grader.finish(self.kernel_caches)
+            elif kind_of == "timeout":
+                error = RunError("timeout", "it took longer than the time left to it and was stopped")
+            elif kind_of == "eof":
+                status, _ = checker.finish(self.kernel_caches, grace_s=2.0)
+                error = RunError("launch", f"the checking process {describe_exit(status)} while running the kernel")
+        checker.finish(self.kernel_caches)
         self.spares.append(self.new_run_process())
         return outcome, error
 

@@ -27,7 +27,7 @@ import torch
 
 from sandbox import gpus, protocol, settings
 from sandbox.errors import StartError
-from sandbox.grading import grader
+from sandbox.grading import grader, recheck
 from sandbox.jail import cgroups, isolation
 from sandbox.run import check, pipeline
 from sandbox.worker import shared_kernels
@@ -418,6 +418,10 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     def emit(type, payload):
         send(protocol.message(type, run_id, **payload))
 
+    if "recheck" in content:  # the server's check of a script's launch (sandbox.grading.recheck): no program runs
+        send(protocol.message("result", run_id, recheck=recheck.recheck(content["recheck"], scratch,
+                                                                        settings.trace_limits)))
+        return
     if "grade" in content:  # this process is a grader (sandbox.grading.grader): it runs no module
         outcome = grader.grade(content["grade"], emit, scratch, settings.trace_limits, kind)
         send(protocol.message("result", run_id, grade=outcome))

@@ -92,8 +92,18 @@ function renderLaunches() {
   const launches = shown?.launches;
   const rows = launches ? launches.list.map((launch) => launchRow(launch, launches.selected)) : [];
   replaceChildren(els.tbody, rows);
-  // A script's list, verdicts and times are its program's own report (result.claims): the page says so.
+  // A script's list, verdicts and times are its program's own report (result.claims): the page says so,
+  // beside the server's own check of the shown launch (result.server_check), made without the program.
   els.claim.hidden = !(shown?.claims || []).includes("launches");
+  const check = shown?.server_check;
+  els.serverCheck.hidden = !check;
+  if (check) {
+    const [word] = BOUNDS[check.bounds] || [check.bounds];
+    els.serverCheck.textContent = check.bounds === "unchecked"
+      ? `The server could not check launch ${check.launch} again without the program.`
+      : `The server checked launch ${check.launch} again, without the program: ${word}.`;
+    els.serverCheck.title = check.message || "";
+  }
   els.table.hidden = !rows.length;
   els.empty.hidden = Boolean(rows.length);
   if (!launches) els.empty.textContent = "Press Run: the launches appear here.";
@@ -108,7 +118,7 @@ export function initScript(pane) {
   els = {
     pane, body: pane.querySelector("#script-body"), table: pane.querySelector("#launches-table"),
     tbody: pane.querySelector("#launches-table tbody"), empty: pane.querySelector("#launches-empty"),
-    claim: pane.querySelector("#launches-claim"),
+    claim: pane.querySelector("#launches-claim"), serverCheck: pane.querySelector("#launches-server-check"),
     radios: [...pane.querySelectorAll('input[name="run-mode"]')],
     trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
     ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
