@@ -8,10 +8,12 @@
 
 Nothing of the program runs here: the kernel is read from the source as a graded one is
 (sandbox.grading.kept: its `@triton.jit` functions, constexprs and Triton imports as the text states
-them, never by running it), and taken only if it is a kernel (sandbox.grading.submission). The launch's record is the
-program's account of its launch (grid, arguments, the tensors' shapes, dtypes and strides, their
-values where a form run can make them again: sandbox.launch_form), so the verdict says: this
-kernel, launched as the program says it launched it, stays in bounds, or does not.
+them, never by running it), and taken only if it is a kernel (sandbox.grading.submission's rules,
+which keep the Python the interpreter runs a kernel's). The launch's record is the program's
+account of its launch (grid, arguments, the tensors' shapes, dtypes and strides, their values where
+a form run can make them again: sandbox.launch_form), so the verdict says: this kernel, launched as
+the program says it launched it, stays in bounds, or does not. A kernel the grader would not take
+(an autotuner's configs not written out, @triton.heuristics) is `unchecked`, and says why.
 """
 import os
 
