@@ -20,7 +20,7 @@ import os
 from sandbox import launch_form
 from sandbox.errors import RunError
 from sandbox.grading import grader, kept, submission
-from sandbox.run.kernel import as_run_error, silenced, write_source
+from sandbox.launch.kernel import as_run_error, silenced, write_source
 from sandbox.trace.record import LIMITS as TRACE_LIMITS
 
 
