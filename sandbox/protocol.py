@@ -1,9 +1,9 @@
 """The server <-> worker protocol: JSON lines, one message per line, built by one function.
 
-Every message: {"type", "id", "run_id", "content"}. The server sends `job` (its spec normalized by
-sandbox.spec, the digest of the run's owner, its `provenance` (whose code it is: OWN, FOREIGN), and
-`sanitized_before`: this launch passed the bounds check before; the worker's settings come once, in
-its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
+Every message: {"type", "id", "run_id", "content"}. The server sends `job` (a Job: its spec normalized
+by sandbox.spec, and beside it the digest of the run's owner, its `provenance` (whose code it is: OWN,
+FOREIGN), what this server kept for it, a graded run's hidden check; the worker's settings come once,
+in its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
 user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
 `stdout`, `sanitized` (the launch passed the bounds check), `partial` (a section of the result as soon as
@@ -21,7 +21,7 @@ import json
 import os
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace as copy_with
 
 from sandbox import settings
 
@@ -71,6 +71,58 @@ def kept_for(owner, provenance):
     nothing lent and nothing kept, for anyone else's code or a job that does not say whose it is.
     The one mapping, on both sides: app.dispatch (slot, pool) and sandbox.worker (main, ahead)."""
     return owner if provenance == OWN and isinstance(owner, str) and owner else None
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a `job` message carries: the spec, only what sandbox.spec defines (a run process normalizes
+    it), and beside it what the server and the worker know of the run. The one definition, read by
+    `Job.read` wherever a job arrives (the worker, its run processes)."""
+    spec: object = None
+    owner: str = None                # the digest of the run's owner
+    provenance: str = FOREIGN        # whose code it runs (OWN, FOREIGN): what it may keep (kept_for)
+    sanitized_before: bool = False   # this launch passed the bounds check on this server before
+    compiled_ahead: bool = False     # a compile ahead of this spec finished into the kernels it is lent
+    reference_times: dict = field(default_factory=dict)  # {reference key: timing} its worker kept for the owner
+    grading: dict = None             # a graded run's hidden check: the worker gives it to the grader alone
+    compile_ahead: bool = False      # compile what a run of the spec would, launching nothing (sandbox.worker.ahead)
+    grade: dict = None               # a grader's job (sandbox.grading.grader): it runs no module and has no spec
+    recheck: dict = None             # the server's check of a script's launch (sandbox.grading.recheck): no program runs
+
+    _KINDS = {"owner": (str, type(None)), "provenance": (str,), "sanitized_before": (bool,), "compiled_ahead": (bool,),
+             "reference_times": (dict,), "grading": (dict, type(None)), "compile_ahead": (bool,),
+             "grade": (dict, type(None)), "recheck": (dict, type(None))}
+
+    @classmethod
+    def read(cls, content):
+        """The job of a message's content; JobError naming the field that is not the job's, or not of
+        its kind. The spec is the run's to check (a run says what is wrong with it)."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(content) - names)
+        if unknown:
+            raise JobError(f"a job has no field {unknown[0]!r}")
+        for name, kinds in cls._KINDS.items():
+            if name in content and not isinstance(content[name], kinds):
+                raise JobError(f"a job's {name!r} is a {type(content[name]).__name__}")
+        return cls(**content)
+
+    @classmethod
+    def of_run(cls, spec, **known):
+        """The job of a run of `spec` as the server holds it: a graded run's hidden check, which the
+        server keeps beside the spec's fields (app.course.puzzles), goes into the job's own field."""
+        if isinstance(spec, dict) and "grading" in spec:
+            spec, known["grading"] = {k: v for k, v in spec.items() if k != "grading"}, spec["grading"]
+        return cls(spec=spec, **known)
+
+    def replace(self, **changes):
+        return copy_with(self, **changes)
+
+    def message(self, run_id):
+        return message("job", run_id, **{f.name: getattr(self, f.name) for f in fields(self)})
+
+
+class JobError(ValueError):
+    """A job message that is not one (the server's bug: it is answered with an error, the worker goes on)."""
 
 
 def new_id():

@@ -352,15 +352,13 @@ class Slot:
         timeout_s = self.config["RUN_TIMEOUT_S"]
         job.notify("status", {"phase": "starting", "message": f"running on worker {self.index}"})
         try:  # encoded before anything is written: a job that cannot be encoded leaves the worker as it was
-            # Beside the spec, as a graded run's tests are: the reference timing this worker kept for the
-            # owner's runs of this reference (none for code that is not the owner's own).
+            # The reference timing this worker kept for the owner's runs of this reference (none for code
+            # that is not the owner's own), in the job beside the spec.
             timing_key = spec_timing_key(job.spec)
-            spec = ({**job.spec, "reference_times": self.references.lent(job.store, timing_key)}
-                    if isinstance(job.spec, dict) else job.spec)
-            line = protocol.encode(protocol.message("job", job.run_id, spec=spec, owner=job.owner,
-                                                    provenance=job.provenance,
-                                                    sanitized_before=job.launch in self.shared.sanitized,
-                                                    compiled_ahead=self.shared.compiled_ahead(job)))
+            line = protocol.encode(protocol.Job.of_run(
+                job.spec, owner=job.owner, provenance=job.provenance,
+                sanitized_before=job.launch in self.shared.sanitized, compiled_ahead=self.shared.compiled_ahead(job),
+                reference_times=self.references.lent(job.store, timing_key)).message(job.run_id))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return

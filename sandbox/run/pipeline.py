@@ -370,14 +370,14 @@ COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this sour
                   "Run, and this run found what it needs built.")
 
 
-def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=False, compiled_ahead=False):
+def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=False, compiled_ahead=False,
+             reference_times=None):
     """Run one spec to completion and return the result dict; never raises for user errors.
     `sanitized_before`: the same launch passed the bounds check on an earlier run (GPU: skip the CPU pass
     when no trace is asked for). `emit("sanitized", {})` reports a launch that passed it.
-    `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent."""
+    `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent.
+    `reference_times`: the reference timings its worker kept for the owner (sandbox.protocol.Job)."""
     emit = emit or (lambda type, content: None)
-    # The reference timings its worker kept (app.dispatch.slot.ReferenceTimes), beside the spec.
-    reference_times = raw_spec.pop("reference_times", None) if isinstance(raw_spec, dict) else None
     try:
         spec = normalize(raw_spec)
     except SpecError as e:
@@ -399,8 +399,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
             except RunError as e:
                 return results.failed(e)
             return script.run_script(spec, emit, scratch, limits or {}, device_info(kind))
-        run = Run(spec, emit, scratch, limits or {}, sanitized_before,
-                  reference_times if isinstance(reference_times, dict) else None)
+        run = Run(spec, emit, scratch, limits or {}, sanitized_before, reference_times)
         if compiled_ahead:
             run.result["notes"].append(COMPILED_AHEAD)
         try:

@@ -153,8 +153,8 @@ class CompileAhead:
         with contextlib.suppress(OSError):  # at worst it compiles what the owner has
             self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
         try:
-            run.send_job(protocol.message("job", under_way.compile_id, spec=under_way.spec, owner=owner,
-                                          compile_ahead=True))
+            run.send_job(protocol.Job(spec=under_way.spec, owner=owner, provenance=protocol.OWN,
+                                      compile_ahead=True).message(under_way.compile_id))
         except OSError:
             return self.end(owner)
         under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s

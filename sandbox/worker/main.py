@@ -276,23 +276,31 @@ class Worker:
         self.send_line(line + b"\n")
         return None
 
-    def run(self, job):
+    def run(self, msg):
         from sandbox.worker.run_process import describe_exit
-        run_id, content = job["run_id"], job["content"]
+        run_id = msg["run_id"]
+        try:
+            job = protocol.Job.read(msg["content"])
+        except protocol.JobError as e:
+            self.send(protocol.message("result", run_id, result=results.failed(RunError(
+                "sandbox", f"the worker was sent a job it cannot read ({e}); nothing ran"))))
+            return
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         # What is kept for the owner's later runs, if this is the owner's own code (else None: nothing).
-        store = protocol.kept_for(content.get("owner"), content.get("provenance"))
+        store = protocol.kept_for(job.owner, job.provenance)
         # A graded run: the puzzle's tests (the server's) go to the grader, never to the student's process.
-        grading = content["spec"].pop("grading", None) if isinstance(content.get("spec"), dict) else None
-        script = isinstance(content.get("spec"), dict) and is_script(content["spec"])
+        grading = job.grading
+        script = isinstance(job.spec, dict) and is_script(job.spec)
         self.parts = PartsSent(run_id, graded=grading is not None or script)  # a script has no check
+        sanitized = job.sanitized_before
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
-            content["sanitized_before"] = bool(content.get("sanitized_before")) or self.warming.sanitized(content["spec"])
+            sanitized = sanitized or self.warming.sanitized(job.spec)
         deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
         # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
-        done_here = store is not None and self.ahead.before_run(store, content.get("spec"), AHEAD_WAIT_S)
-        content["compiled_ahead"] = bool(store is not None and (done_here or content.get("compiled_ahead") is True))
-        run = self.start_job(job, store)
+        done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
+        job = job.replace(grading=None, sanitized_before=sanitized,
+                          compiled_ahead=store is not None and (done_here or job.compiled_ahead))
+        run = self.start_job(job.message(run_id), store)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
@@ -331,10 +339,10 @@ class Worker:
             run.hold_kernel_cache(self.kernel_caches)
         if grading is not None and error is None:
             run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
-            result, error = self.grade(run_id, result, grading, content["spec"], deadline)
+            result, error = self.grade(run_id, result, grading, job.spec, deadline)
         if script and error is None:
             run.finish(self.kernel_caches)  # nothing of the program runs while the server checks its launch
-            result = self.checked_script(run_id, result, content["spec"], deadline)
+            result = self.checked_script(run_id, result, job.spec, deadline)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
@@ -402,7 +410,7 @@ class Worker:
         checker.owner = None  # lent no kernels, keeps none
         outcome = error = None
         try:
-            checker.send_job(protocol.message("job", run_id, **{kind: job}))
+            checker.send_job(protocol.Job(**{kind: job}).message(run_id))
         except OSError:
             pass  # it died meanwhile: the loop below says so
         while outcome is None and error is None:

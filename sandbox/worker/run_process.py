@@ -412,28 +412,28 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
         job = protocol.decode(jobs.readline(), protocol.SERVER_TYPES)
     if job is None:
         return
-    run_id, content = job["run_id"], job["content"]
+    run_id, job = job["run_id"], protocol.Job.read(job["content"])  # its worker's own message
     os.chdir(scratch)
 
     def emit(type, payload):
         send(protocol.message(type, run_id, **payload))
 
-    if "recheck" in content:  # the server's check of a script's launch (sandbox.grading.recheck): no program runs
-        send(protocol.message("result", run_id, recheck=recheck.recheck(content["recheck"], scratch,
+    if job.recheck is not None:  # the server's check of a script's launch (sandbox.grading.recheck): no program runs
+        send(protocol.message("result", run_id, recheck=recheck.recheck(job.recheck, scratch,
                                                                         settings.trace_limits)))
         return
-    if "grade" in content:  # this process is a grader (sandbox.grading.grader): it runs no module
-        outcome = grader.grade(content["grade"], emit, scratch, settings.trace_limits, kind)
+    if job.grade is not None:  # this process is a grader (sandbox.grading.grader): it runs no module
+        outcome = grader.grade(job.grade, emit, scratch, settings.trace_limits, kind)
         send(protocol.message("result", run_id, grade=outcome))
         return
     start = time.perf_counter()
-    if content.get("compile_ahead"):
+    if job.compile_ahead:
         with contextlib.suppress(OSError):  # a warm spare took it: from now on the CPU goes to runs first
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        result = pipeline.compile_spec(content["spec"], emit, scratch, settings.trace_limits)
+        result = pipeline.compile_spec(job.spec, emit, scratch, settings.trace_limits)
     else:
-        result = pipeline.run_spec(content["spec"], emit, scratch, settings.trace_limits,
-                                   content.get("sanitized_before", False), content.get("compiled_ahead", False))
+        result = pipeline.run_spec(job.spec, emit, scratch, settings.trace_limits, job.sanitized_before,
+                                   job.compiled_ahead, job.reference_times)
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
     sys.stdout.flush()
     sys.stderr.flush()

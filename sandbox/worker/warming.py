@@ -114,8 +114,8 @@ class Warming:
             ended = True
         elif run.ready is None:
             if run.poll_ready():
-                run.send_job(protocol.message("job", "warm-" + protocol.new_id(), owner=None, sanitized_before=False,
-                                              spec={**self.spec, "options": {**self.spec["options"], **WARM_OPTIONS}}))
+                run.send_job(protocol.Job(spec={**self.spec, "options": {**self.spec["options"], **WARM_OPTIONS}})
+                             .message("warm-" + protocol.new_id()))
                 self.deadline = time.monotonic() + self.settings.timeout_s
             elif run.wait() is not None:
                 ended = True
