@@ -129,21 +129,40 @@ class RunCgroup:
 
 
 def sweep_cgroups(is_dead):
-    """Remove the run cgroups that workers now dead left behind (named after their worker's pid)."""
-    parents = [runs_cgroup_v2()] if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else [
-        runs_cgroup_v1(c) for c in RUN_CONTROLLERS]
+    """Remove the run cgroups that workers now dead left behind (named after their worker's pid), and
+    in v1 the parents of servers now dead (named after the server's pid)."""
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        parents = [runs_cgroup_v2()]
+    else:
+        parents = [runs_cgroup_v1(c) for c in RUN_CONTROLLERS]
+        parents += [os.path.join(os.path.dirname(own), name) for own in filter(None, parents[:])
+                    for name in _listdir(os.path.dirname(own)) if _dead_parent(name, is_dead)]
     for parent in filter(None, parents):
-        try:
-            names = os.listdir(parent)
-        except OSError:
-            continue
-        for name in names:
+        for name in _listdir(parent):
             fields = name.removeprefix("playground-").split("-")
             if fields[0] == "run" and len(fields) >= 3 and fields[1].isdigit() and is_dead(int(fields[1])):
-                try:
-                    os.rmdir(os.path.join(parent, name))
-                except OSError:
-                    pass
+                _rmdir(os.path.join(parent, name))
+        if _dead_parent(os.path.basename(parent), is_dead):
+            _rmdir(parent)
+
+
+def _dead_parent(name, is_dead):
+    pid = name.removeprefix(RUNS_PARENT + "-")
+    return name.startswith(RUNS_PARENT + "-") and pid.isdigit() and is_dead(int(pid))
+
+
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _rmdir(path):
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def own_cgroup(controller=None):
@@ -166,11 +185,13 @@ RUNS_PARENT = "playground-runs"  # the runs' cgroups are its children: together 
 def runs_cgroup_v1(controller):
     """The parent of the runs' cgroups in a v1 hierarchy (made by the first run's create), as v2's
     (runs_cgroup_v2): the runs and compiles ahead share out its CPU among themselves, where an idle
-    compile gives way to a run but not to the rest of the host."""
+    compile gives way to a run but not to the rest of the host. One per server (named after the
+    workers' parent process), as a v2 service has its own cgroup: another server's runs on the host
+    are the rest of the host."""
     own, root = own_cgroup(controller), os.path.join("/sys/fs/cgroup", controller)
     if own is None or not os.path.isdir(root):
         return None
-    return os.path.join(root + own, RUNS_PARENT)
+    return os.path.join(root + own, f"{RUNS_PARENT}-{os.getppid()}")
 
 
 def runs_cgroup_v2():
