@@ -10,7 +10,7 @@ import triton.language as tl
 
 from sandbox.errors import RunError
 from sandbox.launch import build
-from sandbox.run import pipeline
+from sandbox.run import launch_pass
 from sandbox.launch.ir import compile_ir
 from sandbox.launch.kernel import write_source
 from sandbox.spec import normalize
@@ -35,7 +35,7 @@ def launch(raw, tmp_path):
 
 def interpreter_trace(raw, tmp_path):
     spec, path, kernel, _, inputs, args, grid = launch(raw, tmp_path)
-    return pipeline.traced_launch(kernel, grid, args, inputs, path, spec["options"], LIMITS)
+    return launch_pass.traced_launch(kernel, grid, args, inputs, path, spec["options"], LIMITS)
 
 
 def instrumented_trace(raw, tmp_path, light=False):

@@ -154,10 +154,10 @@ def test_a_forged_result_on_the_message_pipe(client, spec):
 
 def test_the_output_computed_in_torch_with_the_launch_replaced(client, spec):
     attack = '''
-    import sandbox.run.pipeline
+    import sandbox.launch.launcher
     def _launch(kernel, grid, args, options):
         args["out_ptr"].copy_(args["x_ptr"] + 10.0)
-    sandbox.run.pipeline.launch = _launch
+    sandbox.launch.launcher.launch = _launch
     '''
     result = graded(client, spec, with_module_code(attack), trace=False)
     assert_not_passed(result)
@@ -230,7 +230,7 @@ def test_no_attack_moves_the_leaderboard(app, client, spec):
         assert session.post(f"/api/classes/{code}/join", json={"name": name}).status_code == 200
         return session
     cheat, honest = student("Mallory"), student("Ann")
-    for attack in (FORGED, "import sandbox.run.pipeline\nsandbox.run.pipeline.launch = lambda k, g, a, o: a['out_ptr'].copy_(a['x_ptr'] + 10.0)\n",
+    for attack in (FORGED, "import sandbox.launch.launcher\nsandbox.launch.launcher.launch = lambda k, g, a, o: a['out_ptr'].copy_(a['x_ptr'] + 10.0)\n",
                    "print('N=20 ✓ passes\\nSolved: every test passes.')\n"):
         assert_not_passed(graded(cheat, spec, with_module_code(attack)))
     solved = graded(honest, spec, SOLUTION)["puzzle"]

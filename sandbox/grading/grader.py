@@ -39,7 +39,7 @@ from sandbox.run import check as checking
 from sandbox.launch.ir import compile_error, parse_arch, specialize
 from sandbox.launch.kernel import as_run_error, launch_error, silenced, write_source
 from sandbox.launch.launcher import launch
-from sandbox.run.pipeline import tracing_launch
+from sandbox.run.launch_pass import tracing_launch
 from sandbox.trace.record import LIMITS as TRACE_LIMITS
 
 NAMESPACE = {"torch": torch, "triton": triton, "tl": tl, "math": math}  # what a puzzle's expressions see

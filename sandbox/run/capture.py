@@ -21,9 +21,8 @@ from sandbox.run.benchmarks import Benchmarks, interpreter_do_bench
 from sandbox.run.launch_record import (DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, bind, describe_launch, grid_text,
                                        resolve_grid)
 from sandbox.run.origins import Origins
+from sandbox.run.launch_pass import LaunchPass, interpreter_tracer
 from sandbox.trace import provenance
-from sandbox.trace.interpreter import Tracer
-from sandbox.trace.record import index_of, owners_by_position
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
 
@@ -58,14 +57,14 @@ class Tuned:
         return self.autotuner.configs
 
 
-class Capture:
-    """The program's launches, as Triton makes them; see the module's docstring."""
+class Capture(LaunchPass):
+    """The program's launches, as Triton makes them, each made by the launch pass
+    (sandbox.run.launch_pass); see the module's docstring."""
     where = "in Triton's interpreter"
     clock = "the interpreter's wall clock"
 
     def __init__(self, options, path, limits):
-        self.options, self.path = options, path
-        self.limits = {k: limits[k] for k in ("max_programs", "max_bytes") if k in limits}
+        super().__init__(path, options, limits)
         self.launches = []      # the records listed in the result, up to MAX_LAUNCHES
         self.total = 0          # every launch, listed or not
         self.first_of = {}      # kernel name -> index of its first launch
@@ -231,10 +230,8 @@ class Capture:
     def tracer(self, kernel, arguments, tensors, grid, record):
         if kernel.name not in self.analyses:
             self.analyses[kernel.name] = provenance.analyze(self.source, kernel.name)
-        owners = owners_by_position(self.analyses[kernel.name], arguments, tensors)
-        only = self.options["trace_pid"]
-        return Tracer(tensors, self.path, owners=owners, record=record,
-                      only=None if only is None else index_of(only, grid), **self.limits)
+        return interpreter_tracer(self.path, self.analyses[kernel.name], arguments, tensors, grid, self.options,
+                                  self.limits, record)
 
     def failed(self, exc, index, record, kernel, arguments, tensors, grid, run):
         """Keep the run's error for launch `index`, which failed: named by its launch, with the trace up

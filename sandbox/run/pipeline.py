@@ -1,9 +1,10 @@
 """The run pipeline: one run spec in, one result out (sandbox.result), inside a run process.
 
 Stages in order: parse → build (sandbox.launch.build: inputs, arguments, grid) → launch (traced and
-bounds-checked in the interpreter by sandbox.trace; on a GPU after a traced pass over CPU copies)
-→ check (sandbox.run.check) → bench (sandbox.run.bench) → ir (sandbox.launch.ir). Each stage raises RunError
-naming its phase; `run_spec` turns that into the result's `error`.
+bounds-checked in the interpreter by sandbox.trace; on a GPU after the GPU tracer's check, or a traced
+pass over CPU copies) → check (sandbox.run.check) → bench (sandbox.run.bench) → ir (sandbox.launch.ir),
+the launch's steps those of the launch pass every run shares (sandbox.run.launch_pass). Each stage
+raises RunError naming its phase; `run_spec` turns that into the result's `error`.
 """
 import contextlib
 import hashlib
@@ -19,16 +20,16 @@ import triton
 from sandbox import gpus
 from sandbox import result as results
 from sandbox.errors import RunError
-from sandbox.launch import build, host_driver
+from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, script, sweep
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir
-from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, launch
+from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
-from sandbox.trace import gpu as gpu_trace, provenance, stepper
-from sandbox.trace.interpreter import TraceBudgetExceeded, Tracer
-from sandbox.trace.record import index_of, LIMITS as TRACE_LIMITS, owners_by_position
+from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
+from sandbox.trace import gpu as gpu_trace, stepper
+from sandbox.trace.interpreter import TraceBudgetExceeded
 
 
 # a status phase -> the phase of an error raised during it
@@ -64,23 +65,6 @@ def choose_device(requested):
     return "gpu"
 
 
-def traced_launch(kernel, grid, args, tensors, path, options, limits, budget_s=None):
-    """Launch in the interpreter with the bounds sanitizer on; returns the trace (or None).
-    With `budget_s` the launch stops with TraceBudgetExceeded once that time is spent."""
-    return tracing_launch(kernel, grid, args, tensors, path, options, limits, budget_s=budget_s)[0]
-
-
-def tracing_launch(kernel, grid, args, tensors, path, options, limits, **tracer_options):
-    """traced_launch's launch: (the trace or None, the Tracer that ran it)."""
-    launch_tensors = build.launch_tensors(tensors, args)
-    owners = owners_by_position(provenance.analyze_kernel(path, kernel), args, launch_tensors)
-    only = options.get("trace_pid")
-    with Tracer(launch_tensors, path, owners=owners, record=options["trace"],
-                only=None if only is None else index_of(only, grid), **limits, **tracer_options) as tracer:
-        launch(kernel, grid, args, options)
-    return (tracer.result(grid) if options["trace"] else None), tracer
-
-
 def reference_key(exprs, inputs, device, timer):
     """What a reference's time depends on: its expressions, the inputs' shapes and dtypes, the
     device and how it was timed; a digest (what the worker keeps is no user text)."""
@@ -89,22 +73,20 @@ def reference_key(exprs, inputs, device, timer):
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-class Run:
-    """One run of one spec; `emit(type, content)` streams status to the worker."""
+class Run(LaunchPass):
+    """One run of one spec, its one launch made by the launch pass (sandbox.run.launch_pass);
+    `emit(type, content)` streams status to the worker."""
 
     def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None):
+        super().__init__(os.path.join(scratch, "kernel.py"), spec["options"], limits)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
         self.reference_note = None
         self.sanitized_before = sanitized_before
-        self.limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
         self.trace_budget_s = limits.get("trace_budget_s")
-        self.gpu_tracer = limits.get("gpu_tracer", True)
-        self.options = spec["options"]
-        self.path = os.path.join(scratch, "kernel.py")
         self.result = results.new()
+        self.notes = self.result["notes"]
         self.phase, self.doing = "build", "preparing the run"
-        self.compiled_beside_ms = 0.0  # the launch's compile, done on a thread beside the trace pass
 
     def status(self, phase, message):
         # the phase of an error no stage caught, and what a bug report says the playground was doing
@@ -184,10 +166,10 @@ class Run:
             with contextlib.suppress(Exception):  # an optimisation only: the launch compiles what is missing
                 compile_configs_at_once(kernel, grids, args)
         try:
-            launch(kernel, grids or grid, args, self.options)
+            launcher.launch(kernel, grids or grid, args, self.options)
             torch.cuda.synchronize()
         except Exception as e:
-            raise launch_error(e, self.path, "compile" if "CompilationError" in type(e).__name__ else "launch") from None
+            raise self.launch_failed(e) from None
         # The compile done beside the trace pass, and the first launch (what of the compile was left).
         first_launch_ms = self.compiled_beside_ms + (time.perf_counter() - start) * 1e3
         self.check(inputs, before, poisoned)
@@ -196,20 +178,12 @@ class Run:
             self.status("bench", "timing the kernel and the reference")
             timed_grid = grids.last if grids else grid
             self.result["timings"] = bench.gpu_timings(
-                bench.time_gpu(lambda: launch(kernel, timed_grid, args, self.options)),
+                bench.time_gpu(lambda: launcher.launch(kernel, timed_grid, args, self.options)),
                 self.reference_time(bench.time_gpu, before), first_launch_ms,
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
                 before.values(), kernel.autotuner)
             self.timings_ready()
         self.compile_ir(kernel, args)
-
-    def gpu_tracer_for(self, kernel, inputs):
-        """The GPU tracer of this launch and its arguments, and why it cannot be used (None: it can)."""
-        tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
-        unseen = tracer.unsupported
-        if not self.gpu_tracer:
-            return tracer, args, "the GPU tracer is off on this server (GPU_TRACER=0)"
-        return tracer, args, f"the GPU tracer cannot see {unseen}" if unseen else None
 
     def compile_ahead(self):
         """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned
@@ -225,8 +199,8 @@ class Run:
             grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
             compiling = Background(lambda: compile_launch(kernel, grids or grid, args, self.options))
             if self.options["trace"] or self.options["sanitize"]:
-                tracer, tracer_args, reason = self.gpu_tracer_for(kernel, inputs)
-                if reason is None:
+                tracer, tracer_args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
+                if self.unseen_by_gpu(tracer) is None:
                     with contextlib.suppress(Exception):  # the run falls back to the interpreter and says why
                         gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
                                                        self.trace_config(kernel), self.options, self.limits)
@@ -240,29 +214,23 @@ class Run:
             raise launch_error(error, self.path, "compile")
 
     def trace_pass(self, kernel, inputs, grid, compile_real):
-        """The trace and bounds check before the real launch: from an instrumented launch on the GPU
-        (sandbox.trace.gpu), with `compile_real()` (the real launch's compile) on a thread beside its
-        compile; or from the interpreter on CPU copies where instrumentation cannot see every access.
-        Either raises the out-of-bounds error, the real launch never happening."""
-        tracer, args, reason = self.gpu_tracer_for(kernel, inputs)
-        if reason is None:
-            compiling = Background(compile_real)
-            try:
-                self.result["trace"] = gpu_trace.gpu_trace(tracer, tracer.load(self.scratch), grid, args,
-                                                           self.trace_config(kernel), self.options, self.limits)
-                self.emit("sanitized", {})
-                compiling.wait()
-                self.compiled_beside_ms = compiling.ms
-                return
-            except RunError:
-                raise
-            except Exception as e:
-                if "CompilationError" not in type(e).__name__:
-                    raise launch_error(e, self.path) from None
-                reason = "the GPU tracer's instrumented build of this kernel did not compile"
-            compiling.wait()  # the interpreter pass next loads the module anew: no compile may be under way
-        self.result["notes"].append(f"Traced by Triton's interpreter on CPU copies of the inputs: {reason}.")
-        self.trace_on_cpu(inputs, grid)
+        """The trace and bounds check before the real launch, by the launch pass: from an instrumented
+        launch on the GPU (sandbox.trace.gpu), with `compile_real()` (the real launch's compile) on a
+        thread beside its compile; or from the interpreter on CPU copies where instrumentation cannot
+        see every access (unseen_on_gpu). Either raises the out-of-bounds error, the real launch never
+        happening."""
+        tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
+        trace, checked = self.sanitize_on_gpu(tracer, lambda: gpu_trace.gpu_trace(
+            tracer, tracer.load(self.scratch), grid, args, self.trace_config(kernel), self.options, self.limits),
+            Launch(kernel, args, inputs, grid), compile_real)
+        if checked:
+            self.result["trace"] = trace
+            self.emit("sanitized", {})
+
+    def unseen_on_gpu(self, why, launch):
+        """A form run's launch the GPU tracer cannot check is traced by the interpreter on CPU copies."""
+        self.notes.append(f"Traced by Triton's interpreter on CPU copies of the inputs: {why}.")
+        self.trace_on_cpu(launch.tensors, launch.grid)
 
     def trace_config(self, kernel):
         return kernel.config(None, self.options["num_warps"], self.options["num_stages"])
@@ -331,13 +299,9 @@ class Run:
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
         chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner and not kernel.interpreted else None
         config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
-        try:
-            self.result["ir"] = compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
-                                           num_warps=config.num_warps, num_stages=config.num_stages,
-                                           arch=self.options["arch"])
-        except RunError as e:
-            # A kernel that ran but does not compile for the target is worth seeing, not a failed run.
-            self.result["ir"] = {"error": e.to_dict()}
+        self.result["ir"] = self.ir_of(lambda: compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
+                                                          num_warps=config.num_warps, num_stages=config.num_stages,
+                                                          arch=self.options["arch"]))
         self.ready("ir")
 
 

@@ -13,7 +13,6 @@ even where the program catches the exception. On a GPU the same capture hooks th
 path instead, each launch checked by the GPU tracer first (sandbox.run.script_gpu).
 """
 from sandbox import result as results
-from sandbox.errors import RunError
 from sandbox.launch.ir import compile_kernel
 from sandbox.launch.kernel import as_run_error, write_source
 from sandbox.launch.twin import compiled_twin
@@ -73,9 +72,6 @@ def show(result, kept, index, capture, emit):
         ready("timings", capture.timings(kept, index))
     if capture.options["ir"]:
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
-        try:
-            ir = compile_kernel(*compiled_twin(kept.function, capture.path), capture.path, kept.arguments,
-                                num_warps=kept.num_warps, num_stages=kept.num_stages, arch=capture.options["arch"])
-        except RunError as e:
-            ir = {"error": e.to_dict()}  # a launch that ran but does not compile for the target: worth seeing
-        ready("ir", ir)
+        ready("ir", capture.ir_of(lambda: compile_kernel(
+            *compiled_twin(kept.function, capture.path), capture.path, kept.arguments,
+            num_warps=kept.num_warps, num_stages=kept.num_stages, arch=capture.options["arch"])))

@@ -29,12 +29,12 @@ from triton.runtime.jit import JITFunction
 
 from sandbox.errors import RunError
 from sandbox.run import bench
-from sandbox.launch.kernel import Kernel, launch_error
-from sandbox.launch.launcher import COMPILE_THREADS, Background
+from sandbox.launch.kernel import Kernel
+from sandbox.launch.launcher import COMPILE_THREADS
 from sandbox.run.capture import Capture, Kept, LaunchFailed, Warmed
+from sandbox.run.launch_pass import Launch
 from sandbox.run.launch_record import bind, resolve_grid
 from sandbox.trace import gpu as gpu_trace
-from sandbox.trace.record import LIMITS as TRACE_LIMITS
 
 
 class GpuCapture(Capture):
@@ -45,8 +45,6 @@ class GpuCapture(Capture):
     def __init__(self, options, path, limits, scratch, emit):
         super().__init__(options, path, limits)
         self.scratch, self.emit = scratch, emit
-        self.trace_limits = {k: limits.get(k, default) for k, default in TRACE_LIMITS.items()}
-        self.unchecked_why = None if limits.get("gpu_tracer", True) else "the GPU tracer is off on this server (GPU_TRACER=0)"
         self.instrumented = {}  # instrumented source -> its kernel, compiled once
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]
@@ -156,17 +154,12 @@ class GpuCapture(Capture):
                            "triton.runtime.driver.active.get_active_torch_device() (here 'cuda')")
         config = Config({}, num_warps=record["num_warps"], num_stages=record["num_stages"])
         traced = keep and self.options["trace"]
-        compiling = Background(compile_real) if compile_real else None
-        try:
-            checked, trace = self.check(kernel, arguments, tensors, grid, config, traced)
+        try:  # a compile error of the real launch is the launch's to report, next
+            checked, trace = self.check(kernel, arguments, tensors, grid, config, traced, compile_real=compile_real)
         except Exception as e:
-            if compiling:
-                compiling.wait()
             record["bounds"] = "out_of_bounds" if isinstance(e, RunError) and e.type == "OutOfBounds" else "failed"
             self.failed(e, index, record, kernel, arguments, tensors, grid, run)
             raise LaunchFailed() from None
-        if compiling:
-            compiling.wait()  # a compile error is the launch's to report, next
         record["bounds"] = "ok" if checked else "unchecked"
         before = snapshot(tensors) if keep and self.options["bench"] else None
         start = time.perf_counter()
@@ -202,14 +195,14 @@ class GpuCapture(Capture):
             for config in configs:
                 with contextlib.suppress(Exception):
                     autotuner.fn.warmup(*args, **{**meta, **config.all_kwargs()})
-            if jit is None or self.unchecked_why:
+            if jit is None or not self.gpu_tracer_on:
                 return
             copies = {}  # of the tensors, shared by every config's build
             builds = list(filter(None, (self.instrumented_build(jit, args, meta, config, copies) for config in configs)))
             for light in (True, False):
                 for build in builds:
                     with contextlib.suppress(Exception):
-                        gpu_trace.compile_instrumented(*build, {"trace": True}, self.trace_limits, light=light)
+                        gpu_trace.compile_instrumented(*build, {"trace": True}, self.limits, light=light)
 
     def instrumented_build(self, jit, args, meta, config, copies):
         """(tracer, instrumented kernel, grid, its arguments, launch config) of `config`'s launch over
@@ -272,35 +265,34 @@ class GpuCapture(Capture):
         if self.error is None:
             self.error = error
 
-    def check(self, kernel, arguments, tensors, grid, config, traced, light=False):
-        """The GPU tracer's instrumented launch over copies of the tensors: (whether it checked the
-        launch, its trace where `traced`), or the out-of-bounds RunError; the program's tensors
-        untouched. `light`: by the build that neither records nor counts (gpu_trace.bounds_check), for
-        a launch no one will see. Where the tracer cannot see the kernel's accesses, the launch runs
-        unchecked and the notes say why."""
+    def check(self, kernel, arguments, tensors, grid, config, traced, light=False, compile_real=None):
+        """The launch pass's check on the GPU: the GPU tracer's instrumented launch over copies of the
+        tensors, with `compile_real()` beside its compile: (whether it checked the launch, its trace
+        where `traced`), or the out-of-bounds RunError; the program's tensors untouched. `light`: by
+        the build that neither records nor counts (gpu_trace.bounds_check), for a launch no one will
+        see. Where the tracer cannot check the kernel's accesses, the launch runs unchecked and the
+        notes say why (unseen_on_gpu)."""
         copies = copies_of(tensors)
         args = {**arguments, **{name: copies[name] for name in tensors}}
         tracer = gpu_trace.InstrumentedTracer(self.path, kernel, args, {name: copies[name] for name in tensors})
-        why = self.unchecked_why or (f"the GPU tracer cannot see {tracer.unsupported}" if tracer.unsupported else None)
-        if why is not None:
-            self.note_unchecked(kernel.name, why)
-            return False, None
         tracer.restore = lambda: [span_of(copies[name]).copy_(span_of(tensors[name])) for name in tensors]
-        jit = self.instrumented_kernel(tracer, kernel)
-        with self.passing_through():
-            try:
+
+        def instrumented_launch():
+            jit = self.instrumented_kernel(tracer, kernel)
+            with self.passing_through():
                 if not traced:
-                    gpu_trace.bounds_check(tracer, jit, grid, args, config, self.trace_limits, light)
-                    return True, None
+                    gpu_trace.bounds_check(tracer, jit, grid, args, config, self.limits, light)
+                    return None
                 options = {"trace": True, "trace_pid": self.options["trace_pid"]}
-                return True, gpu_trace.gpu_trace(tracer, jit, grid, args, config, options, self.trace_limits)
-            except RunError:
-                raise
-            except Exception as e:
-                if "CompilationError" not in type(e).__name__:
-                    raise launch_error(e, self.path) from None
-                self.note_unchecked(kernel.name, "the GPU tracer's instrumented build of it did not compile")
-                return False, None
+                return gpu_trace.gpu_trace(tracer, jit, grid, args, config, options, self.limits)
+
+        trace, checked = self.sanitize_on_gpu(tracer, instrumented_launch, Launch(kernel, arguments, tensors, grid),
+                                              compile_real)
+        return checked, trace
+
+    def unseen_on_gpu(self, why, launch):
+        """A script's launch the GPU tracer cannot check runs unchecked, said once per kernel in the notes."""
+        self.note_unchecked(launch.kernel.name, why)
 
     def note_unchecked(self, name, why):
         if name not in self.unchecked:
@@ -318,9 +310,8 @@ class GpuCapture(Capture):
         return None  # the GPU tracer's error brings its trace
 
     def failed(self, exc, index, record, kernel, arguments, tensors, grid, run):
-        if not isinstance(exc, RunError) and "CompilationError" in type(exc).__name__:
-            exc = launch_error(exc, self.path, "compile")
-        super().failed(exc, index, record, kernel, arguments, tensors, grid, run)
+        """A compiled launch's failure: a compile error is the compile's, at its line (launch_failed)."""
+        super().failed(self.launch_failed(exc), index, record, kernel, arguments, tensors, grid, run)
 
     def timings(self, kept, index):
         """The shown launch replayed as do_bench times a kernel, its inputs restored before each call."""
