@@ -142,7 +142,7 @@ class Capture(LaunchPass):
 
     def tune(self, tune, autotuner, args, kwargs):
         """An autotuner's run: the interpreter cannot time configs, so it runs the first one left by
-        prune_configs_by, as a form run does (sandbox.run.pipeline.launch)."""
+        prune_configs_by, as a form run does (sandbox.launch.launcher.launch)."""
         configs = autotuner.configs
         if len(configs) > 1:
             autotuner.nargs = dict(zip(autotuner.arg_names, args))

@@ -338,7 +338,7 @@ class TunerRun:
 
 
 def tuned_note(tuned):
-    """What the autotuner of a launch the program made did (script.Tuned), or None."""
+    """What the autotuner of a launch the program made did (sandbox.run.capture.Tuned), or None."""
     if tuned is None or len(tuned.configs) == 1:
         return None
     if tuned.timed_earlier:

@@ -102,7 +102,7 @@ class InstrumentedTracer:
     def instrumented_source(self, functions_only=False):
         """The source with the kernel instrumented and a copy of each helper per call; with
         `functions_only`, those functions and the imports alone (what script mode defines beside a
-        running program, sandbox.script_gpu)."""
+        running program, sandbox.run.script_gpu)."""
         module = ast.parse(self.source)
         if functions_only:
             module.body = [node for node in module.body if isinstance(node, (ast.Import, ast.ImportFrom))
