@@ -3,7 +3,7 @@
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (a Job: its spec normalized
 by sandbox.spec, and beside it the digest of the run's owner, its `provenance` (whose code it is: OWN,
 FOREIGN), what this server kept for it, a graded run's hidden check; the worker's settings come once,
-in its environment) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
+in its environment), `compile` (a Job too: a compile ahead, sandbox.worker.ahead) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
 user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
 `stdout`, `sanitized` (the launch passed the bounds check), `partial` (a section of the result as soon as
@@ -117,8 +117,10 @@ class Job:
     def replace(self, **changes):
         return copy_with(self, **changes)
 
-    def message(self, run_id):
-        return message("job", run_id, **{f.name: getattr(self, f.name) for f in fields(self)})
+    def message(self, run_id, type="job"):
+        """The job as a message: a `job`, or the server's `compile` (a compile ahead, sandbox.worker.ahead)."""
+        assert type in ("job", "compile"), type
+        return message(type, run_id, **{f.name: getattr(self, f.name) for f in fields(self)})
 
 
 class JobError(ValueError):

@@ -147,8 +147,8 @@ class CompileRequest:
         return time.monotonic() - self.queued_at > COMPILE_STALE_S
 
     def message(self):
-        return protocol.message("compile", self.compile_id, spec=self.spec, owner=self.owner,
-                                provenance=self.provenance)
+        return protocol.Job(spec=self.spec, owner=self.owner, provenance=self.provenance,
+                            compile_ahead=True).message(self.compile_id, "compile")
 
 
 def stopped(started):

@@ -1,8 +1,9 @@
 """Compile ahead: what a person types, compiled before they press Run.
 
-The server sends `compile` {spec, owner, provenance} (the page asks ~400 ms after the last keystroke). The worker
-compiles it in a run process of its own, jailed as any run, at idle CPU priority (a run never waits
-for one), lent the owner's kernels and collecting what it compiles back into them; it answers
+The server sends `compile` (a sandbox.protocol.Job: spec, owner, provenance; the page asks ~400 ms
+after the last keystroke). The worker compiles it in a run process of its own, jailed as any run, at
+idle CPU priority (a run never waits for one), lent the owner's kernels and collecting what it
+compiles back into them; it answers
 `compiled` {result} (ok, or the compile's error at its line, for the editor to mark). The owner's
 next run of the same spec (equal sandbox.spec.compile_key) finds everything built, and says so.
 
@@ -78,8 +79,11 @@ class CompileAhead:
 
     def request(self, msg):
         # Compiled into the owner's kernels: only the owner's own code (the server sends no other).
-        owner = protocol.kept_for(msg["content"].get("owner"), msg["content"].get("provenance"))
-        spec = msg["content"].get("spec")
+        try:
+            job = protocol.Job.read(msg["content"])
+        except protocol.JobError:
+            return  # not one: a compile ahead is only ever worth doing, never owed
+        owner, spec = protocol.kept_for(job.owner, job.provenance), job.spec
         if owner is None or not isinstance(spec, dict):
             return
         self.end(owner)  # a newer request: the older compile is stale
