@@ -34,31 +34,31 @@ def create_app(test_config=None):
     app.json.sort_keys = False
     app.jinja_env.policies["json.dumps_kwargs"] = {"sort_keys": False}
 
-    from app.web import api, assets, clients, editor, errors, events, security
-    from app.course import classes, puzzles, views as course
-    from app import db
+    from app import course, db, fairness
+    from app.dispatch.interface import deliver
+    from app.web import api, assets, editor, errors, events, security
+    from app.web.hooks import Hooks, Notifier
 
     security.init_app(app)  # before anything that signs or reads a session
     db.init_app(app)
     assets.init_app(app)
     app.register_blueprint(editor.bp)
     app.register_blueprint(api.bp)
-    app.register_blueprint(course.bp)
-    app.register_blueprint(classes.bp)
     errors.init_app(app)
-    app.extensions["write_limiter"] = clients.WriteLimiter(app.config["WRITES_PER_MINUTE"])
+    app.extensions["write_limiter"] = fairness.WriteLimiter(app.config["WRITES_PER_MINUTE"])
 
-    app.extensions["dispatcher"] = dispatcher = make_dispatcher(app.config, functools.partial(events.deliver, socketio.emit))
-    app.extensions["puzzle_solutions"] = solutions = puzzles.Solutions(app.config, dispatcher)
+    app.extensions["dispatcher"] = dispatcher = make_dispatcher(app.config, functools.partial(deliver, socketio.emit))
+    # The course plugs into the web side through its hooks; the web side never imports it.
+    app.extensions["hooks"] = hooks = Hooks(Notifier(socketio), editor.render_editor)
+    course.init_app(app, hooks)
     if app.config.get("START_WORKERS", True):
         dispatcher.start()
-        if app.config["PUZZLE_WARMUP"]:
-            solutions.warm_up(puzzles.builtin_names())
+        course.start(app)
 
     socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"],
                       **message_queue(app.config))
-    events.register(socketio)
-    clients.limit_connections(socketio.server, app.config["CONNECTIONS_PER_ADDRESS"])
+    events.register(socketio, app)
+    fairness.limit_connections(socketio.server, app.config["CONNECTIONS_PER_ADDRESS"])
     security.trust_proxies(app)  # last: it wraps Socket.IO's handshake too
     return app
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from flask import current_app, g
 
+from sandbox.errors import Refused
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 AUTOINCREMENT = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a migration's auto-increment key, as SQLite says it
@@ -35,8 +37,10 @@ class Conflict(DatabaseError):
     """A row a key or a constraint refused (a code or an id taken)."""
 
 
-class StorageFull(Exception):
-    """The database is at DATABASE_MAX_MB: nothing new is stored."""
+class StorageFull(Refused):
+    """The database is at DATABASE_MAX_MB: nothing new is stored (507)."""
+
+    status, phase = 507, "limit"
 
     def __init__(self, max_mb):
         super().__init__(f"the server's storage for shared snippets and puzzles is full (DATABASE_MAX_MB = "

@@ -22,7 +22,7 @@ import time
 import torch
 import triton
 
-from app.web.gallery import load_example
+from app.gallery import load_example
 from sandbox.launch.kernel import load_module, write_source
 from sandbox.trace.interpreter import Tracer
 from sandbox.trace.patches import interpreter_hygiene

@@ -27,6 +27,37 @@ class RunError(Exception):
                 "launch": self.launch}
 
 
+class Refused(Exception):
+    """A request refused before any run, as every HTTP route and Socket.IO ack answers it (the one
+    handler: app.web.errors): its class says `status` (HTTP), `phase` (parse, limit, timeout or
+    sandbox) and `type` (the class's own name: one type per refusal, whatever the route); `field` names
+    the request's field at fault, `retry_after` the seconds a 429 asks to wait."""
+
+    status, phase = 400, "parse"
+
+    def __init__(self, message, field=None, *, retry_after=None, hint=None):
+        super().__init__(message)
+        self.field, self.retry_after, self.hint = field, retry_after, hint
+
+    @classmethod
+    def kind(cls):
+        return cls.__name__
+
+    def error(self):
+        """The refusal as a run's error (the body's one shape)."""
+        return RunError(self.phase, str(self), type=self.kind(), hint=self.hint, field=self.field)
+
+
+def unknown_fields(found, allowed, where, refusal):
+    """Refuse (raise `refusal(message, field)`) a mapping `found` holding a key outside `allowed`: the
+    message names up to five of them (sorted) and what `where` ("in the run spec") may hold; the field is the first."""
+    unknown = sorted((key for key in found if key not in allowed), key=str)
+    if unknown:
+        names = ", ".join(repr(str(key) if len(str(key)) <= 40 else str(key)[:40] + "…") for key in unknown[:5])
+        raise refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {where}: {names}"
+                      f"{' and more' if len(unknown) > 5 else ''}; it has only {', '.join(allowed)}", str(unknown[0])[:40])
+
+
 class StartError(RuntimeError):
     """A worker, or a run process of one, could not start; its message says why in a line, as
     /healthz shows it (never a traceback)."""

@@ -10,6 +10,7 @@ import math
 import re
 
 from sandbox import settings
+from sandbox.errors import Refused, unknown_fields
 
 VERSION = 1
 DEVICES = ("auto", "gpu", "interpreter")
@@ -68,12 +69,8 @@ def schema():
             "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
 
 
-class SpecError(ValueError):
+class SpecError(Refused, ValueError):
     """The spec is malformed; the message names the field, and `field` holds its path."""
-
-    def __init__(self, message, field=None):
-        super().__init__(message)
-        self.field = field
 
 
 def _expect(cond, message, field=None):
@@ -159,19 +156,11 @@ def parse_source(source, what="the source", field="source"):
         raise SpecError(f"{what} nests deeper than Python's parser goes", field) from None
 
 
-def _key_name(key):
-    text = str(key)
-    return repr(text if len(text) <= 40 else text[:40] + "…")
-
-
 def normalize(raw):
     """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
     _expect(isinstance(raw, dict), "the run spec must be a JSON object")
     check_size(raw, "the run spec")
-    unknown = [key for key in raw if key not in FIELDS and key != "grading"]
-    _expect(not unknown, f"unknown field{'s' if len(unknown) > 1 else ''} in the run spec: "
-                         f"{', '.join(map(_key_name, unknown[:5]))}{' and more' if len(unknown) > 5 else ''}; "
-                         f"a spec has only {', '.join(FIELDS)}", str(unknown[0])[:40] if unknown else None)
+    unknown_fields({key: value for key, value in raw.items() if key != "grading"}, FIELDS, "in the run spec", SpecError)
     check_finite(raw)
     spec = copy.deepcopy(raw)
     _expect(spec.get("version", VERSION) == VERSION, f"unsupported spec version {spec.get('version')!r} (expected {VERSION})")

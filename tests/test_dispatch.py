@@ -8,7 +8,7 @@ import time
 import pytest
 
 from app import create_app, socketio
-from app.dispatch import interface, slot as dispatcher_module
+from app.dispatch import slot as dispatcher_module
 from tests.support import ENDLESS, wait_until_ready
 from tests.test_runs import collect_until_result, run
 
@@ -206,7 +206,7 @@ def test_healthz_says_not_ok_while_a_slot_is_stuck():
     slot.state, slot.busy_since = "busy", time.monotonic() - 1
     response = app.test_client().get("/healthz")
     assert response.status_code == 200 and response.get_json()["workers"][0]["busy_s"] >= 1
-    slot.busy_since = time.monotonic() - (3.0 + dispatcher_module.GRACE_S + dispatcher_module.STUCK_MARGIN_S + 1)
+    slot.busy_since = time.monotonic() - (3.0 + app.config["RUN_GRACE_S"] + app.config["STUCK_MARGIN_S"] + 1)
     response = app.test_client().get("/healthz")
     assert response.status_code == 503
     health = response.get_json()
@@ -268,11 +268,10 @@ def test_healthz_is_not_ok_while_a_slot_cannot_start_and_says_which_and_why(tmp_
         dispatcher.stop()
 
 
-def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(monkeypatch, spec):
-    # No worker ever takes the job; the wait bound (shrunk here) still ends the request.
-    monkeypatch.setattr(interface, "GRACE_S", 0)
-    monkeypatch.setattr(interface, "WAIT_MARGIN_S", 0.5)
-    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_TIMEOUT_S": 0.2, "QUEUE_WAIT_S": 0.3})
+def test_an_api_run_that_cannot_finish_answers_an_error_and_leaves_the_queue(spec):
+    # No worker ever takes the job; the wait bound (shrunk here, by the app's config) still ends the request.
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_TIMEOUT_S": 0.2, "QUEUE_WAIT_S": 0.3,
+                      "RUN_GRACE_S": 0, "WAIT_MARGIN_S": 0.5})
     start = time.monotonic()
     response = app.test_client().post("/api/run", json=spec)
     assert response.status_code == 503 and time.monotonic() - start < 5

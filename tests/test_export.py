@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from app.web.export import export_script
-from app.web.gallery import load_example
+from app.gallery import load_example
 
 pytestmark = pytest.mark.integration  # runs each exported script in its own Python
 

@@ -1,7 +1,7 @@
 """The examples gallery: every example lists, loads, normalizes, runs and passes its check."""
 import pytest
 
-from app.web.gallery import list_examples, load_example
+from app.gallery import list_examples, load_example
 from sandbox.result import problems
 from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize

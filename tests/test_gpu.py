@@ -1,7 +1,7 @@
 """The GPU path, through the real server and workers. Run on a GPU host: `pytest -m gpu`."""
 import pytest
 
-from app.web.gallery import load_example
+from app.gallery import load_example
 from sandbox.run.bench import PEAK_TFLOPS
 from tests.support import VECTOR_ADD, vector_add_spec
 from tests.test_timings import AUTOTUNED_ADD, without_block_size

@@ -30,7 +30,7 @@ import pytest
 from sandbox.jail.isolation import Limits
 from sandbox.worker.run_process import RUN_ENVIRONMENT
 from tests import hostile_cases as H
-from app.web.gallery import load_example
+from app.gallery import load_example
 from tests.support import ROOT, VECTOR_ADD, vector_add_spec, wait_until_ready, wait_until_warmed
 
 pytestmark = pytest.mark.integration  # every attack runs in a real jailed run process
@@ -1269,7 +1269,7 @@ def forged_session_cookies(h):
     forged = h.target.run(hostile_spec(H.LIST_OWN_CACHE, context), forger)
     check(forged, Expect({"cache": Returns([])}), context)
     assert owner_of(forger) != owner_of(alice), "a cookie signed with 'dev' was taken"
-    from app.web.owners import PUZZLE_SOLUTIONS, SERVER_PREFIX
+    from app.owners import PUZZLE_SOLUTIONS, SERVER_PREFIX
     with jobs_queued(app) as (taken, _):
         for claimed in ("puzzle-solution:constant_add", PUZZLE_SOLUTIONS.key, "server-warm-up", owner_of(alice) + "x"):
             client = app.test_client()
@@ -1356,7 +1356,7 @@ def graded_run_is_lent_no_kernels(h):
     none of the student's compiled kernels, and nothing it leaves in its cache reaches the student's
     next ordinary run or the student's cache on the host."""
     import base64
-    from app.web.owners import key as owner_key
+    from app.owners import key as owner_key
     app, student = h.target.app, h.target.new_client()
     compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, student)
     assert compiled["status"] == "ok", result_summary(compiled)
@@ -1410,8 +1410,8 @@ def puzzle_checks_run_as_the_teachers_runs(h):
     after them run the solution no more. A teacher saving puzzles while the workers are busy waits
     in the teacher's own share: past QUEUE_PER_OWNER saves at once one is refused (429), and a
     bystander still gets in."""
-    from app.web.owners import PUZZLE_SOLUTIONS
-    from app.web.owners import key as owner_key
+    from app.owners import PUZZLE_SOLUTIONS
+    from app.owners import key as owner_key
     app = h.target.app
     teacher = app.test_client()
     teacher.get("/")  # its session: the owner of its saves' runs
@@ -1629,11 +1629,12 @@ def solution_trace_past_its_bound(h):
     the picture."""
     import sqlite3
     from app.course import puzzles
+    from app.course.solutions import Solutions
     source = VECTOR_ADD + H.PADDED_SOLUTION_TRACE
     name = teacher_puzzle(h, source=source)
     assert wait_for(lambda: solution_state(h, name), 120), "the solution never ran"
     with h.target.app.app_context():
-        digest = puzzles.Solutions.digest(puzzles.find(name))
+        digest = Solutions.digest(puzzles.find(name))
     with contextlib.closing(sqlite3.connect(h.database)) as conn:
         state, trace, detail = conn.execute("SELECT state, trace, detail FROM solution WHERE digest = ?", (digest,)).fetchone()
     assert state == "ok" and trace is None and "TRACE_MAX_BYTES" in detail, (state, detail)

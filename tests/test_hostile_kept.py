@@ -22,7 +22,7 @@ import pytest
 from app import socketio
 from app.dispatch import jobs as jobs_module
 from app.dispatch.interface import QueueFull
-from app.web.owners import key as owner_key
+from app.owners import key as owner_key
 from sandbox.protocol import FOREIGN, OWN
 from tests import hostile_cases as H
 from tests.support import ROOT, VECTOR_ADD, vector_add_spec

@@ -16,7 +16,7 @@ SHOTS = "/tmp/shots"
 
 def graded_run(app, puzzle, source, expected=None):
     """`source` graded as the server grades it: its run and the grader, in real workers."""
-    from app.web.owners import PUZZLE_SOLUTIONS
+    from app.owners import PUZZLE_SOLUTIONS
     spec = puzzles.starter_spec(puzzle)
     spec = {**spec, "source": source, "options": {**spec["options"], "device": "interpreter", "ir": False}}
     return app.extensions["dispatcher"].run({**spec, "grading": puzzles.grading(puzzle, expected)}, PUZZLE_SOLUTIONS,
@@ -443,18 +443,20 @@ def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
 
 
 def solutions_of(tmp_path, dispatcher, **config):
+    from app.config import SETTINGS
+    from app.course.solutions import Solutions
     from app.db import init_db
-    config = {"DATABASE": str(tmp_path / "solutions.sqlite"), "TRACE_MAX_BYTES": 2_000_000, "QUEUE_WAIT_S": 5.0,
+    config = {**{s.name: s.default for s in SETTINGS}, "DATABASE": str(tmp_path / "solutions.sqlite"), "TRACE_MAX_BYTES": 2_000_000, "QUEUE_WAIT_S": 5.0,
               "RUN_TIMEOUT_S": 5.0, "DATABASE_MAX_MB": 64, **config}
     init_db(config["DATABASE"])
-    return puzzles.Solutions(config, dispatcher)
+    return Solutions(config, dispatcher)
 
 
 def test_a_solution_that_cannot_start_is_tried_again_and_one_that_fails_is_not(tmp_path):
     """A full queue runs nothing and keeps nothing: the next graded run tries again. A solution that
     fails its own check is run once: its failure is kept, graded runs go without the picture."""
     from app.dispatch.interface import QueueFull
-    from app.web.owners import PUZZLE_SOLUTIONS
+    from app.owners import PUZZLE_SOLUTIONS
     from sandbox import result as results
     from sandbox.errors import RunError
 

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from app.web.gallery import load_example
+from app.gallery import load_example
 from benchmarks.server import ROOT, Server, free_port
 
 socketio = pytest.importorskip("socketio")

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from app.web.gallery import load_example
+from app.gallery import load_example
 from benchmarks.server import Server
 
 pytestmark = pytest.mark.integration  # starts the server as make run does

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from app.web.gallery import list_examples, load_example
+from app.gallery import list_examples, load_example
 from sandbox.launch.ir import DERIVED_FILE, compile_ir
 from sandbox.worker import shared_kernels
 from sandbox.worker.kernel_cache import GROUP

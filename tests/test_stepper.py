@@ -38,7 +38,7 @@ def test_the_last_program_of_a_masked_add_step_by_step():
 
 
 def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
-    from app.web import gallery
+    from app import gallery
     spec = gallery.load_example("matmul")["spec"]
     result = stepped(spec, [1, 0])
     steps = result["steps"]
@@ -54,7 +54,7 @@ def test_a_loop_shows_each_iteration_and_a_big_tile_is_summarised():
 def test_a_statement_over_two_lines_is_one_step_per_iteration():
     """Python reports `a = tl.load(...,\n mask=...)` as it moves between its two lines (48, 49, 48,
     49, ...): the replay makes it one step per iteration, at its first line, with both lines."""
-    from app.web import gallery
+    from app import gallery
     spec = gallery.load_example("matmul")["spec"]
     source = spec["source"].splitlines()
     load_a = next(i + 1 for i, text in enumerate(source) if text.strip().startswith("a = tl.load("))

@@ -2,11 +2,10 @@
 specs; the reference and the solution never do."""
 from flask import Blueprint, abort, current_app, render_template, url_for
 
+from app.body import json_body
 from app.course import puzzles
-from app.web.clients import charge_write
-from app.web.editor import render_editor
-from app.web.errors import error_response, refused
-from app.web.owners import current_address, current_owner
+from app.fairness import charge_write
+from app.owners import current_address, current_owner
 
 bp = Blueprint("course", __name__)
 
@@ -16,8 +15,15 @@ def solutions():
 
 
 def graded(spec):
-    """The run hook (app.web.api, app.web.events): a spec naming a puzzle gets its hidden check."""
+    """The run hook (registered in app.web.hooks): a spec naming a puzzle gets its hidden check."""
     return puzzles.graded(spec, solutions())
+
+
+def found_or_404(name):
+    found = puzzles.find(name)
+    if found is None:
+        abort(404, f"there is no puzzle named '{name}'")
+    return found
 
 
 @bp.get("/puzzles")
@@ -27,11 +33,11 @@ def course():
 
 @bp.get("/puzzles/<name>")
 def puzzle_page(name):
-    found = puzzles.find(name)
-    if found is None:
-        abort(404, f"there is no puzzle named '{name}'")
-    # The page learns the puzzle from the spec's options.puzzle (static/js/puzzle.js asks the API).
-    return render_editor(puzzles.starter_spec(found), title=f"Puzzle: {found.get('title') or name}")
+    found = found_or_404(name)
+    # The page learns the puzzle from the spec's options.puzzle (static/js/puzzle.js asks the API);
+    # the page is the editor, which the web side lends (app.web.hooks).
+    return current_app.extensions["hooks"].render_editor(puzzles.starter_spec(found),
+                                                         title=f"Puzzle: {found.get('title') or name}")
 
 
 @bp.get("/api/puzzles")
@@ -41,9 +47,7 @@ def list_puzzles():
 
 @bp.get("/api/puzzles/<name>")
 def get_puzzle(name):
-    found = puzzles.find(name)
-    if found is None:
-        return error_response(404, f"there is no puzzle named '{name}'")
+    found = found_or_404(name)
     return {**puzzles.public(found), "spec": puzzles.starter_spec(found)}
 
 
@@ -53,15 +57,10 @@ def make_puzzle():
     check. Checked first (its solution and its starter run on every test, as the teacher's runs),
     then stored (a new one charged to the client's writes) with its solution's outcome: graded runs
     find it ready."""
-    from app.web.api import dispatcher, json_body
-
     def run(spec):
-        return dispatcher().run(spec, current_owner(), from_link=True, address=current_address())
-    try:
-        puzzle = puzzles.from_spec(json_body())
-        solved = puzzles.check_draft(puzzle, run)
-        name = puzzles.save(puzzle, charge=charge_write)
-    except puzzles.PuzzleError as e:  # the rest (a malformed spec, a full queue, ...): app.web.api's handlers
-        return refused(400, e)
+        return current_app.extensions["dispatcher"].run(spec, current_owner(), from_link=True, address=current_address())
+    puzzle = puzzles.from_spec(json_body())
+    solved = puzzles.check_draft(puzzle, run)
+    name = puzzles.save(puzzle, charge=charge_write)
     solutions().keep(puzzles.find(name), solved)
     return {"name": name, "url": url_for("course.puzzle_page", name=name, _external=True)}

@@ -23,16 +23,26 @@ import redis
 import socketio
 from celery import signals
 
-from app import config as settings
+from app.config import from_environment
+from app.dispatch.interface import deliver
 from app.dispatch.jobs import Job
 from app.dispatch.remote import TASK, make_celery
 from app.dispatch.runstate import HEARTBEAT_S, SOCKETIO_CHANNEL, RunState
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
-from app.web.events import deliver
 
 log = logging.getLogger(__name__)
-CONFIG = settings.from_environment()
-celery = make_celery(CONFIG["REDIS_URL"] or "redis://")
+
+
+class Environment:
+    """The broker, from this process's settings when Celery first needs it (never at import)."""
+
+    @property
+    def broker_url(self):
+        return from_environment()["REDIS_URL"] or "redis://"
+
+
+celery = make_celery(None)
+celery.config_from_object(Environment())
 
 
 class WorkerHost:
@@ -110,7 +120,7 @@ host = None
 @signals.worker_init.connect
 def start_host(**_):
     global host
-    host = WorkerHost(CONFIG)
+    host = WorkerHost(from_environment())
     host.start()
 
 
@@ -134,7 +144,7 @@ COMMAND = ["-m", "celery", "-A", "app.dispatch.celery_worker", "worker", "-P", "
 
 
 def main():
-    if not CONFIG["REDIS_URL"]:
+    if not from_environment()["REDIS_URL"]:
         raise SystemExit("a Celery worker needs REDIS_URL, the Redis its web processes use")
     os.execv(sys.executable, [sys.executable, *COMMAND])
 

@@ -3,18 +3,13 @@
 both implement, and what both answer with."""
 from typing import Protocol
 
-from sandbox import settings
-
-GRACE_S = settings.value("RUN_GRACE_S")
-# POST /api/run waits at most QUEUE_WAIT_S + RUN_TIMEOUT_S + GRACE_S + this: past it the run was
-# lost (its slot stuck, or every worker failing to start), and the caller gets an error, not a hang.
-WAIT_MARGIN_S = settings.value("WAIT_MARGIN_S")
+from sandbox.errors import Refused
 
 
 class Dispatcher(Protocol):
     """Where the web side sends runs. A run's events (run_status, run_stdout, run_partial,
     run_result) go to the Socket.IO client `client` (its room), from wherever the run runs, in the
-    order its worker sent them; `owner` is a session's owner id or an app.web.owners.ServerWork,
+    order its worker sent them; `owner` is a session's owner id or an app.owners.ServerWork,
     `address` the client's address key (None for the server's own work)."""
 
     def start(self): ...
@@ -25,7 +20,7 @@ class Dispatcher(Protocol):
         """Queue a run; its run_id. QueueFull, OwnerQueueFull or AddressQueueFull: the queue, or the
         owner's or the address's share of it, is full. `listener(run_id, type, content)`, in this
         process, gets its result (the embedded pool's: every event) and delivers it to `client`
-        itself (a class's graded run: app.web.events.keeping). `from_link`: the page says the code is
+        itself (a class's graded run: app.web.runs.submit). `from_link`: the page says the code is
         someone else's; whose code it is is decided from it and the spec (app.dispatch.jobs.provenance)."""
 
     def withdraw_client(self, client) -> int:
@@ -48,12 +43,28 @@ class Dispatcher(Protocol):
         """/healthz's body (health_of)."""
 
 
-class QueueFull(Exception):
+EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result",
+               "compiled": "compile_result"}
+
+
+def deliver(emit, client, run_id, type, content):
+    """One event of a run (or a compile ahead's answer, with its compile_id) to its client's own room,
+    so another tab never sees it: `emit` is the web process's Socket.IO server, or, on a Celery
+    worker, the message queue's (app.dispatch.celery_worker)."""
+    if client is not None:
+        emit(EVENT_NAMES[type], {"compile_id" if type == "compiled" else "run_id": run_id, **content}, to=client)
+
+
+class QueueFull(Refused):
     """The queue holds QUEUE_LIMIT runs: the server as a whole is busy (503)."""
+
+    status, phase = 503, "limit"
 
 
 class OwnerQueueFull(QueueFull):
     """The owner already has QUEUE_PER_OWNER runs waiting (429): one tab cannot fill the queue."""
+
+    status = 429
 
 
 class AddressQueueFull(OwnerQueueFull):
@@ -61,13 +72,16 @@ class AddressQueueFull(OwnerQueueFull):
     cookie nor opening more connections fills the queue."""
 
 
-class RunLost(Exception):
+class RunLost(Refused):
     """POST /api/run waited its bound and got no result."""
+
+    status, phase = 503, "timeout"
 
 
 def wait_bound_s(config):
-    """How long POST /api/run waits for its result at most."""
-    return config["QUEUE_WAIT_S"] + config["RUN_TIMEOUT_S"] + GRACE_S + WAIT_MARGIN_S
+    """How long POST /api/run waits for its result at most: past it the run was lost (its slot stuck,
+    or every worker failing to start), and the caller gets an error, not a hang."""
+    return config["QUEUE_WAIT_S"] + config["RUN_TIMEOUT_S"] + config["RUN_GRACE_S"] + config["WAIT_MARGIN_S"]
 
 
 def health_of(workers, ready, queued):

@@ -9,15 +9,14 @@ import threading
 import time
 
 from app.dispatch.interface import AddressQueueFull, OwnerQueueFull, QueueFull
-from app.web import owners
-from sandbox import protocol, settings
+from app import owners
+from sandbox import protocol
 from sandbox.protocol import FOREIGN, OWN
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.spec import launch_key
 
 log = logging.getLogger(__name__)
-COMPILE_STALE_S = settings.value("COMPILE_STALE_S")  # then a compile ahead no worker took is dropped
 
 
 def owner_full_message(per_owner):
@@ -143,8 +142,9 @@ class CompileRequest:
         compiled ahead (nothing it would keep could be read by a later run)."""
         return protocol.kept_for(self.owner, self.provenance)
 
-    def stale(self):
-        return time.monotonic() - self.queued_at > COMPILE_STALE_S
+    def stale(self, stale_s):
+        """No worker took it within `stale_s` (COMPILE_STALE_S): its person has typed on or run it."""
+        return time.monotonic() - self.queued_at > stale_s
 
     def message(self):
         return protocol.Job(spec=self.spec, owner=self.owner, provenance=self.provenance,

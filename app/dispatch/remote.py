@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 import redis
 from celery import Celery
 
-from app.dispatch.interface import (WAIT_MARGIN_S, AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of,
+from app.dispatch.interface import (AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of,
                                     wait_bound_s)
 from app.dispatch.jobs import Job, address_full_message, ordinal, owner_full_message, stopped
 from app.dispatch.runstate import REPLY_KEEP_S, WITHDRAWN, RunState
-from app.dispatch.slot import GRACE_S, STUCK_MARGIN_S
 from sandbox import result as results
 from sandbox.errors import RunError
 
@@ -172,7 +171,7 @@ class CeleryDispatcher:
         except redis.RedisError as e:
             return {"ok": False, "problems": [f"Redis at REDIS_URL: {e}"], "workers": [], "queued": None,
                     "device": None, "isolation": None, "error": f"Redis at REDIS_URL: {e}"}
-        stuck_s = self.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
+        stuck_s = self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"] + self.config["STUCK_MARGIN_S"]
         for worker in workers:  # its own clock decides busy_s; stuck is decided here, as embedded
             worker["stuck"] = worker["busy_s"] is not None and worker["busy_s"] > stuck_s
         ready = next((w for w in workers if w.get("device")), None)
@@ -193,7 +192,7 @@ class CeleryDispatcher:
         if not waiting:
             return
         online = {w["worker"] for w in self.state.workers()}
-        wait_s, run_s = self.config["QUEUE_WAIT_S"], self.config["RUN_TIMEOUT_S"] + GRACE_S
+        wait_s, run_s = self.config["QUEUE_WAIT_S"], self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"]
         for run in waiting:
             run_id, now = run.job.run_id, time.monotonic()
             by = self.state.taken_by(run_id)
@@ -203,12 +202,12 @@ class CeleryDispatcher:
                 if run.job.listener is None or by == WITHDRAWN or now - run.finished > REPLY_KEEP_S:
                     with self.lock:
                         self.runs.pop(run_id, None)
-            elif by is None and now - run.since > wait_s + WAIT_MARGIN_S:
+            elif by is None and now - run.since > wait_s + self.config["WAIT_MARGIN_S"]:
                 if self.state.take(run_id, run.job.owner, WITHDRAWN, run.job.address):  # no worker took it in time
                     self._fail(run_id, RunError("limit", f"the server was too busy to start this run within {wait_s:g} s; try again"))
             elif by is not None:
                 run.started = run.started or now
-                if by not in online or now - run.started > run_s + STUCK_MARGIN_S:
+                if by not in online or now - run.started > run_s + self.config["STUCK_MARGIN_S"]:
                     self._fail(run_id, RunError("sandbox", "the worker running this run was lost (its process or "
                                                            "host died); the run was not retried. Only this run was lost."))
 

@@ -21,18 +21,13 @@ import time
 from typing import Callable
 
 from app.dispatch.jobs import CompileRequest, stopped
-from app.web.gallery import list_examples, load_example
+from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol, settings
 from sandbox.errors import RunError, StartError
 from sandbox.spec import timing_key as spec_timing_key
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-START_TIMEOUT_S = settings.value("WORKER_START_TIMEOUT_S")
-GRACE_S = settings.value("RUN_GRACE_S")  # a worker enforces the run timeout itself; after this much more, we kill the worker
-# A slot busy for longer than a run's timeout and grace plus this (the kill, the error result) is
-# stuck: no path of Slot._run takes that long, so /healthz says the server is not ok.
-STUCK_MARGIN_S = settings.value("STUCK_MARGIN_S")
 STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its client pressed Stop
 # The server's variables a worker gets, by name (never by prefix: a credential shares its prefix with
 # a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.worker.run_process).
@@ -230,8 +225,10 @@ class Slot:
         return None if since is None else round(time.monotonic() - since, 1)
 
     def stuck(self):
+        """Busy past a run's timeout, its grace and STUCK_MARGIN_S (the kill and the error result take
+        less): no path of Slot._run takes that long, so /healthz says the server is not ok."""
         busy_s = self.busy_s()
-        return busy_s is not None and busy_s > self.config["RUN_TIMEOUT_S"] + GRACE_S + STUCK_MARGIN_S
+        return busy_s is not None and busy_s > self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"] + self.config["STUCK_MARGIN_S"]
 
     def info(self):
         worker = self.worker
@@ -250,10 +247,10 @@ class Slot:
         self.state = "starting"
         self.worker = WorkerProcess(worker_env(self.config, self.gpu), message_limits(self.config),
                                     self.shared.on_compiled)
-        msg = self.worker.next(START_TIMEOUT_S)
+        msg = self.worker.next(self.config["WORKER_START_TIMEOUT_S"])
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
-            raise StartError(start_failure(msg, self.worker.proc.returncode))
+            raise StartError(start_failure(msg, self.worker.proc.returncode, self.config["WORKER_START_TIMEOUT_S"]))
         self.ready = msg["content"]
         if self.config["SHARED_KERNELS"]:
             self._send_gallery()
@@ -264,7 +261,7 @@ class Slot:
         lent (sandbox.warming); read from kernels/ here, never from a request."""
         specs = [example["spec"] for example in map(load_example, (e["name"] for e in list_examples())) if example]
         try:
-            self.worker.send(protocol.encode(protocol.message("warm", specs=specs)), time.monotonic() + GRACE_S)
+            self.worker.send(protocol.encode(protocol.message("warm", specs=specs)), time.monotonic() + self.config["RUN_GRACE_S"])
         except (OSError, TimeoutError):
             log.warning("worker slot %s did not take the gallery to warm", self.index)
 
@@ -320,10 +317,10 @@ class Slot:
             self.state, self.busy_since, self.job = "ready", None, None
 
     def hand_over(self, request):
-        if request.stale() or self.worker is None or self.worker.broken:
+        if request.stale(self.config["COMPILE_STALE_S"]) or self.worker is None or self.worker.broken:
             return self.shared.compile_dropped(request)
         try:
-            self.worker.send(protocol.encode(request.message()), time.monotonic() + GRACE_S)
+            self.worker.send(protocol.encode(request.message()), time.monotonic() + self.config["RUN_GRACE_S"])
         except (OSError, TimeoutError, ValueError, TypeError):
             self.shared.compile_dropped(request)
 
@@ -362,7 +359,7 @@ class Slot:
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return
-        deadline = time.monotonic() + timeout_s + GRACE_S
+        deadline = time.monotonic() + timeout_s + self.config["RUN_GRACE_S"]
         try:
             self.worker.send(line, deadline)
         except TimeoutError:
@@ -418,14 +415,15 @@ class Slot:
         self.worker.kill()
         self.worker = None
 
-def start_failure(msg, returncode):
+
+def start_failure(msg, returncode, timeout_s):
     """Why a worker sent `msg` (WorkerProcess.next's answer) instead of its ready message, in a line."""
     if isinstance(msg, dict) and msg["type"] == "unstarted" and isinstance(msg["content"].get("error"), str):
         return msg["content"]["error"][:1000]
     if msg is None:
         return f"the worker exited (status {returncode}) before it was ready; its log says why"
     if msg == "timeout":
-        return f"the worker was not ready within {START_TIMEOUT_S:g} s (WORKER_START_TIMEOUT_S)"
+        return f"the worker was not ready within {timeout_s:g} s (WORKER_START_TIMEOUT_S)"
     if isinstance(msg, tuple):
         return f"the worker sent {msg[1]} before it was ready"
     return f"the worker sent {msg['type']!r} before it was ready"

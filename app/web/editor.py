@@ -1,8 +1,9 @@
 """The editor page, opened empty (default example), on a gallery example or on a shared snippet."""
 from flask import Blueprint, abort, current_app, render_template, request
 
-from app.web import gallery, share
-from app.web.owners import current_owner
+from app import gallery
+from app.web import share
+from app.owners import current_owner
 from app.web.security import allow_embedding
 
 bp = Blueprint("editor", __name__)

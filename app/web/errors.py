@@ -1,59 +1,71 @@
-"""One error shape: JSON {"error": {phase, type, message, hint, line, pid, field}} for API clients
-(every HTTP endpoint and the Socket.IO acks), the error page for browsers.
+"""One error shape: JSON {"error": {phase, type, message, hint, line, pid, field, launch}} for API
+clients (every HTTP endpoint and the Socket.IO acks), the error page for browsers.
 
 The body is a run's error (sandbox.errors.RunError, docs/result.md): a request refused before any
 run is one of the same phases, `parse` (malformed, or naming nothing that exists), `limit` (a
 limit refused it), `timeout` (it waited its bound), `sandbox` (the server's own failure).
+
+One handler, error_of(), for all three: a refusal (sandbox.errors.Refused, whose class says its
+status, phase and type, wherever it is raised), an HTTP error of werkzeug's (its status's phase, its
+name as the type: `NotFound`), a request nested past Python's stack (400, the refusal of
+sandbox.spec.too_deep, which check_size and parse_source raise first where they can) and anything
+else (500, `PlaygroundBug`, logged).
 """
+import functools
+import logging
+
 from flask import jsonify, render_template, request
-from werkzeug.exceptions import HTTPException, default_exceptions
+from werkzeug.exceptions import HTTPException
 
-from sandbox.errors import RunError
+from sandbox.errors import Refused, RunError
+from sandbox.spec import SpecError
 
-# The phase of a refusal by its status; any other status is `parse`.
+log = logging.getLogger(__name__)
+
+# The phase of an HTTP error by its status; any other status is `parse`.
 STATUS_PHASES = {413: "limit", 429: "limit", 503: "limit", 507: "limit", 500: "sandbox"}
+UNEXPECTED = "the server hit an unexpected error; it has been logged"
+HTTP_TITLES = {400: "Bad request", 403: "Forbidden", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
+               413: "Too large", 429: "Too many requests", 500: "Server error", 503: "Busy", 507: "Storage full"}
 
 
 def wants_json():
     return request.path.startswith("/api/") or request.path == "/healthz" or request.accept_mimetypes.best == "application/json"
 
 
-def error_body(message, *, phase, type, hint=None, line=None, pid=None, field=None):
-    """The one error body, as a run's result carries it."""
-    return RunError(phase, message, type=type, hint=hint, line=line, pid=pid, field=field).to_dict()
+def error_of(e):
+    """(status, RunError, headers) of exception `e`; anything not a refusal or an HTTP error is logged."""
+    if isinstance(e, Refused):
+        headers = {"Retry-After": str(e.retry_after)} if e.retry_after is not None else {}
+        return e.status, e.error(), headers
+    if isinstance(e, RecursionError):  # whatever walked a request recursed past the stack: its nesting, no bug
+        log.warning("a request nested past Python's stack: %s", e)
+        return error_of(SpecError("the request nests too deeply for the server to read", "depth"))
+    if isinstance(e, HTTPException) and e.code:
+        return e.code, RunError(STATUS_PHASES.get(e.code, "parse"), e.description, type=type(e).__name__), {}
+    log.error("unhandled error", exc_info=e)
+    return 500, RunError("sandbox", UNEXPECTED, type="PlaygroundBug"), {}
 
 
-def error_response(status, message, *, phase=None, type=None, field=None):
-    """`phase` and `type` default to the status's (`type`: its HTTP name, `NotFound`)."""
+def respond(e):
+    """The HTTP answer to `e`: the error body for an API client, the error page for a browser."""
+    status, error, headers = error_of(e)
     if wants_json():
-        kind = type or ("PlaygroundBug" if status == 500 else default_exceptions[status].__name__)
-        body = error_body(message, phase=phase or STATUS_PHASES.get(status, "parse"), type=kind, field=field)
-        return jsonify({"error": body}), status
-    return render_template("error.html", code=status, title=HTTP_TITLES.get(status, "Error"), message=message), status
+        return jsonify({"error": error.to_dict()}), status, headers
+    page = render_template("error.html", code=status, title=HTTP_TITLES.get(status, "Error"), message=error.message)
+    return page, status, headers
 
 
-def refused(status, e, phase=None):
-    """The response to exception `e`: its message, its class as the type, its `field` if it has one."""
-    return error_response(status, str(e), phase=phase, type=e.__class__.__name__, field=getattr(e, "field", None))
-
-
-HTTP_TITLES = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 413: "Too large",
-               429: "Too many requests", 500: "Server error", 503: "Busy", 507: "Storage full"}
+def acked(handler):
+    """A Socket.IO event handler whose refusal (or failure) is its ack: {"error": the one body}."""
+    @functools.wraps(handler)
+    def answer(*args):
+        try:
+            return handler(*args)
+        except Exception as e:  # noqa: BLE001 -- every failure answers with the one body
+            return {"error": error_of(e)[1].to_dict()}
+    return answer
 
 
 def init_app(app):
-    @app.errorhandler(HTTPException)
-    def http_error(e):
-        return error_response(e.code, e.description)
-
-    @app.errorhandler(RecursionError)
-    def nested_too_deep(e):
-        """Whatever walked a request recursed past Python's stack: the request's nesting, not a bug to
-        report as one (sandbox.spec.check_size and parse_source refuse it first where they can)."""
-        app.logger.warning("a request nested past Python's stack: %s", e)
-        return error_response(400, "the request nests too deeply for the server to read", field="depth")
-
-    @app.errorhandler(Exception)
-    def unexpected(e):
-        app.logger.exception("unhandled error")
-        return error_response(500, "the server hit an unexpected error; it has been logged")
+    app.register_error_handler(Exception, respond)  # HTTPException and Refused among them

@@ -8,23 +8,26 @@ import json
 
 from app import db as database
 from app.db import get_db
+from sandbox.errors import Refused
 from sandbox.result import IR_STAGES
 from sandbox.spec import PROGRAM_ID, is_program_id
 from sandbox.spec import schema as spec_schema
 
-class SnippetError(ValueError):
-    pass
+class SnippetError(Refused, ValueError):
+    """A snippet that cannot be stored (400)."""
 
 
 class SnippetTooLarge(SnippetError):
-    pass
+    """Past MAX_SNIPPET_BYTES (413)."""
+
+    status, phase = 413, "limit"
 
 
 class UiError(SnippetError):
     """A UI state outside the schema; `field` names the bad field ("ui.pane")."""
+
     def __init__(self, field, message):
-        super().__init__(message)
-        self.field = field
+        super().__init__(message, field)
 
 
 # The page's panes (templates/editor.html's data-tab names); null: the page's default, Results.

@@ -1,4 +1,4 @@
-"""Fairness between clients, by address (app.web.owners.address_of): what one client may take of the
+"""Fairness between clients, by address (app.owners.address_of): what one client may take of the
 server, whatever its cookies and however many connections it opens.
 
   WriteLimiter          new rows in the database (snippets, puzzles): WRITES_PER_MINUTE per address,
@@ -20,7 +20,11 @@ import threading
 import time
 import urllib.parse
 
-from app.web.owners import address_of
+from flask import current_app
+
+from app import db
+from app.owners import address_of, current_address
+from sandbox.errors import Refused
 
 
 class WriteLimiter:
@@ -59,11 +63,20 @@ class WriteLimiter:
             return wait_s
 
 
-class TooManyWrites(Exception):
+class RateLimited(Refused):
+    """A client address past one of its rates (429, with Retry-After): `message` says which."""
+
+    status, phase = 429, "limit"
+
+    def __init__(self, message, wait_s):
+        retry_after = max(1, math.ceil(wait_s))
+        super().__init__(f"{message}; try again in {retry_after} s", retry_after=retry_after)
+
+
+class TooManyWrites(RateLimited):
     def __init__(self, wait_s, per_minute):
-        self.retry_after = max(1, math.ceil(wait_s))
         super().__init__(f"this address has stored {per_minute} new snippets or puzzles in the last minute "
-                         f"(WRITES_PER_MINUTE); try again in {self.retry_after} s")
+                         f"(WRITES_PER_MINUTE)", wait_s)
 
 
 # A polling client asks again as soon as each answer comes (its GET waits up to the ping interval):
@@ -153,10 +166,6 @@ def limit_connections(server, per_address):
 def charge_write(nbytes):
     """Before a new row of a request's client is stored (app.web.share.save, app.course.puzzles.save): one of
     its address's writes (TooManyWrites), and room in the database (app.db.StorageFull)."""
-    from flask import current_app
-
-    from app import db
-    from app.web.owners import current_address
     limiter = current_app.extensions["write_limiter"]
     wait_s = limiter.take(current_address())
     if wait_s > 0:

@@ -1,5 +1,5 @@
 """The examples gallery: one literate .py file per example in `kernels/`, read without running it
-(app.web.literate).
+(app.literate).
 
 A file is a docstring (title, underline, paragraphs), the kernel source, then a line
 `# %% The run spec` followed by `RUN = {...}`, a pure literal. The spec's source is everything
@@ -7,10 +7,10 @@ above that line.
 """
 from pathlib import Path
 
-from app.web import literate
+from app import literate
 from sandbox.spec import normalize
 
-KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+KERNELS_DIR = Path(__file__).resolve().parents[1] / "kernels"
 RUN_SPEC = "The run spec"  # the section holding RUN
 
 
