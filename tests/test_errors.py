@@ -1,6 +1,6 @@
 """One error body everywhere: every HTTP endpoint (found in Flask's url_map, so a new one cannot
 escape) and the Socket.IO acks answer a bad request with {phase, type, message, hint, line, pid,
-field}, the error of a run's result (sandbox.result.ERROR). No worker is started: a bad request
+field, launch}, the error of a run's result (sandbox.result.ERROR). No worker is started: a bad request
 never reaches one."""
 import pytest
 
@@ -95,3 +95,141 @@ def test_the_socketio_acks_carry_the_one_error_body(web):
     ack = browser.emit("stop", {}, callback=True)
     assert ack["stopped"] is False
     assert assert_error_body({"error": ack["error"]}, "the stop ack")["field"] == "run_id"
+
+
+# --- one status and one type per refusal, on every route ----------------------------------------------
+
+SPEC = {"source": "import triton\n\n@triton.jit\ndef k(x_ptr):\n    pass\n", "kernel": "k",
+        "inputs": {"x": "torch.zeros(4)"}, "args": {"x_ptr": "x"}, "grid": "(1,)", "reference": {"x": "x"}}
+PUZZLE = {"spec": SPEC, "title": "T", "statement": "S", "starter": SPEC["source"]}
+# endpoint -> its refusals: (who asks, method, url, body, status, type). `teacher` teaches the class
+# {code}, `stranger` does not; `limited` is an app whose limits are spent (limited_web). Every route
+# also answers a method it does not take with 405 MethodNotAllowed. A new route needs its entry.
+REFUSALS = {
+    "api.run": [("stranger", "POST", "/api/run", BAD_BODY, 400, "SpecError"),
+                ("limited", "POST", "/api/run", {"spec": SPEC}, 429, "OwnerQueueFull")],
+    "api.export": [("stranger", "POST", "/api/export", {"spec": {}}, 400, "SpecError")],
+    "api.save_snippet": [("stranger", "POST", "/api/snippets", BAD_BODY, 400, "SpecError"),
+                         ("stranger", "POST", "/api/snippets", {"spec": SPEC, "ui": {"pane": "nope"}}, 400, "UiError"),
+                         ("limited", "POST", "/api/snippets", {"spec": {**SPEC, "source": SPEC["source"] * 40}}, 413,
+                          "SnippetTooLarge"),
+                         ("limited", "POST", "/api/snippets", {"spec": {**SPEC, "kernel": "j"}}, 429, "TooManyWrites")],
+    "api.get_snippet": [("stranger", "GET", "/api/snippets/nothing", None, 404, "NotFound")],
+    "api.launch_form": [("stranger", "POST", "/api/launch-form", {"source": 1}, 400, "SpecError")],
+    "api.example": [("stranger", "GET", "/api/examples/nothing", None, 404, "NotFound")],
+    "api.examples": [], "api.spec_schema": [], "api.healthz": [],
+    "classes.create_class": [("stranger", "POST", "/api/classes", {"title": "A", "puzzles": ["nope"]}, 400, "ClassError"),
+                             ("limited", "POST", "/api/classes", {"title": "A", "puzzles": ["constant_add"]}, 429,
+                              "TooManyWrites")],
+    "classes.get_class": [("stranger", "GET", "/api/classes/NOPE", None, 404, "ClassNotFound"),
+                          ("limited", "GET", "/api/classes/NOPE", None, 429, "RateLimited")],
+    "classes.class_page": [("stranger", "GET", "/classes/NOPE", None, 404, "ClassNotFound")],
+    "classes.teacher_link": [("stranger", "GET", "/classes/{code}/teach/wrong", None, 403, "ClassForbidden")],
+    "classes.join_class": [("stranger", "POST", "/api/classes/{code}/join", {"name": ""}, 400, "ClassError")],
+    "classes.class_progress": [("stranger", "GET", "/api/classes/{code}/progress", None, 403, "ClassForbidden")],
+    "classes.edit_class": [("teacher", "PATCH", "/api/classes/{code}", {"title": 5}, 400, "ClassError"),
+                           ("stranger", "PATCH", "/api/classes/{code}", {"title": "B"}, 403, "ClassForbidden")],
+    "classes.get_student": [("teacher", "GET", "/api/classes/{code}/students/nobody", None, 404, "ClassNotFound")],
+    "classes.rename_student": [("teacher", "PATCH", "/api/classes/{code}/students/nobody", {"name": "Bo"}, 404,
+                                "ClassNotFound")],
+    "classes.remove_student": [("teacher", "DELETE", "/api/classes/{code}/students/nobody", None, 404, "ClassNotFound")],
+    "classes.push": [("teacher", "POST", "/api/classes/{code}/push", {"text": ""}, 400, "ClassError"),
+                     ("stranger", "POST", "/api/classes/{code}/push", {"text": "hi"}, 403, "ClassForbidden")],
+    "classes.latest_submission": [("teacher", "GET", "/api/classes/{code}/students/nobody/latest/constant_add", None,
+                                   404, "ClassNotFound")],
+    "classes.class_leaderboard": [("stranger", "GET", "/api/classes/{code}/leaderboard/constant_add", None, 403,
+                                   "ClassForbidden")],
+    "classes.export_class": [("stranger", "GET", "/api/classes/{code}/export.csv", None, 403, "ClassForbidden")],
+    "classes.new_class_page": [],
+    "course.get_puzzle": [("stranger", "GET", "/api/puzzles/nothing", None, 404, "NotFound")],
+    "course.puzzle_page": [("stranger", "GET", "/puzzles/nothing", None, 404, "NotFound")],
+    "course.make_puzzle": [("stranger", "POST", "/api/puzzles", {**PUZZLE, "bogus": 1}, 400, "PuzzleError"),
+                           ("limited", "POST", "/api/puzzles", PUZZLE, 429, "OwnerQueueFull")],
+    "course.list_puzzles": [], "course.course": [],
+    "editor.index": [("stranger", "GET", "/?embed=1&panes=nope", None, 400, "BadRequest")],
+    "editor.new": [], "editor.example": [("stranger", "GET", "/examples/nothing", None, 404, "NotFound")],
+    "editor.snippet": [("stranger", "GET", "/s/nothing", None, 404, "NotFound")],
+    "editor.fork": [("stranger", "GET", "/fork/nothing", None, 404, "NotFound")],
+    "static": [("stranger", "GET", "/static/nothing.js", None, 404, "NotFound")],
+}
+# Socket.IO event -> its refused acks: (who, data, type).
+ACK_REFUSALS = {
+    "run": [("stranger", {"spec": {}}, "SpecError"), ("limited", {"spec": SPEC}, "OwnerQueueFull")],
+    "compile": [("stranger", {"spec": SPEC, "bogus": 1}, "SpecError"),
+                ("stranger", {"spec": SPEC, "from_link": True}, "NotCompiledAhead")],
+    "stop": [("stranger", {}, "SpecError")],
+    "watch_class": [], "connect": [], "disconnect": [],
+}
+
+
+@pytest.fixture(scope="module")
+def limited_web(tmp_path_factory):
+    """An app whose limits are spent: no run may wait (QUEUE_PER_OWNER 0), one write a minute (spent
+    here), one look-up of a missing class code a minute (spent here), small snippets."""
+    from app import create_app
+    directory = tmp_path_factory.mktemp("limited")
+    app = create_app({"TESTING": True, "START_WORKERS": False, "DATABASE": str(directory / "db.sqlite"),
+                      "RUN_ROOT": str(directory / "runs"), "QUEUE_PER_OWNER": 0, "WRITES_PER_MINUTE": 1,
+                      "CLASS_LOOKUPS_PER_MINUTE": 1, "MAX_SNIPPET_BYTES": 2048})
+    client = app.test_client()
+    assert client.post("/api/snippets", json={"spec": SPEC}).status_code == 200
+    assert client.get("/api/classes/SPENT").status_code == 404
+    return app
+
+
+@pytest.fixture(scope="module")
+def askers(web, limited_web):
+    teacher = web.test_client()
+    created = teacher.post("/api/classes", json={"title": "A", "puzzles": ["constant_add"]})
+    assert created.status_code == 200, created.get_json()
+    return {"teacher": teacher, "stranger": web.test_client(), "limited": limited_web.test_client()}, created.get_json()["code"]
+
+
+def test_each_route_answers_each_refusal_with_its_own_status_and_type(web, askers):
+    clients, code = askers
+    endpoints = {rule.endpoint for rule in web.url_map.iter_rules()}
+    assert endpoints == set(REFUSALS), "a route without its refusals here, or an entry for a route that is gone"
+    for endpoint, cases in REFUSALS.items():
+        for who, method, url, body, status, kind in cases:
+            url = url.format(code=code)
+            response = clients[who].open(url, method=method, json=body, headers=JSON)
+            where = f"{who}: {method} {url} ({endpoint})"
+            error = assert_error_body(response.get_json(), where)
+            assert (response.status_code, error["type"]) == (status, kind), f"{where}: {error}"
+            assert error["phase"] == ("limit" if status in (413, 429, 503, 507) else "parse"), f"{where}: {error}"
+            if status == 429:
+                assert int(response.headers.get("Retry-After", 0)) >= 1 or kind == "OwnerQueueFull", where
+
+
+def test_each_socketio_event_acks_each_refusal_with_its_own_type(web, limited_web):
+    from app import socketio
+    assert set(socketio.server.handlers["/"]) == set(ACK_REFUSALS), "an event without its refusals here"
+    browsers = {"stranger": socketio.test_client(web), "limited": socketio.test_client(limited_web)}
+    for event, cases in ACK_REFUSALS.items():
+        for who, data, kind in cases:
+            ack = browsers[who].emit(event, data, callback=True)
+            error = assert_error_body({"error": ack["error"]}, f"{who}: {event}")
+            assert error["type"] == kind, f"{who}: {event}: {error}"
+
+
+def test_the_documents_list_the_error_fields_the_code_has():
+    """Every list of the error body's fields, in the docs, the README, the code's docstrings and the
+    page's comments, is the fields of sandbox.result.ERROR (RunError.to_dict), in their order."""
+    import pathlib
+    import re
+
+    from sandbox.errors import RunError
+    root = pathlib.Path(__file__).resolve().parent.parent
+    fields = list(ERROR)
+    assert list(RunError("parse", "m").to_dict()) == fields
+    # A list of them: "phase", "type", "message", ... between braces or parentheses, quoted or not.
+    listing = re.compile(r"[{(]\s*[`\"']?phase[`\"']?\s*,\s*[`\"']?type[`\"']?\s*,\s*[`\"']?message[^})]*[})]")
+    paths = [root / "README.md", *(root / "docs").glob("*.md"), *(root / "app").rglob("*.py"),
+             *(root / "sandbox").rglob("*.py"), *(root / "static" / "js").rglob("*.js"), pathlib.Path(__file__)]
+    found = 0
+    for path in paths:
+        for match in listing.finditer(path.read_text()):
+            names = re.findall(r"\w+", match.group(0))
+            found += 1
+            assert names == fields, f"{path.relative_to(root)}: {match.group(0)!r} is not {fields}"
+    assert found >= 5  # the README's, the events', the result's, the handler's, this test's

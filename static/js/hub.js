@@ -17,7 +17,7 @@
 //                                                      this run so far, shaped as a result (main.js)
 //   run-result             {run_id, result}            the run's result (main.js; run_id null for a run
 //                                                      refused before it started). result.error, when set:
-//                                                      {phase, type, message, hint, line, pid, field}
+//                                                      {phase, type, message, hint, line, pid, field, launch}
 //   spec-loaded            {spec, ui: {pid, pane}}     a spec replaced the page's state (main.js)
 //   source-changed         {source}                    the editor's text changed, debounced (editor.js)
 //   compile-result         {ok, error, source}         the server compiled `source` ahead of a run (the
