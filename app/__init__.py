@@ -1,4 +1,11 @@
-"""The Triton Playground web app: create_app() wires config, database, dispatcher, views and sockets."""
+"""The Triton Playground web app: create_app() wires config, database, dispatcher, views and sockets.
+
+Layers, each importing only those below it (tests/test_import_rules.py walks them): this factory,
+the one module that knows every package; app.web and app.course side by side, the course plugging
+into the web side through the hooks it registers at start (app.web.hooks), neither importing the
+other; app.dispatch; the shared modules (config, db, owners, fairness, body, gallery, literate);
+sandbox/'s contracts. Settings are the app's config, read from the environment once, here (or by a
+process's entry point: app.serve, app.dispatch.celery_worker), and passed down."""
 import functools
 import os
 import sys

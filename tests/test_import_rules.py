@@ -3,8 +3,7 @@ inside functions alike, since a function-level import is still a dependency, onl
 
 sandbox/: no import cycle among its modules, no module over MAX_LINES, and each part imports only
 what lies below it (the layers its package docstrings state). app/: the same walk, its rules
-written out below; what app/ breaks today is listed in APP_EXCEPTIONS, each entry an import that
-is to go, so that the list only shrinks."""
+written out below (and in its packages' docstrings)."""
 import ast
 import pathlib
 
@@ -29,30 +28,23 @@ SANDBOX_LAYERS = {
 }
 
 # app/'s rules: the web side calls down into dispatch; teaching registers its hooks at start (the
-# web side never imports it); dispatch imports neither; none of them reaches up into the factory
-# (`app`, the package that wires them); all of app/ sees sandbox/ through its contracts only.
+# web side never imports it, and it imports nothing of the web side: what it uses of it is lent,
+# app.web.hooks); dispatch imports neither; none of them reaches up into the factory (`app`, the
+# package that wires them, and its socketio); the modules they share (owners, fairness, the
+# database, the settings, a request's body, the gallery) import none of them; all of app/ sees
+# sandbox/ through its contracts only.
+APP_PACKAGES = ("app.web", "app.course", "app.dispatch")
+APP_SHARED = ("app.body", "app.config", "app.db", "app.fairness", "app.gallery", "app.literate", "app.owners")
 APP_FORBIDDEN = [
     ("app.dispatch", "app.web"),
     ("app.dispatch", "app.course"),
     ("app.web", "app.course"),
+    ("app.course", "app.web"),
     ("app.web", "app"),
     ("app.course", "app"),
     ("app.dispatch", "app"),
+    *((shared, imported) for shared in APP_SHARED for imported in (*APP_PACKAGES, "app")),
 ]
-# The imports of app/ that break its rules or close a cycle today, (importer, imported): each one
-# is to go. The test fails on any other such import, and on an entry here that no longer exists.
-APP_EXCEPTIONS = {
-    ("app.course.classes", "app"),                    # the factory's socketio, where a notifier is to be injected
-    ("app.web.api", "app.course.classes"),            # the HTTP and Socket.IO run handlers record a class
-    ("app.web.api", "app.course.views"),              # submission and grade runs themselves, where hooks
-    ("app.web.events", "app.course.classes"),         # the course package registers are to
-    ("app.web.events", "app.course.views"),
-    ("app.dispatch.celery_worker", "app.web.events"),  # a run's messages delivered by the web side's code
-    ("app.dispatch.jobs", "app.web.owners"),          # owners and fairness, to move out of web/
-    ("app.dispatch.slot", "app.web.gallery"),         # the gallery the workers warm up with
-}
-# Off until app/ keeps its rules: then APP_EXCEPTIONS is empty and this is True.
-APP_RULES_HELD = False
 
 
 def module_name(path):
@@ -185,28 +177,26 @@ def test_app_sees_sandbox_through_its_contracts_only():
     assert wrong == []
 
 
-def app_graph(without=frozenset()):
-    return {name: {d for d in EVERYTHING[name] if d in APP and (name, d) not in without} for name in APP}
-
-
-def app_violations(without=frozenset()):
-    """The imports of app/ against APP_FORBIDDEN, and the cycles among app/'s modules, once the
-    imports `without` are left out."""
-    graph = app_graph(without)
+def app_violations():
+    """The imports of app/ against APP_FORBIDDEN, and the cycles among app/'s modules."""
+    graph = {name: {d for d in EVERYTHING[name] if d in APP} for name in APP}
     forbidden = {(name, d) for name, deps in graph.items() for d in deps
                  for importer, imported in APP_FORBIDDEN
                  if within(name, importer) and (d == imported if imported == "app" else within(d, imported))}
     return forbidden, cycles(graph)
 
 
-def test_app_breaks_its_import_rules_nowhere_but_where_listed():
-    """Without the imports APP_EXCEPTIONS lists, app/ keeps its rules and has no cycle: a new import
-    against them fails here, and an exception that no longer exists must leave the list."""
-    assert app_violations(APP_EXCEPTIONS) == (set(), []), "new imports against app/'s rules"
-    imported = {(name, d) for name, deps in app_graph().items() for d in deps}
-    assert APP_EXCEPTIONS - imported == set(), "gone: take these out of APP_EXCEPTIONS"
-
-
-@pytest.mark.skipif(not APP_RULES_HELD, reason="app/ does not keep its import rules yet (APP_EXCEPTIONS)")
 def test_app_keeps_its_import_rules():
-    assert app_violations() == (set(), []) and APP_EXCEPTIONS == set()
+    assert app_violations() == (set(), [])
+
+
+def test_the_rules_of_app_are_read_from_its_imports():
+    """The walk sees app/'s imports: the factory imports each package, and a rule, broken, is found."""
+    assert {"app.web.api", "app.course", "app.dispatch.interface"} <= EVERYTHING["app"]
+    assert "app.owners" in EVERYTHING["app.dispatch.jobs"] and set(APP_SHARED) <= set(APP)
+    assert all(within(name, "app") for name in APP) and set(APP_PACKAGES) <= set(APP)
+
+
+def test_no_module_of_app_is_over_the_line_limit():
+    long = {name: n for name, path in APP.items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"split these by what their parts are for (at most {MAX_LINES} lines each)"
