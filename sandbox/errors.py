@@ -50,7 +50,8 @@ class Refused(Exception):
 
 def unknown_fields(found, allowed, where, refusal):
     """Refuse (raise `refusal(message, field)`) a mapping `found` holding a key outside `allowed`: the
-    message names up to five of them (sorted) and what `where` ("in the run spec") may hold; the field is the first."""
+    message names up to five of them (sorted) and what `where` ("in the run spec") may hold; the
+    field is the first."""
     unknown = sorted((key for key in found if key not in allowed), key=str)
     if unknown:
         names = ", ".join(repr(str(key) if len(str(key)) <= 40 else str(key)[:40] + "…") for key in unknown[:5])

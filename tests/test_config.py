@@ -54,3 +54,38 @@ def test_the_sandbox_defaults_are_the_settings_defaults(monkeypatch):
     assert protocol.Limits.from_environment() == protocol.Limits()
     assert trace.LIMITS == {"max_programs": settings.default("TRACE_MAX_PROGRAMS"),
                             "max_bytes": settings.default("TRACE_MAX_BYTES")}
+
+
+def test_no_module_of_app_reads_a_setting_when_it_is_imported():
+    """The app's settings are its config, read once when the app is made and passed down, so that a
+    test's config (or a deployment's) holds everywhere: nothing that runs at import (a module's
+    constants, a class's body) reads the environment or a setting."""
+    import ast
+    import pathlib
+    reads = {"value", "from_environment", "getenv", "environ", "default"}
+
+    def run_at_import(node):
+        """The nodes of `node` that run when the module is imported: not those in a function's body."""
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                yield from run_at_import(child)
+
+    found = []
+    for path in sorted(pathlib.Path(ROOT, "app").rglob("*.py")):
+        for node in run_at_import(ast.parse(path.read_text())):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            if name in reads:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert found == []
+
+
+def test_the_dispatch_clocks_are_the_apps_config():
+    from app import create_app
+    from app.dispatch.interface import wait_bound_s
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "RUN_GRACE_S": 1.0, "WAIT_MARGIN_S": 2.0,
+                      "QUEUE_WAIT_S": 3.0, "RUN_TIMEOUT_S": 4.0, "STUCK_MARGIN_S": 0.5})
+    assert wait_bound_s(app.config) == 10.0
+    slot = app.extensions["dispatcher"].slots[0]
+    slot.state, slot.busy_since = "busy", __import__("time").monotonic() - 5.6
+    assert slot.stuck()  # 4 + 1 + 0.5 s: the app's margins, not the defaults (10 s and 15 s)

@@ -11,13 +11,14 @@ from app.course.classes import keeper, student_rooms, watch_class
 
 
 def init_app(app, hooks):
-    app.extensions["puzzle_solutions"] = solutions.Solutions(app.config, app.extensions["dispatcher"])
+    app.extensions["puzzle_solutions"] = solved = solutions.Solutions(app.config, app.extensions["dispatcher"])
     app.register_blueprint(views.bp)
     app.register_blueprint(class_api.bp)
     hooks.prepare.append(views.graded)
     hooks.keepers.append(keeper)
     hooks.rooms.append(student_rooms)
     hooks.events["watch_class"] = watch_class
+    hooks.health["puzzle_solutions"] = solved.health
 
 
 def start(app):

@@ -227,8 +227,8 @@ class Slot:
     def stuck(self):
         """Busy past a run's timeout, its grace and STUCK_MARGIN_S (the kill and the error result take
         less): no path of Slot._run takes that long, so /healthz says the server is not ok."""
-        busy_s = self.busy_s()
-        return busy_s is not None and busy_s > self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"] + self.config["STUCK_MARGIN_S"]
+        busy_s, config = self.busy_s(), self.config
+        return busy_s is not None and busy_s > config["RUN_TIMEOUT_S"] + config["RUN_GRACE_S"] + config["STUCK_MARGIN_S"]
 
     def info(self):
         worker = self.worker

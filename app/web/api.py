@@ -6,6 +6,7 @@ from app import gallery
 from app.body import json_body
 from app.fairness import charge_write
 from app.web import runs, share
+from app.web.hooks import hooks
 from app.web.export import export_script
 from sandbox.errors import unknown_fields
 from sandbox.launch_form import form_of
@@ -98,6 +99,5 @@ def export():
 @bp.get("/healthz")
 def healthz():
     health = runs.dispatcher().health()
-    solutions = current_app.extensions.get("puzzle_solutions")
-    health["puzzle_solutions"] = solutions.health() if solutions is not None else None
+    health.update({name: report() for name, report in hooks().health.items()})
     return jsonify(health), 200 if health["ok"] else 503

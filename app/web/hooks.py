@@ -6,6 +6,7 @@
                  before its client does (a class's graded run: the verdict is kept first)
   rooms          () -> the Socket.IO rooms a page joins as it connects (a class's student's)
   events         Socket.IO event name -> handler(data) -> its ack (a teacher's dashboard)
+  health         /healthz's field -> () -> its value (the puzzles' solutions warming up)
 
 and uses what the web side lends it: `notifier` (Socket.IO, through which the package sends: it
 never imports the app's server) and `render_editor` (the editor page, for a package's pages that
@@ -43,6 +44,7 @@ class Hooks:
     keepers: list = field(default_factory=list)
     rooms: list = field(default_factory=list)
     events: dict = field(default_factory=dict)
+    health: dict = field(default_factory=dict)
 
 
 def hooks():
