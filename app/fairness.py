@@ -4,7 +4,7 @@ server, whatever its cookies and however many connections it opens.
   WriteLimiter          new rows in the database (snippets, puzzles): WRITES_PER_MINUTE per address,
                         a token bucket (a burst of that many, then one every 60/N s); the same
                         buckets count joins of classes and failed look-ups of class codes
-                        (app.course.classes)
+                        (app.course.class_api)
   limit_connections     Socket.IO connections: CONNECTIONS_PER_ADDRESS per address, counted at
                         Engine.IO's handshake (before any namespace, event or session), so that a
                         client opening hundreds holds no more than its share of CONNECTIONS; one

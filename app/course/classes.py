@@ -7,6 +7,9 @@ signed). A student joins with the code and a name (no account: their signed sess
 which student they are); from then on their graded runs of the class's puzzles are submissions.
 What is stored of a run is the grader's verdict (`result.puzzle`, which nothing of the student's
 process can set: sandbox.grading.grader) and the source it graded.
+
+Here: what a class is (its checks, its storage, who teaches it and who is in it, its kept graded
+runs) and its hooks into the web side; its routes are app.course.class_api.
 """
 import hashlib
 import json
