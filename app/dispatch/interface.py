@@ -85,12 +85,17 @@ def wait_bound_s(config):
 
 
 def health_of(workers, ready, queued):
-    """/healthz's body: ok while a worker is warm, none is stuck and none is dead (one that cannot
-    start a worker: `problems` says which, on which GPU, and why)."""
-    problems = [worker_problem(w) for w in workers if w["stuck"] or w["state"] == "dead"]
+    """/healthz's body: ok while a worker is warm, none is stuck and none is failing to start (dead, or
+    trying again after a failed start: `problems` says which, on which GPU, and why)."""
+    problems = [worker_problem(w) for w in workers if w["stuck"] or failing_to_start(w)]
     ok = any(w["state"] in ("ready", "busy") for w in workers) and not problems
     return {"ok": ok, "problems": problems, "workers": workers, "queued": queued,
             "device": ready and ready["device"], "isolation": ready and ready["isolation"]}
+
+
+def failing_to_start(worker):
+    """Dead, or starting again after a failed start: its retry is no sign of health."""
+    return worker["state"] == "dead" or (worker["state"] == "starting" and worker["failed_starts"] > 0)
 
 
 def worker_problem(worker):

@@ -31,7 +31,7 @@ y = torch.randn(30000, device=DEVICE)
 result = axpy_clamp(2.5, x, y)
 unclamped = 2.5 * x + y
 expected = unclamped.clamp(-1.0, 1.0)
-held = unclamped.abs() > 1.0
+held = unclamped.abs() > 1.0 + 1e-4  # clear of the bound: a fused multiply-add may round across it
 print(f"largest gap from torch: {(result - expected).abs().max().item():.3g}; "
       f"{held.float().mean().item():.0%} of the elements held at a bound")
 assert torch.allclose(result, expected)
