@@ -1,2 +1,2 @@
 """Graded runs: the grader process, which takes only a student's compiled kernel, and the verdict.
-May import run/ and trace/; nothing of the student's module is imported here."""
+May import launch/, run/ and trace/; nothing of the student's module is imported here."""
