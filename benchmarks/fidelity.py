@@ -47,35 +47,23 @@ import triton.language as tl
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # Tiles in groups of GROUP_M rows, so that programs running at the same time share tiles in L2.
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    group = GROUP_M * tiles_n
-    first_m = (pid // group) * GROUP_M
-    group_m = min(tiles_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % group) % group_m
-    pid_n = (pid % group) // group_m
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (rows[:, None] % M) * stride_am + ks[None, :] * stride_ak
-    b_ptrs = b_ptr + ks[:, None] * stride_bk + (cols[None, :] % N) * stride_bn
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # One program a BLOCK_M x BLOCK_N tile of c, on a 2-D grid: axis 0 walks rows of tiles, axis 1 columns.
+    row = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    col = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=ks[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=ks[:, None] < K - k * BLOCK_K, other=0.0)
+    for k0 in range(0, K, BLOCK_K):
+        k_row = k0 + tl.arange(0, BLOCK_K)[None, :]  # the slice of K as a's columns
+        k_col = k0 + tl.arange(0, BLOCK_K)[:, None]  # and as b's rows
+        a = tl.load(a_ptr + row * stride_am + k_row * stride_ak, mask=(row < M) & (k_row < K), other=0.0)
+        b = tl.load(b_ptr + k_col * stride_bk + col * stride_bn, mask=(k_col < K) & (col < N), other=0.0)
         acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(tl.float16), mask=mask)
+    tl.store(c_ptr + row * stride_cm + col * stride_cn, acc.to(tl.float16), mask=(row < M) & (col < N))
 '''
 
 N_ADD = 1 << 26
 SIZE = 4096
-MATMUL_META = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+MATMUL_META = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
 MATMUL_OPTIONS = {"num_warps": 8, "num_stages": 3}
 UNTRACED = {"trace": False, "sanitize": False, "ir": False}
 
@@ -102,7 +90,7 @@ def matmul_spec():
             "args": {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "M": "a.shape[0]", "N": "b.shape[1]", "K": "a.shape[1]",
                      "stride_am": "a.stride(0)", "stride_ak": "a.stride(1)", "stride_bk": "b.stride(0)",
                      "stride_bn": "b.stride(1)", "stride_cm": "c.stride(0)", "stride_cn": "c.stride(1)", **MATMUL_META},
-            "grid": "(triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv(N, meta['BLOCK_N']),)",
+            "grid": "(triton.cdiv(M, meta['BLOCK_M']), triton.cdiv(N, meta['BLOCK_N']))",
             "reference": {"c": "a @ b"},
             "options": {"device": "gpu", **MATMUL_OPTIONS, **UNTRACED, "atol": 0.25, "rtol": 0.02,
                         "flops": "2 * M * N * K"}}
@@ -111,7 +99,7 @@ def matmul_spec():
 def matmul_launch(module):
     a, b = (torch.randn(SIZE, SIZE, device="cuda", dtype=torch.float16) for _ in range(2))
     c = torch.empty(SIZE, SIZE, device="cuda", dtype=torch.float16)
-    grid = (triton.cdiv(SIZE, MATMUL_META["BLOCK_M"]) * triton.cdiv(SIZE, MATMUL_META["BLOCK_N"]),)
+    grid = (triton.cdiv(SIZE, MATMUL_META["BLOCK_M"]), triton.cdiv(SIZE, MATMUL_META["BLOCK_N"]))
     return lambda: module.matmul_kernel[grid](a, b, c, SIZE, SIZE, SIZE, a.stride(0), a.stride(1), b.stride(0),
                                               b.stride(1), c.stride(0), c.stride(1), **MATMUL_META, **MATMUL_OPTIONS)
 
