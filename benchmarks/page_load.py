@@ -12,7 +12,7 @@ import statistics
 import time
 
 from benchmarks.server import Server
-from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 READY = "() => window.playground && document.querySelector('.cm-line') ? performance.now() : false"
 PLOTTING = "() => window.Plotly ? performance.now() : false"

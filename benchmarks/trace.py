@@ -59,7 +59,7 @@ def launcher(n, block):
 def render_in_chromium(trace):
     from playwright.sync_api import sync_playwright
 
-    from tests.frontend_harness import plotly_js_path
+    from tests.support.harness_pages import plotly_js_path
     plotly_js = plotly_js_path()
 
     class Handler(http.server.SimpleHTTPRequestHandler):
@@ -77,7 +77,7 @@ def render_in_chromium(trace):
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync"])
             page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.goto(f"http://127.0.0.1:{server.server_port}/tests/diagram_harness.html")
+            page.goto(f"http://127.0.0.1:{server.server_port}/tests/support/diagram_harness.html")
             page.wait_for_function("window.harnessReady === true")
             times = [page.evaluate("(t) => window.renderTrace(t)", trace) for _ in range(3)]
             browser.close()

@@ -16,7 +16,10 @@ import pytest
 # the tests time and count.
 os.environ.setdefault("PUZZLE_WARMUP", "0")
 
-from tests.support import CHROMIUM, CHROMIUM_ARGS, has_gpu, running_app, served, vector_add_spec, wait_until_ready
+from tests.support import has_gpu
+from tests.support.apps import running_app, served, wait_until_ready
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.kernels import vector_add_spec
 
 
 WORKER_FIXTURES = {"app", "client", "make_app", "live_server"}  # each starts real workers
@@ -106,8 +109,8 @@ def make_app(tmp_path):
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server for the session (tests/postgres.py); its database(name) makes a new one."""
-    from tests.postgres import PostgresServer, binaries
+    """A real PostgreSQL server for the session (tests/support/postgres.py); its database(name) makes a new one."""
+    from tests.support.postgres import PostgresServer, binaries
     if binaries() is None:
         pytest.skip("needs PostgreSQL (Debian's postgresql; .ci/run installs it)")
     server = PostgresServer().start()
@@ -122,7 +125,7 @@ def browser():
     own browsers and asyncio clients must not find."""
     from playwright.sync_api import sync_playwright
 
-    from tests.support import predicates_as_functions
+    from tests.support.browser import predicates_as_functions
     predicates_as_functions()  # the pages' CSP allows no eval
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -11,9 +11,9 @@ from contextlib import closing
 
 import pytest
 
-from tests.fake_results import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
+from tests.support.results_by_hand import (ATOMIC_RESULT, FIELD_ERRORS, GPU_RESULT, GPU_RESULT_NO_COMPUTE_PEAK, GPU_RESULT_NO_FLOPS,
                                 LAUNCH_ERROR, OLD_SHAPE_ERROR, RACE_RESULT)
-from tests.support import new_page, page_without_errors
+from tests.support.browser import new_page, page_without_errors
 
 RUN_TIMEOUT_MS = 60_000
 
@@ -67,7 +67,7 @@ def tensor_cells(page, tensor):
 
 def inject_result(page, result):
     """Shows `result` as if the server had sent it: results a CPU-only server cannot produce (GPU runs),
-    and results of a given shape (tests/fake_results.py)."""
+    and results of a given shape (tests/support/results_by_hand.py)."""
     page.evaluate("async (result) => { const { emit } = await import('/static/js/hub.js'); emit('run-result', { run_id: null, result }); }",
                   result)
 

@@ -254,7 +254,7 @@ def test_a_class_in_the_browser(browser, live_server):
     the two, and a hint the teacher pushes to them appears on their pages."""
     import time
 
-    from tests.support import set_source
+    from tests.support.browser import set_source
     shots = "/tmp/shots"
     teacher = browser.new_context(viewport={"width": 1280, "height": 860})
     made = teacher.request.post(f"{live_server}/api/classes", data={"title": "GPU class", "puzzles": ["constant_add"],

@@ -7,7 +7,7 @@ import pytest
 
 from sandbox.run import sweep as sweeps
 from sandbox.spec import SpecError, normalize
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 RUN_TIMEOUT_MS = 60_000
 SHOTS = "/tmp/shots"

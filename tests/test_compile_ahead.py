@@ -4,7 +4,7 @@ import time
 
 from app import socketio
 from sandbox.run.pipeline import COMPILED_AHEAD
-from tests.support import VECTOR_ADD, vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 from tests.test_runs import collect_until_result
 
 

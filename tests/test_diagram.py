@@ -1,14 +1,14 @@
-"""The block-assignment diagram in a real browser, on a standalone page (tests/diagram_harness.html).
+"""The block-assignment diagram in a real browser, on a standalone page (tests/support/diagram_harness.html).
 
-Traces are written by hand (tests/fake_results.py), in the shape the run pipeline returns, so these
+Traces are written by hand (tests/support/results_by_hand.py), in the shape the run pipeline returns, so these
 tests need no kernel run: they check what the learner sees for a given trace.
 """
 import json
 
 import pytest
 
-from tests.fake_results import LOAD_X, LOAD_Y, STORE_OUT, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace
-from tests.frontend_harness import harness_page, static_server
+from tests.support.results_by_hand import LOAD_X, LOAD_Y, STORE_OUT, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace
+from tests.support.harness_pages import harness_page, static_server
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"

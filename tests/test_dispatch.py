@@ -8,8 +8,9 @@ import time
 import pytest
 
 from app import create_app, socketio
-from app.dispatch import slot as dispatcher_module
-from tests.support import ENDLESS, wait_until_ready
+from app.dispatch import interface, slot as dispatcher_module
+from tests.support.apps import wait_until_ready
+from tests.support.kernels import ENDLESS
 from tests.test_runs import collect_until_result, run
 
 TIMEOUT_S = 3.0

@@ -3,7 +3,7 @@ import pytest
 
 from app.gallery import load_example
 from sandbox.run.bench import PEAK_TFLOPS
-from tests.support import VECTOR_ADD, vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 from tests.test_timings import AUTOTUNED_ADD, without_block_size
 
 pytestmark = pytest.mark.gpu

@@ -16,8 +16,8 @@ from sandbox.launch.kernel import write_source
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace, provenance
 from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
-from tests.support import VECTOR_ADD, vector_add_spec
-from tests.trace_corpus import BUGS, CORPUS
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
+from tests.support.trace_corpus import BUGS, CORPUS
 
 pytestmark = pytest.mark.integration  # the two tracers over the whole trace corpus
 
@@ -292,7 +292,7 @@ def test_an_overrun_whose_record_did_not_fit_its_slot_is_still_named(record_lane
     # Pointer arguments moved with `X += row * stride`, the store's mask removed: the last row writes
     # past the end. With many programs sharing the record buffer, that program's slot is too small for
     # its stray store: it is recorded again alone (or, past any buffer, named without its offsets).
-    from tests.trace_corpus import spec
+    from tests.support.trace_corpus import spec
     raw = spec("k", MOVED_POINTERS, {"x": "torch.randn(64, 100)", "y": "torch.empty(64, 100)"},
                {"X": "x", "Y": "y", "stride": "x.stride(0)", "N": 100, "BLOCK": 128}, "(64,)")
     monkeypatch.setattr(gpu_trace, "RECORD_LANES", record_lanes)

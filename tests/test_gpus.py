@@ -13,7 +13,7 @@ from app.dispatch.slot import worker_env
 from sandbox import gpus
 from sandbox.jail import isolation
 from sandbox.run import pipeline
-from tests.support import VECTOR_ADD, vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 H100 = "NVIDIA H100 80GB HBM3"
 

@@ -13,7 +13,7 @@ import unicodedata
 import pytest
 
 from app.course import puzzles
-from tests.support import running_app
+from tests.support.apps import running_app
 
 CONSTANT_ADD = puzzles.builtin("constant_add")
 FORMULA_STARTS = ("=", "+", "-", "@")
@@ -366,7 +366,7 @@ def test_the_dashboard_locks_the_class_and_a_pushed_link_names_its_site(browser,
     """On the pages: a link the teacher pushes to another site shows its host and opens in a new tab
     without this page as its opener; the dashboard's switch closes the class, and a newcomer's Join
     says so."""
-    from tests.support import page_without_errors
+    from tests.support.browser import page_without_errors
     teacher = browser.new_context()
     made = teacher.request.post(f"{live_server}/api/classes", data={"title": "Locked", "puzzles": ["constant_add"]}).json()
     dashboard = teacher.new_page()

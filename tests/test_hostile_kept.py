@@ -24,9 +24,10 @@ from app.dispatch import jobs as jobs_module
 from app.dispatch.interface import QueueFull
 from app.owners import key as owner_key
 from sandbox.protocol import FOREIGN, OWN
-from tests import hostile_cases as H
-from tests.support import ROOT, VECTOR_ADD, vector_add_spec
-from tests.test_hostile import puzzle_body
+from tests.support import attacks as H
+from tests.support import ROOT
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
+from tests.support.hostile import puzzle_body
 from tests.test_runs import collect_until_result
 
 FORGED_MS = 31337.0
@@ -57,7 +58,7 @@ def kept(tmp_path_factory):
     """One worker (its slot keeps the reference timings: every run lands on it) and no gallery
     warm-up: whatever a kernel cache holds, a test's runs put there."""
     from app import create_app
-    from tests.support import wait_until_ready
+    from tests.support.apps import wait_until_ready
     root = tmp_path_factory.mktemp("kept")
     app = create_app({"TESTING": True, "DATABASE": str(root / "db.sqlite"), "RUN_ROOT": str(root / "runs"),
                       "WORKERS": 1, "SHARED_KERNELS": 0, "RUN_TIMEOUT_S": 30.0})
@@ -118,7 +119,7 @@ def assert_nothing_planted(app, browser, name):
 
 def teachers_puzzle(app, **changes):
     """A teacher's puzzle, stored as POST /api/puzzles stores one once its checks pass (the checks are
-    test_hostile's and test_puzzles'); the spec its page runs."""
+    test_hostile_owners' and test_puzzles'); the spec its page runs."""
     from app.course import puzzles
     body = json.loads(puzzle_body(**changes))
     body["title"] = "Puzzle " + secrets.token_hex(6)
@@ -225,7 +226,7 @@ def test_a_run_cannot_keep_a_timing_where_another_references_key_points(kept):
 
 @pytest.mark.browser
 def test_the_step_tab_of_someone_elses_link_plants_nothing_in_the_viewers_kernels(app, browser, live_server):
-    from tests.support import new_page
+    from tests.support.browser import new_page
     from tests.test_browser import open_playground, run_and_wait
     from tests.test_stepper import step_through
     name = planted_name()

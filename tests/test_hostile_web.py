@@ -3,7 +3,7 @@ run: each sends what a client may send (a request, an event, a run's code) and a
 attack is answered within a bound AND that `/healthz` answers quickly meanwhile (a web process
 stalled by one request stalls every page and run of the server).
 
-The requests go to the server as `make run` starts it (tests/test_hostile.ProductionServer: gunicorn's
+The requests go to the server as `make run` starts it (tests/support/hostile_targets.ProductionServer: gunicorn's
 gevent worker, where one request that computes holds every connection); the compiles ahead go
 through an app with real workers.
 """
@@ -16,8 +16,9 @@ import pytest
 
 from app import socketio
 from sandbox import settings
-from tests.support import VECTOR_ADD, vector_add_spec
-from tests.test_hostile import JSON, ProductionServer, from_address, serving, wait_for
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
+from tests.support.hostile import JSON, from_address, wait_for
+from tests.support.hostile_targets import ProductionServer, serving
 from tests.test_runs import collect_until_result
 
 pytestmark = pytest.mark.integration
@@ -225,7 +226,7 @@ def test_abandoned_handshakes_do_not_lock_an_address_out(server):
 @pytest.fixture(scope="module")
 def workers_app(tmp_path_factory):
     """Two real workers, as the server's default on a host without a GPU."""
-    from tests.support import running_app
+    from tests.support.apps import running_app
     with running_app(tmp_path_factory.mktemp("hostile-web-app"), WORKERS=2, RUN_TIMEOUT_S=20.0) as app:
         yield app
 

@@ -7,7 +7,7 @@ import triton
 
 from sandbox.errors import RunError
 from sandbox.launch.ir import compile_ir, nvidia_tool, parse_arch
-from tests.support import VECTOR_ADD, vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
 

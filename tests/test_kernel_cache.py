@@ -3,7 +3,7 @@ import os
 
 from sandbox.launch.ir import compile_ir
 from sandbox.worker.kernel_cache import KernelCaches
-from tests.support import VECTOR_ADD
+from tests.support.kernels import VECTOR_ADD
 from tests.test_ir import vector_add_args, write
 
 ALICE, BOB = "a1" * 16, "b2" * 16

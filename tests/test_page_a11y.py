@@ -4,7 +4,7 @@ tabs, the splitters and the program chips; tabs move with the arrow keys and con
 splitters move with the keyboard; an input's controls are named after it, and follow a rename."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser

@@ -3,7 +3,7 @@ the change made, not the renumbering of MLIR's location ids (`loc(#loc22)`) and 
 says which rows of a big tensor its figure shows."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser

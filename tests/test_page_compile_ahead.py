@@ -5,7 +5,9 @@ import uuid
 
 import pytest
 
-from tests.support import page_without_errors, running_app, served, vector_add_spec, wait_until_ready
+from tests.support.apps import running_app, served, wait_until_ready
+from tests.support.browser import page_without_errors
+from tests.support.kernels import vector_add_spec
 from tests.test_browser import RUN_TIMEOUT_MS, open_playground
 
 pytestmark = pytest.mark.browser

@@ -1,5 +1,5 @@
 """The Diagram tab says true things about the selected program, in a real browser at 1280x720
-(traces written by hand, tests/fake_results.py): its counter gives the program id, a program whose
+(traces written by hand, tests/support/results_by_hand.py): its counter gives the program id, a program whose
 elements would be a sliver of a tall tensor is zoomed into view, and plotly's mode bar offers
 nothing that sends data off-site. Then through the real server and one worker tracing at most
 TRACE_MAX_PROGRAMS programs: an out-of-bounds run opens the diagram on the offending program with
@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from tests.fake_results import row_sum_2d_trace, vector_add_trace
-from tests.frontend_harness import harness_page, static_server
-from tests.support import VECTOR_ADD, page_without_errors, running_app, served, set_source
+from tests.support.results_by_hand import row_sum_2d_trace, vector_add_trace
+from tests.support.harness_pages import harness_page, static_server
+from tests.support.apps import running_app, served
+from tests.support.browser import page_without_errors, set_source
+from tests.support.kernels import VECTOR_ADD
 
 pytestmark = pytest.mark.browser
 SHOTS = "/tmp/shots"

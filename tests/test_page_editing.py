@@ -3,7 +3,7 @@ spaces, or what the loaded file uses), Undo stops at the kernel that was loaded 
 after it, a puzzle), and long lines wrap on request."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ import html
 
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground, share
 
 pytestmark = pytest.mark.browser

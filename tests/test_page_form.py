@@ -5,8 +5,7 @@ is shown at once on its field before any run is sent; a dtype its init cannot ma
 the form in plain words."""
 import pytest
 
-from tests import support
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors, set_source as replace_source
 from tests.test_browser import open_playground, record_runs, run_and_wait
 
 pytestmark = pytest.mark.browser
@@ -33,7 +32,7 @@ def page(browser):
 
 
 def set_source(page, source):
-    support.set_source(page, source)
+    replace_source(page, source)
     page.wait_for_timeout(500)  # the form follows the source after a short pause
 
 

@@ -4,7 +4,7 @@ is hidden makes CodeMirror log nothing, and the editor lights one "current" thin
 diagram's program, an IR line or a step, never two of them left over together."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,8 @@ elements past the end that no figure can draw."""
 import pytest
 
 from app.course import puzzles
-from tests.support import VECTOR_ADD, page_without_errors, set_source, vector_add_spec
+from tests.support.browser import page_without_errors, set_source
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 from tests.test_puzzles import graded_run
 

@@ -3,7 +3,7 @@ picker shows its name, and Run stays on screen and is what a tap on it hits, bef
 scrolling down to the results."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground
 
 pytestmark = pytest.mark.browser

@@ -5,8 +5,8 @@ labels, integer offsets in the Step tab as integers, error text without literal 
 titled "stopped"."""
 import pytest
 
-from tests.fake_results import error_result, result
-from tests.support import page_without_errors
+from tests.support.results_by_hand import error_result, result
+from tests.support.browser import page_without_errors
 from tests.test_browser import inject_result, open_diagram, open_playground, overlap, run_and_wait
 from tests.test_stepper import step_through
 

@@ -4,7 +4,7 @@ the kernel the moment its inputs change, and typing a value then clicking Run se
 two."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser

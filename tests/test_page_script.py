@@ -3,7 +3,7 @@ one shows its diagram, timings and IR; a launch becomes a form run; an out-of-bo
 and drawn; share links and embeds of a script run it again."""
 import pytest
 
-from tests.support import page_without_errors, set_source
+from tests.support.browser import page_without_errors, set_source
 from tests.test_browser import open_playground, run_and_wait, share
 from tests.test_script import OVERRUN, program
 

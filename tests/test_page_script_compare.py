@@ -4,7 +4,7 @@ launches and offers the same one; the labels name launches, never `undefined`; a
 not "changed since this run"."""
 import pytest
 
-from tests.support import page_without_errors, set_source
+from tests.support.browser import page_without_errors, set_source
 from tests.test_browser import run_and_wait
 from tests.test_page_script import launch_rows, pick_launch, script_page
 

@@ -9,7 +9,8 @@ import pytest
 
 from app.course import puzzles
 from app.web.export import export_script
-from tests.support import page_without_errors, set_source, vector_add_spec
+from tests.support.browser import page_without_errors, set_source
+from tests.support.kernels import vector_add_spec
 from tests.test_browser import open_diagram, open_playground, run_and_wait
 from tests.test_export import run_script
 

@@ -4,7 +4,8 @@ without a value marked as such (not a 0, which would teach that a mask reads zer
 accesses in the diagram's words (`a[32..63, 0..31]`, not a list of flat offsets)."""
 import pytest
 
-from tests.support import page_without_errors, vector_add_spec
+from tests.support.browser import page_without_errors
+from tests.support.kernels import vector_add_spec
 from tests.test_browser import open_playground
 from tests.test_stepper import step_through, stepped
 

@@ -5,8 +5,9 @@ test client takes over its app's sending, so a browser on that app would hear no
 
 import pytest
 
-from tests.support import (ENDLESS, VECTOR_ADD, page_without_errors, running_app, served, set_source, wait_until_busy,
-                           wait_until_ready)
+from tests.support.apps import running_app, served, wait_until_busy, wait_until_ready
+from tests.support.browser import page_without_errors, set_source
+from tests.support.kernels import ENDLESS, VECTOR_ADD
 from tests.test_browser import open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser

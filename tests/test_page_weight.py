@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from tests.support import ROOT, page_without_errors
+from tests.support import ROOT
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_diagram, run_and_wait
 
 SHOTS = "/tmp/shots"

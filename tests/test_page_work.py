@@ -4,7 +4,7 @@ runs; Fork on a shared link), Tab never edits what the reader cannot see, and an
 is shown as prose beside its kernel."""
 import pytest
 
-from tests.support import page_without_errors
+from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground, record_runs, run_and_wait, share, share_from_elsewhere
 
 pytestmark = pytest.mark.browser

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from app.course import puzzles
-from tests.support import set_source
+from tests.support.browser import set_source
 
 RUN_TIMEOUT_MS = 60_000
 SHOTS = "/tmp/shots"
@@ -209,7 +209,7 @@ def test_unknown_puzzle_is_refused(client, spec):
 
 
 def test_teacher_turns_a_spec_into_a_puzzle(client, spec):
-    from tests.support import VECTOR_ADD
+    from tests.support.kernels import VECTOR_ADD
     body = {"spec": {**spec, "source": VECTOR_ADD, "reference": {"out": "x + y + 0.0"}},
             "title": "Add two vectors", "statement": "Write `out` as the sum of the inputs.",
             "hints": ["Load both.", "Mask the tail."],
@@ -236,7 +236,7 @@ def test_a_teachers_puzzle_is_checked_before_it_is_saved(client, spec):
     """Saving runs the solution and the starter on every test size, in run processes: a starter that
     passes, a solution that fails, test sizes the launch never uses are refused on their field."""
     from app.db import get_db
-    from tests.support import VECTOR_ADD
+    from tests.support.kernels import VECTOR_ADD
     sized = {**spec, "source": VECTOR_ADD, "inputs": {"x": "torch.randn(N)", "y": "torch.randn(N)", "out": "torch.empty(N)"}}
     body = {"spec": sized, "title": "Add with a tail", "statement": "Write `out = x + y`.", "hints": [],
             "starter": VECTOR_ADD.replace("mask = offs < n", "mask = offs < offs + 1"), "tests": [{"N": 7}, {"N": 1000}]}
@@ -354,7 +354,7 @@ def test_a_solved_puzzle_reopens_on_the_solution_that_passed(browser, live_serve
     """1280 x 720: solved, a puzzle offers the next one; reloaded or opened again from the course it
     shows the passing kernel (not the starter, and no "unsaved edits" offer); Start over brings the
     starter back."""
-    from tests.support import page_without_errors
+    from tests.support.browser import page_without_errors
     puzzle = puzzles.builtin("constant_add")
     with page_without_errors(browser, width=1280, height=720) as page:
         page.goto(f"{live_server}/puzzles/constant_add")
@@ -391,7 +391,7 @@ def test_teacher_makes_a_puzzle_in_the_page(browser, live_server):
     """1280 x 720: the dialog fits the window (Save and Close in view); its starter is a code editor
     holding the kernel without the lesson; a starter left as the solution and test sizes the launch
     never uses are refused on their fields; the student preview; then the link."""
-    from tests.support import page_without_errors
+    from tests.support.browser import page_without_errors
     # console=False: the refusals are 400 answers, which the console reports; script errors still fail the test
     with page_without_errors(browser, width=1280, height=720, console=False) as page:
         page.goto(f"{live_server}/examples/vector_add")

@@ -4,7 +4,7 @@ import copy
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.run.pipeline import run_spec
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 
 def test_a_real_result_conforms_and_every_drift_is_named():
@@ -38,7 +38,7 @@ def test_a_build_error_names_its_field_and_line():
 
 
 def test_the_browser_tests_fake_results_conform_too():
-    from tests.fake_results import ALL_RESULTS, ALL_TRACES, OLD_SHAPE_ERROR
+    from tests.support.results_by_hand import ALL_RESULTS, ALL_TRACES, OLD_SHAPE_ERROR
     for fake in ALL_RESULTS:
         assert results.problems(fake) == [], fake
     for trace in ALL_TRACES:

@@ -8,7 +8,8 @@ import pytest
 
 from app import socketio
 from app.dispatch.slot import worker_env
-from tests.support import ENDLESS, ROOT, VECTOR_ADD, vector_add_spec
+from tests.support import ROOT
+from tests.support.kernels import ENDLESS, VECTOR_ADD, vector_add_spec
 
 pytestmark = pytest.mark.integration  # starts run processes and workers
 
@@ -346,7 +347,7 @@ def collect_until_result(client, run_id, timeout_s=60):
 
 @pytest.fixture(scope="module")
 def quick_timeout_app(tmp_path_factory):
-    from tests.support import running_app
+    from tests.support.apps import running_app
     with running_app(tmp_path_factory.mktemp("db"), WORKERS=1, RUN_TIMEOUT_S=3.0) as app:
         yield app
 
@@ -391,7 +392,7 @@ def test_a_tensor_made_in_an_argument_expression_is_traced_by_its_parameter(clie
 def test_scratch_dirs_go_with_their_runs_and_with_a_stopped_or_killed_worker(tmp_path, spec):
     import tempfile
     from app import create_app
-    from tests.support import wait_until_ready, wait_until_warmed
+    from tests.support.apps import wait_until_ready, wait_until_warmed
     run_root = os.path.join(tempfile.gettempdir(), "playground-runs")
     os.makedirs(run_root, exist_ok=True)
     orphan = tempfile.mkdtemp(prefix="run-999999999-", dir=run_root)  # left by a worker long dead

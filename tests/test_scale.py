@@ -1,5 +1,5 @@
 """Scale out (REDIS_URL, DATABASE_URL): a real Redis on a free port, a real PostgreSQL made from scratch
-(tests/postgres.py), two web processes as `make run` starts them and two Celery workers as `make
+(tests/support/postgres.py), two web processes as `make run` starts them and two Celery workers as `make
 worker` starts them (Triton's interpreter here). A client on either web process gets its results,
 never another client's events; a worker killed mid-run costs that run an error result, exactly once,
 and the next run works; a web process killed costs only its own clients; the owner's share of the

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from app import socketio
-from tests.support import running_app
+from tests.support.apps import running_app
 from tests.test_runs import collect_until_result
 
 SCRIPTS = pathlib.Path(__file__).parent / "scripts"
@@ -323,7 +323,7 @@ def test_a_launch_form_request_names_what_is_wrong(app):
 
 
 def test_an_exported_form_run_runs_in_script_mode_unchanged(app):
-    from tests.support import vector_add_spec
+    from tests.support.kernels import vector_add_spec
     spec = vector_add_spec(n=5000, block=256)
     exported = app.test_client().post("/api/export", json=spec).get_data(as_text=True)
     result, _ = run_script(app, exported)

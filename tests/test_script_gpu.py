@@ -8,7 +8,7 @@ import pytest
 import socketio as socketio_client
 
 from app import socketio
-from tests.support import running_app, served, wait_until_ready
+from tests.support.apps import running_app, served, wait_until_ready
 from tests.test_script import OVERRUN, PROGRAMS, program, program_run, run_script
 
 pytestmark = pytest.mark.gpu

@@ -8,7 +8,7 @@ import pytest
 
 from app import create_app
 from app.db import connect
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 
 def share(client, spec, ui=None):

@@ -3,7 +3,7 @@
 A new owner's first run of an unedited example finds every kernel it needs compiled and compiles
 nothing of its own; anything else keeps the per-owner semantics (an edited kernel compiles into its
 owner's cache; a run from someone else's link keeps nothing). The attacks on the shared entries are
-in tests/test_hostile.py."""
+in tests/test_hostile_kernel_caches.py."""
 import hashlib
 import json
 import os
@@ -19,7 +19,8 @@ from sandbox.launch.ir import DERIVED_FILE, compile_ir
 from sandbox.worker import shared_kernels
 from sandbox.worker.kernel_cache import GROUP
 from sandbox.worker.shared_kernels import SharedKernels
-from tests.support import VECTOR_ADD, wait_until_warmed
+from tests.support.apps import wait_until_warmed
+from tests.support.kernels import VECTOR_ADD
 from tests.test_ir import vector_add_args, write
 
 pytestmark = pytest.mark.integration  # starts workers and their warm-up
@@ -213,7 +214,7 @@ def run_twice(client, spec):
 @pytest.fixture(scope="module")
 def warmed_app(tmp_path_factory):
     from app import create_app
-    from tests.support import wait_until_ready
+    from tests.support.apps import wait_until_ready
     root = tmp_path_factory.mktemp("shared-kernels")
     app = create_app({"TESTING": True, "DATABASE": str(root / "db.sqlite"), "RUN_ROOT": str(root / "runs"),
                       "WORKERS": 2, "RUN_TIMEOUT_S": 60.0})

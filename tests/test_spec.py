@@ -3,7 +3,7 @@ import copy
 import pytest
 
 from sandbox.spec import DEFAULT_OPTIONS, SCRIPT_ONLY_OPTIONS, SpecError, launch_key, normalize
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 
 def test_defaults_are_filled_in():

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 RUN_TIMEOUT_MS = 60_000
 SHOTS = "/tmp/shots"

@@ -5,8 +5,8 @@ import time
 import pytest
 
 from app import socketio
-from tests.support import (ENDLESS, first_worker_busy, running_app, vector_add_spec, wait_until_busy,
-                           wait_until_ready)
+from tests.support.apps import first_worker_busy, running_app, wait_until_busy, wait_until_ready
+from tests.support.kernels import ENDLESS, vector_add_spec
 from tests.test_runs import collect_until_result
 
 

@@ -1,5 +1,5 @@
 """The database, the same tests on both: SQLite (the default, DATABASE) and a real PostgreSQL
-(DATABASE_URL, a server made from scratch: tests/postgres.py). Migrations applied once, in order,
+(DATABASE_URL, a server made from scratch: tests/support/postgres.py). Migrations applied once, in order,
 idempotent at a restart and once when web processes start together; snippets and teachers' puzzles
 by content; a class from its creation to its CSV; a solution's outcome claimed once and kept."""
 import csv
@@ -15,7 +15,7 @@ import pytest
 from app import create_app
 from app.course import classes, puzzles, submissions
 from app import db as database
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 ONE_PUZZLE = [{"name": "constant_add", "due": None}]
 

@@ -9,7 +9,7 @@ from triton import Config
 from sandbox.run import bench
 from sandbox.run.bench import autotune_table
 from sandbox.run.pipeline import run_spec
-from tests.support import VECTOR_ADD, vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 AUTOTUNED_ADD = VECTOR_ADD.replace("@triton.jit\n", '''@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 128}, num_warps=4),
                           triton.Config({"BLOCK_SIZE": 256}, num_warps=8)], key=["n"])

@@ -1,11 +1,11 @@
 """The trace model (static/js/trace-model.js) and its words, as functions: small traces in, the
 programs, owners, masked lanes, atomics and coverage verdicts out. Run in headless chromium on a
-page that only imports the modules (tests/model_harness.html): no app, no plotly."""
+page that only imports the modules (tests/support/model_harness.html): no app, no plotly."""
 
 import pytest
 
-from tests.fake_results import atomic_sum_trace, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace, without_coverage
-from tests.frontend_harness import harness_page, static_server
+from tests.support.results_by_hand import atomic_sum_trace, out_of_bounds_trace, row_sum_2d_trace, vector_add_trace, without_coverage
+from tests.support.harness_pages import harness_page, static_server
 
 pytestmark = pytest.mark.browser
 

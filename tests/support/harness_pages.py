@@ -1,5 +1,5 @@
 """Headless chromium and a static server for the front-end tests that need no app: the page's
-modules are served from static/ beside small harness pages in tests/."""
+modules are served from static/ beside the small harness pages here."""
 import functools
 import glob
 import http.server
@@ -7,7 +7,8 @@ import os
 import threading
 from contextlib import contextmanager
 
-from tests.support import CHROMIUM, CHROMIUM_ARGS, ROOT
+from tests.support import ROOT
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
 PAGES = {"/harness.html": "diagram_harness.html", "/model.html": "model_harness.html"}
 
@@ -26,7 +27,7 @@ class HarnessHandler(http.server.SimpleHTTPRequestHandler):
         if path == "/plotly.min.js":
             return plotly_js_path()
         if path in PAGES:
-            return os.path.join(ROOT, "tests", PAGES[path])
+            return os.path.join(ROOT, "tests", "support", PAGES[path])
         if path.startswith("/static/"):
             return os.path.join(ROOT, path.lstrip("/"))
         return os.path.join(ROOT, "missing")

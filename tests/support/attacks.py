@@ -1,4 +1,4 @@
-"""The sources of the hostile corpus (tests/test_hostile.py): module-level Python that a run
+"""The sources of the hostile corpus (tests/test_hostile_*.py): module-level Python that a run
 executes before its kernel is launched.
 
 Every attack runs after PRELUDE, which gives it CONTEXT (pids, paths and markers the test knows)

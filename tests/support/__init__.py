@@ -1,0 +1,23 @@
+"""What tests share besides fixtures, each module for what it serves; tests import from them, never
+from conftest:
+
+- kernels: the vector add most tests run (its source, its spec) and a run that never ends
+- apps: a real app with its workers, waiting for them, serving it over HTTP
+- browser: chromium's launch settings and the pages a test opens in it
+- harness_pages: the front-end's modules on standalone pages (no app), with results_by_hand
+- attacks, hostile, hostile_targets: the hostile corpus's attack sources, its checker and its targets
+- trace_corpus: kernels both tracers must see alike
+- postgres: a real PostgreSQL server made from scratch
+
+Here: the project's root and whether this host has a GPU."""
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def has_gpu():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
