@@ -1,6 +1,7 @@
 """Script mode's capture: the program run as its own `__main__` in Triton's interpreter, with
 Triton's launch path hooked (sandbox.run.script says how), each launch numbered, recorded
-(sandbox.run.launch_record) and bounds-checked; the launches that may be shown kept."""
+(sandbox.run.launch_record) and made by the launch pass (sandbox.run.launch_pass: bounds-checked
+and traced); the launches that may be shown kept."""
 import contextlib
 import sys
 import time
@@ -18,10 +19,10 @@ from sandbox.launch.kernel import LAUNCH_OPTIONS, Kernel, as_run_error, interpre
 from sandbox.launch.twin import compiled_twin
 from sandbox.run import bench
 from sandbox.run.benchmarks import Benchmarks, interpreter_do_bench
+from sandbox.run.launch_pass import LaunchPass, interpreter_tracer
 from sandbox.run.launch_record import (DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, bind, describe_launch, grid_text,
                                        resolve_grid)
 from sandbox.run.origins import Origins
-from sandbox.run.launch_pass import LaunchPass, interpreter_tracer
 from sandbox.trace import provenance
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
