@@ -5,7 +5,7 @@
 // its table with the fastest.
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { formatCount, formatMs, formatNumber } from "./format.js";
+import { formatClock, formatCount, formatMs, formatNumber } from "./format.js";
 import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
 import { loadPlotly } from "./plotly.js";
 import { coverageDiff, resourceRows, timeChange, unifiedDiff, withoutRenumbering } from "./compare-model.js";
@@ -270,7 +270,7 @@ function render() {
     onclick: () => { pinned = { ...latest, at: new Date() }; render(); } }, pinned ? "Pin this run instead" : "Pin this result");
   const unpin = pinned ? h("button", { type: "button", class: "button small ghost", id: "unpin-button", onclick: () => { pinned = null; render(); } }, "Unpin") : null;
   sections.push(h("div", { class: "compare-head" }, pinButton, unpin,
-    h("span", { class: "hint", id: "pinned-label" }, pinned ? `Pinned: ${launchWords(pinned)} (${pinned.at.toLocaleTimeString()})`
+    h("span", { class: "hint", id: "pinned-label" }, pinned ? `Pinned: ${launchWords(pinned)} (${formatClock(pinned.at)})`
       : "Pin a result, change something, run again: this tab shows what changed.")));
   let draw = () => {};
   const differ = pinned && latest && latest.result !== pinned.result ? differentLaunches(pinned, latest) : null;

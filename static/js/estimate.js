@@ -4,7 +4,7 @@
 // measured on the 2-core CPU VM of the README (triton 3.7.1, torch 2.13.0), vector add costs about
 // 1 ms a program plus 1 µs an element: 4M elements in blocks of 1024 took 8-10 s, 262,144 in
 // blocks of 16 (16,384 programs) 17.7 s. An estimate to warn by, not a promise.
-import { formatCount } from "./format.js";
+import { formatCount, formatSeconds } from "./format.js";
 
 const PROGRAM_S = 1e-3;
 const ELEMENT_S = 1e-6;
@@ -34,7 +34,7 @@ export function estimate({ elements, blocks, grid, ir }) {
 // The warning for an estimate against the time limit, or null when the run should fit.
 export function estimateWarning(found, limitS) {
   if (!found || !limitS || found.seconds < WARN_SHARE * limitS) return null;
-  const about = found.seconds < 10 ? found.seconds.toFixed(1) : Math.round(found.seconds);
+  const about = formatSeconds(found.seconds);
   const what = found.programs !== null ? `${formatCount(found.programs)} programs, run one after another` : "its inputs";
   const verdict = found.seconds >= limitS ? `will not fit in the ${limitS} s limit` : `is close to the ${limitS} s limit`;
   return `In the interpreter this launch takes about ${about} s (${what}): it ${verdict}. `

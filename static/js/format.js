@@ -11,6 +11,32 @@ export function formatCount(n) {
   return missing(n) ? MISSING : n.toLocaleString("en-US");
 }
 
+// An integer-valued quantity as a whole number (an offset of 98,431, never 9.84e+4); a mean of
+// such values to one decimal: 98,431.5.
+export function formatWhole(value) {
+  return missing(value) || Number.isInteger(value) ? formatCount(value) : value.toLocaleString("en-US", { maximumFractionDigits: 1 });
+}
+
+// A share of a whole as a percentage: 0.424 → "42%".
+export function formatPercent(share) {
+  return `${(100 * share).toFixed(0)}%`;
+}
+
+// How many times one quantity is another: a speedup of 1.37.
+export function formatRatio(x) {
+  return x.toFixed(2);
+}
+
+// An estimated duration in seconds: 3.4 below ten, whole seconds above.
+export function formatSeconds(seconds) {
+  return seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
+}
+
+// A moment of this session (a Date) as the reader's clock shows it: 10:04:31.
+export function formatClock(date) {
+  return date.toLocaleTimeString();
+}
+
 // "3 programs", "1 element": a count and its noun.
 export function plural(n, noun, nouns = `${noun}s`) {
   return `${formatCount(n)} ${n === 1 ? noun : nouns}`;

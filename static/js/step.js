@@ -7,7 +7,7 @@
 // stored. The editor marks the step's lines.
 import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
-import { formatCount, formatNumber, formatPid, formatTuple } from "./format.js";
+import { formatCount, formatNumber, formatPid, formatTuple, formatWhole } from "./format.js";
 import { errorCard } from "./error-card.js";
 import { regionText } from "./trace-words.js";
 import { postRun } from "./provenance.js";
@@ -55,7 +55,7 @@ function heat(values, unset) {
   return (v) => {
     if (typeof v !== "number" || !Number.isFinite(v) || hi === lo) return null;
     const t = (v - lo) / (hi - lo);
-    return `background: rgba(91, 157, 255, ${(0.12 + 0.6 * t).toFixed(2)})`;
+    return `background: rgba(91, 157, 255, ${Math.round(12 + 60 * t) / 100})`;
   };
 }
 
@@ -89,7 +89,7 @@ function tileTable(value) {
 // An integer tile's values as integers (an offset of 98,431, never 9.84e+4); a float's to three digits.
 function statText(value, dtype, kind) {
   if (!/int/.test(dtype ?? "") && kind !== "pointer") return formatNumber(value);
-  return Number.isInteger(value) ? formatCount(value) : value.toLocaleString("en-US", { maximumFractionDigits: 1 });
+  return formatWhole(value);
 }
 
 function summaryText({ summary, corner, dtype, kind }) {

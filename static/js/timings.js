@@ -4,7 +4,7 @@
 import { on } from "./hub.js";
 import { h, replaceChildren, notesList } from "./dom.js";
 import { loadPlotly } from "./plotly.js";
-import { formatBytes, formatCount, formatMs, formatRate, formatScaled } from "./format.js";
+import { formatBytes, formatCount, formatMs, formatPercent, formatRate, formatRatio, formatScaled } from "./format.js";
 
 function metric(label, value, detail, cls = "") {
   return h("div", { class: `metric ${cls}` }, h("div", { class: "label" }, label),
@@ -44,7 +44,7 @@ function ceilingCard({ title, achieved, peak, unit, peakName, peakNote, caption 
   const value = (x) => formatRate(x, unit, "\u00a0");  // no break before the unit
   return h("div", { class: "card ceiling" },
     h("div", { class: "card-head" }, title,
-      h("span", { class: "muted" }, share !== null ? `${(100 * share).toFixed(0)}% of the ${peakName}` : "")),
+      h("span", { class: "muted" }, share !== null ? `${formatPercent(share)} of the ${peakName}` : "")),
     h("div", { class: "card-body" },
       h("div", { class: "bar-row" },
         h("span", { class: "bar-label" }, "achieved"),
@@ -93,7 +93,7 @@ function rooflineCaption(t, facts) {
     ? `${facts.intensity >= facts.ridge ? "right" : "left"} of the ridge at ${formatRate(facts.ridge, "FLOP/B")}, so ${facts.bound}-bound`
     : "memory roof only: no compute peak is known for this GPU and dtype";
   return `${formatRate(facts.intensity, "FLOP/B")} (${formatScaled(t.flops, "FLOP")} over ${formatBytes(t.bytes)}): `
-    + `${where}; ${(100 * facts.share).toFixed(0)}% of the roof at this intensity.`;
+    + `${where}; ${formatPercent(facts.share)} of the roof at this intensity.`;
 }
 
 function rooflineCard(t) {
@@ -138,7 +138,7 @@ function rooflineTraces(t, facts) {
     type: "scatter", mode: "markers", name: "this kernel", x: [facts.intensity], y: [t.tflops],
     marker: { size: 11, color: cssVar("--ok"), line: { color: cssVar("--text-strong"), width: 1.5 } },
     hovertemplate: `this kernel<br>${formatRate(facts.intensity, "FLOP/B")} · ${formatRate(t.tflops, "TFLOP/s")}`
-      + `<br>${(100 * facts.share).toFixed(0)}% of the ${facts.bound} roof<extra></extra>`,
+      + `<br>${formatPercent(facts.share)} of the ${facts.bound} roof<extra></extra>`,
   });
   return traces;
 }
@@ -257,7 +257,7 @@ function gpuTimings(t) {
     h("div", { class: "metrics" },
       metric("Kernel (median)", formatMs(t.kernel_ms.median), spread(t.kernel_ms)),
       t.reference_ms ? metric("PyTorch reference", formatMs(t.reference_ms.median), spread(t.reference_ms)) : null,
-      speedup ? metric("Speedup", h("span", {}, speedup.toFixed(2), h("small", {}, "×")),
+      speedup ? metric("Speedup", h("span", {}, formatRatio(speedup), h("small", {}, "×")),
         speedup >= 1 ? "faster than the reference" : "slower than the reference", speedup >= 1 ? "good" : "slow") : null,
       t.compile_ms !== null && t.compile_ms !== undefined ? metric("First launch", formatMs(t.compile_ms), "includes compiling the kernel") : null),
     comparisonBars(t.kernel_ms, t.reference_ms),

@@ -1,7 +1,8 @@
 // static/js/format.js: numbers, times and program ids as every pane writes them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { formatBytes, formatCount, formatMs, formatNumber, formatOrdinal, formatPid, formatRate, plural, timeAgo }
+import { formatBytes, formatCount, formatMs, formatNumber, formatOrdinal, formatPercent, formatPid, formatRate, formatRatio,
+  formatSeconds, formatWhole, plural, timeAgo }
   from "../../static/js/format.js";
 
 test("counts and nouns", () => {
@@ -38,4 +39,14 @@ test("how long ago", () => {
   assert.equal(timeAgo(now - 10_000, now), "just now");
   assert.equal(timeAgo(now - 5 * 60_000, now), "5 minutes ago");
   assert.equal(timeAgo(now - 3 * 86_400_000, now), "3 days ago");
+});
+
+test("whole numbers, shares, ratios and estimated seconds", () => {
+  assert.equal(formatWhole(98431), "98,431");
+  assert.equal(formatWhole(98431.46), "98,431.5");
+  assert.equal(formatWhole(null), "–");
+  assert.equal(formatPercent(0.424), "42%");
+  assert.equal(formatRatio(1.372), "1.37");
+  assert.equal(formatSeconds(3.42), "3.4");
+  assert.equal(formatSeconds(42.6), "43");
 });

@@ -1,15 +1,11 @@
 // static/js/ui-rules.js with the server's own schema (app/web/share.py schema, as GET /api/spec serves
 // it): the page keeps no copy of the rules of a program id, the IR stages or the row width.
-// PYTHON: the interpreter with the project's requirements (make test gives it).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { uiRules } from "../../static/js/ui-rules.js";
+import { serverSpec } from "./server-spec.mjs";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const served = JSON.parse(execFileSync(process.env.PYTHON || "python3",
-  ["-c", "import json; from app.web.share import schema; print(json.dumps(schema()))"], { cwd: ROOT, encoding: "utf-8" }));
+const served = serverSpec();
 const rules = uiRules(served.ui);
 
 test("the IR stages and the row width are the server's", () => {
