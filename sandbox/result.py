@@ -65,6 +65,24 @@ PROGRAM_CLAIMS = tuple(key for key in RESULT if key not in ("run_id", "stdout", 
 # result.ir's stages, in the compiler's order (SASS: the cubin disassembled), each shown on the IR tab.
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 
+# Why a puzzle's test failed, in words: a test's `failures` (sandbox.grading.verdict.failures) name
+# these, each filled with the test's counts ({mismatched}, {numel}, ...). GET /api/spec serves them.
+FAILURE_WORDS = {
+    "hidden": "its outputs differ from the reference",
+    "mismatched": "{mismatched} of {numel} elements wrong",
+    "unwritten": "{unwritten} never written",
+    "raced": "{raced} stored by several programs without an atomic (a race: on a GPU one store wins)",
+    "undefined_loads": "a load without `other` read masked-off lanes: they are undefined (garbage on a GPU; "
+                       "NaN, or 23130 for integers, when graded), so say what they hold with `other=`",
+}
+
+
+def failure_text(summary):
+    """A failed test's `failures` (result.puzzle.tests) in words, its counts written 1,024."""
+    counts = {key: f"{value:,}" for key, value in summary.items() if isinstance(value, int) and not isinstance(value, bool)}
+    return ", ".join(FAILURE_WORDS[key].format_map(counts) for key in summary["failures"])
+
+
 # The sections of a result a run sends ahead, each once and as it is ready: a part's content is
 # exactly what the result's section of that name holds at the end.
 PARTS = ("check", "trace", "timings", "ir")

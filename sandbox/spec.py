@@ -3,9 +3,11 @@
 Pure Python and free of user-code evaluation, so the web process can validate specs too.
 """
 import ast
+import builtins
 import copy
 import hashlib
 import json
+import keyword
 import math
 import re
 
@@ -34,6 +36,10 @@ BENCHMARKS = ("first", "all")
 FORM_ONLY_FIELDS = ("kernel", "inputs", "args", "grid", "reference")
 SCRIPT_ONLY_OPTIONS = ("launch", "benchmarks")  # not kept in a form run's spec: its content (and link) is as before
 FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol")
+# The names every expression of a spec (inputs, args, grid, reference, flops) may read besides the
+# inputs, the arguments and what the source defines: these modules (sandbox.launch.build gives them),
+# the grid's `meta`, and Python's builtins.
+EXPRESSION_MODULES = ("torch", "triton", "tl", "math")
 MAX_SOURCE_BYTES = 128 * 1024
 NUM_WARPS = (1, 2, 4, 8, 16, 32)  # a CTA's warps: Triton lays blocks out over a power of 2 of them
 PUZZLE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -57,16 +63,31 @@ def is_program_id(value):
             and all(type(v) is int and PROGRAM_ID["min"] <= v <= PROGRAM_ID["max"] for v in value))
 
 
+def option_modes(name):
+    """The modes whose runs take option `name`: a form run's, a script's, or both."""
+    return [mode for mode, refused in (("form", SCRIPT_ONLY_OPTIONS), ("script", FORM_ONLY_OPTIONS)) if name not in refused]
+
+
+def expression_names():
+    """What an expression may read besides the inputs, the arguments and the source's own names;
+    Python's keywords too, as a reader of its identifiers meets them."""
+    return sorted({*EXPRESSION_MODULES, "meta", *keyword.kwlist, *keyword.softkwlist,
+                   *(name for name in vars(builtins) if not name.startswith("_"))})
+
+
 def schema():
-    """What the page and API clients need to build a valid spec: each option's default and its
-    allowed values (served as `GET /api/spec` and in the editor page), from the definitions above."""
+    """What the page and API clients need to build a valid spec: each option's default, its allowed
+    values and the modes that take it, and the names an expression may read (served as
+    `GET /api/spec` and in the editor page), from the definitions above."""
     rules = {"num_warps": {"choices": list(NUM_WARPS)},
              "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
              "device": {"choices": list(DEVICES)},
              "sweep": {"max_configs": MAX_SWEEP_CONFIGS}, "trace_pid": PROGRAM_ID, "step_pid": PROGRAM_ID,
              "benchmarks": {"choices": list(BENCHMARKS)}}
     return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES, "program_id": PROGRAM_ID,
-            "options": {name: {"default": default, **rules.get(name, {})} for name, default in DEFAULT_OPTIONS.items()}}
+            "expression_names": expression_names(),
+            "options": {name: {"default": default, **rules.get(name, {}), "modes": option_modes(name)}
+                        for name, default in DEFAULT_OPTIONS.items()}}
 
 
 class SpecError(Refused, ValueError):

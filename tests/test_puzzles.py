@@ -110,6 +110,9 @@ def test_masked_off_lanes_loaded_without_other_fail_a_graded_test(app):
     assert tests[0]["unwritten"] == 0  # every row was stored: its NaN is not the never-written poison
     assert "a load without `other` read masked-off lanes: they are undefined" in puzzles.failure(tests[0])
     assert tests[3]["numel"] is None and tests[3]["undefined_loads"]  # a hidden test says why, not how big
+    assert [t["failures"] for t in tests] == [["mismatched", "undefined_loads"], [], ["mismatched", "undefined_loads"],
+                                              ["hidden", "undefined_loads"]]
+    assert puzzles.failure(tests[0]).startswith("6 of 6 elements wrong, a load without")
 
 
 def test_course_covers_the_topics():

@@ -1,8 +1,11 @@
+import builtins
 import copy
+import keyword
 
 import pytest
 
-from sandbox.spec import DEFAULT_OPTIONS, SCRIPT_ONLY_OPTIONS, SpecError, launch_key, normalize
+from sandbox import result
+from sandbox.spec import DEFAULT_OPTIONS, SCRIPT_ONLY_OPTIONS, SpecError, launch_key, normalize, schema
 from tests.support.kernels import vector_add_spec
 
 
@@ -75,8 +78,9 @@ def test_a_launch_key_changes_with_what_moves_an_address_and_nothing_else(spec):
 
 def test_the_spec_schema_is_served_from_its_one_definition(client):
     served = client.get("/api/spec").get_json()
-    assert served["options"]["num_warps"] == {"default": 4, "choices": [1, 2, 4, 8, 16, 32]}
-    assert served["options"]["num_stages"] == {"default": 3, "min": 1, "max": 8}
+    assert served["options"]["num_warps"] == {"default": 4, "choices": [1, 2, 4, 8, 16, 32], "modes": ["form", "script"]}
+    assert served["options"]["num_stages"] == {"default": 3, "min": 1, "max": 8, "modes": ["form", "script"]}
+    assert served["empty_result"] == result.new() and served["failure_words"] == result.FAILURE_WORDS
     assert set(served["options"]) == set(normalize(vector_add_spec())["options"]) | set(SCRIPT_ONLY_OPTIONS)
     page = client.get("/").get_data(as_text=True)
     assert '"spec_schema"' in page and '"choices": [1, 2, 4, 8, 16, 32]' in page
@@ -95,3 +99,35 @@ def test_a_script_takes_its_launches_from_the_program_and_a_form_no_script_optio
             normalize(raw)
         assert caught.value.field == field, raw
     assert "mode" not in normalize({**vector_add_spec(), "mode": "form"})  # a form spec is as it always was
+
+
+def test_each_option_says_which_modes_take_it_as_normalize_holds_them():
+    """A spec of each mode keeps exactly the options the schema says that mode takes: an option outside
+    its mode, given a value other than its default, is refused."""
+    options = schema()["options"]
+    for mode, base in (("form", vector_add_spec()), ("script", {"mode": "script", "source": "print(1)\n"})):
+        for name, rule in options.items():
+            other = {"launch": 1, "benchmarks": "all", "puzzle": "p", "sweep": {"num_warps": [2, 4]}, "step_pid": [0],
+                     "check": False, "flops": 2, "atol": 0.5, "rtol": 0.5}.get(name)
+            if other is None:
+                continue
+            try:
+                normalize({**base, "options": {name: other}})
+                taken = True
+            except SpecError:
+                taken = False
+            assert taken == (mode in rule["modes"]), (mode, name)
+
+
+def test_the_expression_names_served_are_those_an_expression_sees():
+    """What the page lets an expression read is what a run gives it: the modules under their names,
+    `meta`, Python's builtins and keywords; nothing else (numpy is not there)."""
+    import types
+    from sandbox.launch.build import expression_namespace
+    namespace = expression_namespace(types.ModuleType("kernel"))
+    assert {name: module.__name__ for name, module in namespace.items()} == {
+        "torch": "torch", "triton": "triton", "tl": "triton.language", "math": "math"}
+    names = set(schema()["expression_names"])
+    python = set(vars(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
+    assert names - python == set(namespace) | {"meta"}
+    assert {"divmod", "hex", "lambda", "None"} <= names and "numpy" not in names

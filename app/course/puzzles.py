@@ -31,6 +31,7 @@ from app import db as database
 from app import literate
 from app.db import get_db
 from sandbox.errors import Refused, unknown_fields
+from sandbox.result import failure_text
 from sandbox.spec import SpecError, normalize
 
 PUZZLES_DIR = Path(__file__).resolve().parents[2] / "kernels" / "puzzles"
@@ -226,26 +227,12 @@ def from_spec(body):
                   hidden=body.get("hidden") or [], options=options)
 
 
-UNDEFINED_LOADS = ("a load without `other` read masked-off lanes: they are undefined (garbage on a GPU; "
-                   "NaN, or 23130 for integers, when graded), so say what they hold with `other=`")
-
-
 def failure(test):
     """Why one test of a graded run failed, in words (sandbox.grading.verdict summary)."""
     if test["error"]:
         line = f" at line {test['error']['line']}" if test["error"].get("line") else ""
         return f"{test['error']['phase']} error{line}: {test['error']['message']}"
-    if test["numel"] is None:  # a hidden test says no more
-        reasons = ["its outputs differ from the reference"]
-    else:
-        reasons = [f"{test['mismatched']} of {test['numel']} elements wrong"] if test["mismatched"] or not test["raced"] else []
-    if test["unwritten"]:
-        reasons.append(f"{test['unwritten']} never written")
-    if test["raced"]:
-        reasons.append(f"{test['raced']} stored by several programs without an atomic")
-    if test.get("undefined_loads"):
-        reasons.append(UNDEFINED_LOADS)
-    return ", ".join(reasons)
+    return failure_text(test)
 
 
 def check_draft(puzzle, run):

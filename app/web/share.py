@@ -8,6 +8,7 @@ import json
 
 from app import db as database
 from app.db import get_db
+from sandbox import result
 from sandbox.errors import Refused
 from sandbox.result import IR_STAGES
 from sandbox.spec import PROGRAM_ID, is_program_id
@@ -79,12 +80,13 @@ UI_FIELDS = {"pane": _pane_error, "pid": _pid_error, "row_width": _row_width_err
 
 
 def schema():
-    """GET /api/spec and the editor page's `spec_schema`: the spec's (sandbox.spec.schema) and, as
-    `ui`, the UI state's rules above, which the page applies to a link's state instead of copies."""
+    """GET /api/spec and the editor page's `spec_schema`: the spec's (sandbox.spec.schema); as `ui`,
+    the UI state's rules above; and of the result (sandbox.result), its shape before a run
+    (`empty_result`) and the words of a puzzle test's failures. The page applies these instead of copies."""
     ui = {"pane": {"choices": list(PANES)}, "pid": PROGRAM_ID, "row_width": {"min": 1, "max": MAX_ROW_WIDTH},
           "ir_stage": {"choices": list(IR_STAGES)}, "title": {"max_length": MAX_TITLE},
           "description": {"max_length": MAX_DESCRIPTION}}
-    return {**spec_schema(), "ui": ui}
+    return {**spec_schema(), "ui": ui, "empty_result": result.new(), "failure_words": result.FAILURE_WORDS}
 
 
 def field_name(key):

@@ -221,6 +221,7 @@ def graded_verdict(job, tests, results, kind):
     first, last = results[0], results[-1]
     expected = job.get("expected")
     summaries[0] = verdict.with_races(summaries[0], first["trace"], expected, list(tests[0]["reference"]))
+    summaries = [verdict.with_failures(s) for s in summaries]
     timing = None
     if last["kernel_ms"] is not None and all(s["ok"] for s in summaries):
         timing = {"device": kind, "kernel_ms": last["kernel_ms"], "ranked": kind == "gpu"}

@@ -12,6 +12,19 @@ kernel's stores differ from the solution's.
 MAX_DIFF_RUNS = 4096  # run-length runs per list: a display test is small, but a result must stay bounded
 
 
+def failures(summary):
+    """The sandbox.result.FAILURE_WORDS that say why a test failed, in order; [] for a test that
+    passed or whose run ended in an error (its error says why)."""
+    if summary["ok"] or summary["error"]:
+        return []
+    if summary["numel"] is None:  # a hidden test says no more
+        reasons = ["hidden"]
+    else:
+        reasons = ["mismatched"] if summary["mismatched"] or not summary["raced"] else []
+    reasons += [key for key in ("unwritten", "raced", "undefined_loads") if summary[key]]
+    return reasons
+
+
 def summary(label, result, hidden=False):
     """One test's line of the verdict. A hidden test says only whether it passed, and an error's
     phase and line: its counts and an error's message would give its size away. `undefined_loads`:
@@ -37,6 +50,10 @@ def with_races(summary, trace, expected, outputs):
     count = sum(raced(trace["coverage"], name) for name in outputs
                 if not (expected and raced(expected.get("coverage"), name))) if trace else 0
     return {**summary, "raced": count, "ok": summary["ok"] and not count}
+
+
+def with_failures(summary):
+    return {**summary, "failures": failures(summary)}
 
 
 def stores(trace, tensor):

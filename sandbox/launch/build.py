@@ -9,14 +9,16 @@ import triton
 import triton.language as tl
 
 from sandbox.errors import RunError
+from sandbox.spec import EXPRESSION_MODULES
 from sandbox.launch.kernel import find_kernel, load_module
 
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
 
 def expression_namespace(module):
+    """What an expression sees: sandbox.spec.EXPRESSION_MODULES, and the source's own public names."""
     helpers = {k: v for k, v in vars(module).items() if not k.startswith("_")}
-    return {"torch": torch, "triton": triton, "tl": tl, "math": math, **helpers}
+    return {**dict(zip(EXPRESSION_MODULES, (torch, triton, tl, math))), **helpers}
 
 
 def evaluate(expr, namespace, what, field, phase="build"):

@@ -22,7 +22,8 @@ const state = {
   loadedFlops: null,    // the spec's options.flops, kept as is while the field still shows it
 };
 let els = null;
-let schema = null;   // the spec's options: {name: {default, choices | min, max}}
+let schema = null;   // the spec's options: {name: {default, choices | min, max, modes}}
+let expressionNames = [];   // what an expression may read besides the launch's own names (the server's schema)
 let server = null;   // {deviceKind, timeoutS}: where runs go ("gpu" | "interpreter" | null) and their limit
 
 // ---- arguments ----
@@ -405,6 +406,7 @@ function showEstimate() {
 // timeoutS}: where runs go and their time limit, for the estimate.
 export function initLaunch(root, specSchema, serverFacts = {}) {
   schema = specSchema.options;
+  expressionNames = specSchema.expression_names;
   root.addEventListener("submit", (event) => event.preventDefault());  // Enter in a field never leaves the page
   server = { deviceKind: serverFacts.deviceKind ?? null, timeoutS: serverFacts.timeoutS ?? null };
   els = {
@@ -444,7 +446,7 @@ export function checkLaunch() {
   const args = {};
   for (const param of kernelParams()) args[param.name] = param.tuned ? "" : argText(param);
   const inputs = state.rows.map((row) => ({ name: row.name, init: row.init, dtype: row.dtype, mode: row.mode, reference: row.reference }));
-  return launchProblems({ args, grid: els.grid.value, inputs }, kernelParams(), state.source);
+  return launchProblems({ args, grid: els.grid.value, inputs }, kernelParams(), state.source, expressionNames);
 }
 
 function problemControl(problem) {

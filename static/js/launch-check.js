@@ -4,12 +4,6 @@
 // puts each problem on its field. The server checks everything again: this only saves round trips.
 import { splitTopLevel } from "./pysource.js";
 
-// Names an expression may use besides the inputs and arguments (spec.md: grid, args, reference).
-const KNOWN = new Set([
-  "triton", "torch", "math", "tl", "meta", "lambda", "True", "False", "None", "and", "or", "not", "if", "else",
-  "for", "in", "is", "abs", "min", "max", "int", "float", "round", "len", "range", "pow", "sum", "tuple", "list",
-  "bool", "divmod", "sorted", "zip", "enumerate", "any", "all",
-]);
 const FLOAT_DTYPES = ["float32", "float16", "bfloat16", "float64"];
 
 // The identifiers an expression reads at its top level: not attributes (x.numel → x), not inside
@@ -62,11 +56,12 @@ export function initDtypeProblem(init, dtype) {
 }
 
 // launch: {args: {name: text}, grid, inputs: [{name, init, dtype, mode, reference}]}; params: the
-// kernel's parameters; source: the kernel's source. → [{field, message}] in the form's order.
-export function launchProblems({ args, grid, inputs }, params, source) {
+// kernel's parameters; source: the kernel's source; expressionNames: what else an expression may
+// read (the server's schema: spec_schema.expression_names). → [{field, message}] in the form's order.
+export function launchProblems({ args, grid, inputs }, params, source, expressionNames) {
   const problems = [];
   const inputNames = inputs.map((input) => input.name);
-  const known = new Set([...KNOWN, ...inputNames, ...params.map((p) => p.name), ...sourceNames(source)]);
+  const known = new Set([...expressionNames, ...inputNames, ...params.map((p) => p.name), ...sourceNames(source)]);
   const unknownIn = (expression) => [...new Set(namesIn(expression))].filter((n) => !known.has(n) && !lambdaNames(expression).includes(n));
   const inputList = inputNames.length ? ` (the inputs are ${inputNames.join(", ")})` : " (there are no inputs yet)";
 

@@ -15,7 +15,7 @@ import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
-import { initScript, scriptMode, scriptSpec, withoutScriptOptions } from "./script.js";
+import { formOptions, initScript, scriptMode, scriptSpec } from "./script.js";
 import { loadPlotly } from "./plotly.js";
 import { isForeign, postRun, sendSpec, setForeign } from "./provenance.js";
 
@@ -52,7 +52,7 @@ function getSpec() {
     args: launch.args,
     grid: launch.grid,
     reference: launch.reference,
-    options: withoutScriptOptions({ ...(loadedSpec && loadedSpec.options), ...launch.options }),
+    options: formOptions({ ...(loadedSpec && loadedSpec.options), ...launch.options }),
   };
 }
 
@@ -161,11 +161,9 @@ function redrawDiagram() {
 
 // ---- running over Socket.IO ----
 
-// A result with nothing to show yet, shaped as the server's (sandbox/result.py).
+// A result with nothing to show yet, as the server makes one (spec_schema.empty_result).
 function emptyResult() {
-  return { run_id: null, status: "ok", device: null, error: null, stdout: "", check: null, timings: null, trace: null,
-           ir: null, notes: [], run_ms: null, puzzle: null, sweep: null, steps: null, launches: null,
-           benchmarks: null };
+  return structuredClone(initial.spec_schema.empty_result);
 }
 
 // The result so far: the parts of the run that have arrived (docs/events.md, run_partial), each the
@@ -446,7 +444,7 @@ initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"), irStages);
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec, setSpec,
-             confirmReplace: (what) => drafts.confirmReplace(what) });
+             confirmReplace: (what) => drafts.confirmReplace(what), words: initial.spec_schema.failure_words });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options, stages: irStages });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 // The UI state a link saves: pane and pid always, the other fields only when set, so that a page
@@ -474,7 +472,7 @@ $("#new-kernel")?.addEventListener("click", (event) => {
   if (!drafts.confirmReplace("a new, blank kernel")) event.preventDefault();
 });
 initSplitters();
-initScript($("#launch"));
+initScript($("#launch"), initial.spec_schema.options);
 
 // Run while the same launch is already under way (a changed constexpr just started it) sends nothing.
 function runUnlessUnderWay() {
@@ -555,7 +553,7 @@ on("launch-to-form", async ({ launch }) => {
   try {
     response = await fetch("/api/launch-form", { method: "POST", headers: { "Content-Type": "application/json" },
                                                  body: JSON.stringify({ source: getSource(editorView), launch,
-                                                                        seed: getSpec().options.seed ?? 0 }) });
+                                                                        seed: getSpec().options.seed ?? initial.spec_schema.options.seed.default }) });
     body = await response.json();
   } catch (error) {
     return toast(`The server did not answer (${error.message}).`);

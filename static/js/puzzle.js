@@ -7,6 +7,7 @@ import { h, replaceChildren } from "./dom.js";
 import { formatCount, phaseWords } from "./format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "./editor.js";
+import { withCode } from "./error-card.js";
 import { withoutLesson } from "./lesson.js";
 import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
 import { loadPlotly } from "./plotly.js";
@@ -17,6 +18,7 @@ let state = null; // {puzzle, starter (its spec), shownHints, result, next: the 
 let elements = null;
 let page = null; // {getSpec, setSpec, confirmReplace}
 let sentSource = null; // the source of the run under way: what passed, when it passes
+let failureWords = {}; // {failure: its sentence}, as the server words a failed test
 
 // A puzzle solved in this browser opens on the solution that passed, not on the starter (on its
 // own page: a shared link shows what it was shared with).
@@ -47,22 +49,18 @@ function hintsBlock() {
   return puzzle.hints.length ? h("div", { class: "puzzle-hints" }, h("ol", {}, shown), more) : null;
 }
 
-const UNDEFINED_LOADS = "a load without other read masked-off lanes: they are undefined (garbage on a GPU; NaN, "
-  + "or 23130 for integers, when graded), so say what they hold with other=";
+// Why a test failed: its `failures`, each the server's sentence (spec_schema.failure_words) with the
+// test's counts filled in.
+function failureText(test) {
+  const fill = (words) => words.replace(/\{(\w+)\}/g, (_, key) => formatCount(test[key]));
+  return withCode((test.failures ?? []).map((key) => fill(failureWords[key])).join(", "));
+}
 
 function testRow(label, test) {
   if (!test) return h("li", { class: "puzzle-test pending" }, h("span", { class: "verdict" }, "·"), label, h("span", { class: "why" }, "not run yet"));
   let why = "passes";
   if (test.error) why = `${phaseWords(test.error.phase)}${test.error.line ? ` at line ${test.error.line}` : ""}: ${test.error.message}`;
-  else if (!test.ok) {
-    const reasons = [];
-    if (test.numel == null) reasons.push("its outputs differ from the reference");  // a hidden size
-    else if (test.mismatched || !test.raced) reasons.push(`${formatCount(test.mismatched)} of ${formatCount(test.numel)} elements wrong`);
-    if (test.unwritten) reasons.push(`${formatCount(test.unwritten)} never written`);
-    if (test.raced) reasons.push(`${formatCount(test.raced)} stored by several programs without an atomic (a race: on a GPU one store wins)`);
-    if (test.undefined_loads) reasons.push(UNDEFINED_LOADS);
-    why = reasons.join(", ");
-  }
+  else if (!test.ok) why = failureText(test);
   return h("li", { class: `puzzle-test ${test.ok ? "ok" : "bad"}` }, h("span", { class: "verdict" }, test.ok ? "✓" : "✗"),
     label, h("span", { class: "why" }, why));
 }
@@ -316,9 +314,10 @@ function teachDialog(getSpec) {
 
 // tab and panel: the Puzzle tab's button (hidden unless the spec names a puzzle) and its content;
 // teachButton opens the teacher's dialog; getSpec and setSpec: the page's spec; confirmReplace(what):
-// may `what` replace the page's edits.
-export function initPuzzle({ tab, panel, teachButton, getSpec, setSpec, confirmReplace }) {
+// may `what` replace the page's edits; words: spec_schema.failure_words.
+export function initPuzzle({ tab, panel, teachButton, getSpec, setSpec, confirmReplace, words }) {
   elements = { tab, panel };
+  failureWords = words;
   page = { getSpec, setSpec, confirmReplace };
   on("spec-loaded", ({ spec }) => load(spec.options && spec.options.puzzle));
   on("run-started", ({ spec }) => { sentSource = spec?.source ?? null; });

@@ -6,8 +6,6 @@ import { on, emit } from "./hub.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatMs, formatTuple } from "./format.js";
 
-// What a script's spec may carry of the page's options (the rest are a form run's).
-const SCRIPT_OPTIONS = ["device", "seed", "trace", "bench", "ir", "arch", "launch", "benchmarks"];
 const BOUNDS = {
   ok: ["✓ in bounds", "bounds-ok"],
   out_of_bounds: ["✗ out of bounds", "bounds-bad"],
@@ -16,6 +14,7 @@ const BOUNDS = {
 };
 
 let els = null;
+let rules = null;      // the spec's options as the server defines them: {name: {default, modes, ...}}
 let selected = null;   // options.launch: the launch asked for, or null (the program's default)
 let shown = null;      // the result whose launches are listed
 
@@ -23,9 +22,14 @@ export function scriptMode() {
   return els !== null && els.pane.classList.contains("script");
 }
 
+// The options of `options` that a run of `mode` takes (each option's modes: the server's schema).
+function optionsFor(mode, options) {
+  return Object.fromEntries(Object.entries(options).filter(([key]) => rules[key]?.modes.includes(mode)));
+}
+
 // The spec of a script run: the source and the options a script takes.
 export function scriptSpec(source, options) {
-  const kept = Object.fromEntries(SCRIPT_OPTIONS.filter((key) => key in options).map((key) => [key, options[key]]));
+  const kept = optionsFor("script", options);
   return {
     version: 1, mode: "script", source,
     options: { ...kept, trace: els.trace.checked, bench: els.bench.checked, ir: els.ir.checked,
@@ -34,9 +38,8 @@ export function scriptSpec(source, options) {
 }
 
 // A form run's options: those only a script takes (a spec loaded as a script kept them) left out.
-export function withoutScriptOptions(options) {
-  const { launch, benchmarks, ...rest } = options;
-  return rest;
+export function formOptions(options) {
+  return optionsFor("form", options);
 }
 
 function setMode(mode) {
@@ -52,10 +55,11 @@ function setMode(mode) {
 function loadScript(spec) {
   const options = spec.options || {};
   setMode(spec.mode === "script" ? "script" : "form");
-  els.trace.checked = options.trace ?? true;
-  els.bench.checked = options.bench ?? true;
-  els.ir.checked = options.ir ?? true;
-  els.allPoints.checked = options.benchmarks === "all";
+  const value = (key) => options[key] ?? rules[key].default;
+  els.trace.checked = value("trace");
+  els.bench.checked = value("bench");
+  els.ir.checked = value("ir");
+  els.allPoints.checked = value("benchmarks") === "all";
   selected = Number.isInteger(options.launch) ? options.launch : null;
   shown = null;
   renderLaunches();
@@ -114,7 +118,9 @@ function renderLaunches() {
   }
 }
 
-export function initScript(pane) {
+// optionRules: the spec's options as the server's schema gives them (spec_schema.options).
+export function initScript(pane, optionRules) {
+  rules = optionRules;
   els = {
     pane, body: pane.querySelector("#script-body"), table: pane.querySelector("#launches-table"),
     tbody: pane.querySelector("#launches-table tbody"), empty: pane.querySelector("#launches-empty"),
