@@ -177,6 +177,12 @@ def parse_source(source, what="the source", field="source"):
         raise SpecError(f"{what} nests deeper than Python's parser goes", field) from None
 
 
+def parameter_names(function):
+    """The parameter names of a function's syntax tree (an ast.FunctionDef), in order: how anything
+    that reads a kernel from its source, without running it, reads its parameters."""
+    return [a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs]
+
+
 def normalize(raw):
     """Check a spec's shape and fill in defaults. Returns a new dict; raises SpecError."""
     _expect(isinstance(raw, dict), "the run spec must be a JSON object")

@@ -10,7 +10,7 @@ import ast
 import functools
 import os
 
-from sandbox.spec import SpecError, is_script, normalize, parse_source
+from sandbox.spec import SpecError, is_script, normalize, parameter_names, parse_source
 
 PARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exported")
 SANDBOX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sandbox")
@@ -85,7 +85,7 @@ def _kernel_params(source, kernel):
         return []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == kernel:
-            return [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            return parameter_names(node)
     return []
 
 

@@ -35,6 +35,7 @@ import triton.language as tl
 
 from sandbox.errors import RunError
 from sandbox.launch.kernel import find_kernel, interpreter_mode
+from sandbox.spec import parameter_names
 from sandbox.trace import libdevice
 
 MAX_FUNCTIONS = 64
@@ -154,7 +155,7 @@ def check_function(name, function, allowed, modules, unbound):
             and not tree.body[0].decorator_list):
         raise refused(f"{name!r} is not one plain function", first)
     node = tree.body[0]
-    local = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    local = set(parameter_names(node))
     local |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
     local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     for sub in ast.walk(node):

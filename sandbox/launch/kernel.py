@@ -158,11 +158,22 @@ class Kernel:
         return fn
 
     @property
+    def signature(self):
+        """{name: inspect.Parameter} of the Python function, in order: the one reader of a loaded
+        kernel's parameters (a source not run is read by sandbox.spec.parameter_names)."""
+        return dict(inspect.signature(self.function).parameters)
+
+    @property
     def params(self):
         """[(name, is_constexpr, has_default)] from the Python function's signature."""
         return [(p.name, p.annotation is tl.constexpr or "constexpr" in str(p.annotation),
                  p.default is not inspect.Parameter.empty)
-                for p in inspect.signature(self.function).parameters.values()]
+                for p in self.signature.values()]
+
+    @property
+    def defaults(self):
+        """{name: default} of the parameters that have one."""
+        return {name: p.default for name, p in self.signature.items() if p.default is not inspect.Parameter.empty}
 
     @property
     def tuned(self):

@@ -1,6 +1,5 @@
 """A captured launch as script mode lists it (`result.launches`, docs/result.md): its arguments bound
 as Triton binds them, its grid, and its record."""
-import inspect
 import math
 
 import torch
@@ -11,8 +10,8 @@ MAX_TEXT = 256  # characters of a string argument kept in its launch's record
 
 def bind(kernel, args, kwargs):
     """{parameter: value} of one launch, defaults included, as Triton binds them."""
-    params = inspect.signature(kernel.function).parameters
-    bound = {name: param.default for name, param in params.items() if param.default is not inspect.Parameter.empty}
+    params = kernel.signature
+    bound = dict(kernel.defaults)
     bound.update(zip(params, args))
     bound.update({name: value for name, value in kwargs.items() if name in params})
     return {name: bound[name] for name in params if name in bound}  # in the signature's order

@@ -16,6 +16,8 @@ tensor root or several (`tl.where(c, x_ptr, y_ptr)`) is located by address inste
 import ast
 from dataclasses import dataclass, field
 
+from sandbox.spec import parameter_names
+
 ATOMICS = {"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
            "atomic_cas"}
 OPS = {"load": "load", "store": "store", **{name: "atomic" for name in ATOMICS}}
@@ -86,7 +88,7 @@ def analyze(source, function_name):
     fn = functions.get(function_name)
     if fn is None:
         return None
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    params = parameter_names(fn)
     kernel = Kernel(function_name, params, [], [], fn)
     Analysis(kernel, functions, _language_aliases(module)).function(
         Function((), function_name, function_name, fn), {p: {p} for p in params})
