@@ -690,11 +690,12 @@ def test_the_launch_forms_options_follow_the_servers_spec_schema(page, live_serv
     assert [label for _, label, _ in select_options(page, "#opt-device")] == ["auto", "GPU", "interpreter"]
 
     # Another schema, as a server might serve it: the form offers its choices and defaults.
-    other = {"version": 1, "ui": schema["ui"], "options": {**schema["options"],
-                                       "num_warps": {"default": 8, "choices": [2, 4, 8]},
-                                       "num_stages": {"default": 2, "min": 1, "max": 4},
-                                       "device": {"default": "interpreter", "choices": ["auto", "interpreter"]},
-                                       "bench": {"default": False}}}
+    served = schema["options"]
+    other = {**schema, "options": {**served,
+                                   "num_warps": {**served["num_warps"], "default": 8, "choices": [2, 4, 8]},
+                                   "num_stages": {**served["num_stages"], "default": 2, "min": 1, "max": 4},
+                                   "device": {**served["device"], "default": "interpreter", "choices": ["auto", "interpreter"]},
+                                   "bench": {**served["bench"], "default": False}}}
     spec = page.request.get(f"{live_server}/api/examples/masked_tail").json()["spec"]
     spec["options"] = {}  # a spec that leaves every option to its default
 

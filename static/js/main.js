@@ -15,7 +15,7 @@ import { initPuzzle, openingSpec } from "./puzzle.js";
 import { initCompare } from "./compare.js";
 import { initStep } from "./step.js";
 import { uiRules } from "./ui-rules.js";
-import { formOptions, initScript, scriptMode, scriptSpec } from "./script.js";
+import { initScript, optionsFor, scriptMode, scriptSpec } from "./script.js";
 import { loadPlotly } from "./plotly.js";
 import { isForeign, postRun, sendSpec, setForeign } from "./provenance.js";
 
@@ -52,7 +52,8 @@ function getSpec() {
     args: launch.args,
     grid: launch.grid,
     reference: launch.reference,
-    options: formOptions({ ...(loadedSpec && loadedSpec.options), ...launch.options }),
+    // a spec loaded as a script kept options only a script takes: a form run leaves them out
+    options: optionsFor("form", { ...(loadedSpec && loadedSpec.options), ...launch.options }, initial.spec_schema.options),
   };
 }
 

@@ -22,24 +22,19 @@ export function scriptMode() {
   return els !== null && els.pane.classList.contains("script");
 }
 
-// The options of `options` that a run of `mode` takes (each option's modes: the server's schema).
-function optionsFor(mode, options) {
-  return Object.fromEntries(Object.entries(options).filter(([key]) => rules[key]?.modes.includes(mode)));
+// The options of `options` that a run of `mode` takes; optionRules: the server's (spec_schema.options).
+export function optionsFor(mode, options, optionRules) {
+  return Object.fromEntries(Object.entries(options).filter(([key]) => optionRules[key]?.modes.includes(mode)));
 }
 
 // The spec of a script run: the source and the options a script takes.
 export function scriptSpec(source, options) {
-  const kept = optionsFor("script", options);
+  const kept = optionsFor("script", options, rules);
   return {
     version: 1, mode: "script", source,
     options: { ...kept, trace: els.trace.checked, bench: els.bench.checked, ir: els.ir.checked,
                benchmarks: els.allPoints.checked ? "all" : "first", launch: selected },
   };
-}
-
-// A form run's options: those only a script takes (a spec loaded as a script kept them) left out.
-export function formOptions(options) {
-  return optionsFor("form", options);
 }
 
 function setMode(mode) {
