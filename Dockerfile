@@ -1,7 +1,7 @@
 # The playground for a GPU host:
 #   docker build -t triton-playground .
 #   docker run --gpus all -p 8000:8000 -e SECRET_KEY=... -v playground-data:/srv/instance triton-playground
-# Scale out (README, "Scale out"): the same image as one Celery worker per GPU, on any host (its
+# Scale out (docs/scale-out.md): the same image as one Celery worker per GPU, on any host (its
 # healthcheck is the web process's: off for a worker; /healthz lists the workers online):
 #   docker run --gpus '"device=0"' --no-healthcheck -e REDIS_URL=redis://:password@redis-host:6379/0 triton-playground python3 -m app.dispatch.celery_worker
 FROM nvidia/cuda:12.8.1-base-ubuntu24.04

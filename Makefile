@@ -14,7 +14,7 @@ TORCH_INDEX := $(if $(or $(shell command -v nvidia-smi 2>/dev/null),$(PIP_SOURCE
 # the pure page modules' tests (tests/js), where node is installed; they read the server's schema with $(PY)
 NODE_TEST = $(if $(shell command -v node 2>/dev/null),PYTHON=$(PY) node --test tests/js/,@echo "no node: the page modules' tests (tests/js) skipped")
 
-.PHONY: run worker test test-unit bench install
+.PHONY: run worker test test-unit bench install docs
 
 # what the server needs (requirements.txt); not quiet: the first install takes minutes (torch)
 $(VENV)/.installed: requirements.txt
@@ -59,3 +59,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.trace
 	$(PY) -m benchmarks.step
+
+# the generated parts of docs/ (the settings table of docs/configuration.md) from their definition in the code
+docs: install
+	$(PY) docs/generate.py

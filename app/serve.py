@@ -13,7 +13,7 @@ new interpreters (`python -m sandbox.worker`), never patched.
 One process, not several: Socket.IO's long-polling needs every request of a client to reach the
 process that holds its session (gunicorn cannot route by session), and the dispatcher's queue is
 the one place that knows who waits. More processes behind one address take a message queue and a
-shared dispatch (REDIS_URL, see the README's "Scale out").
+shared dispatch (REDIS_URL, see docs/scale-out.md).
 """
 import os
 import resource

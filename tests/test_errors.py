@@ -232,4 +232,4 @@ def test_the_documents_list_the_error_fields_the_code_has():
             names = re.findall(r"\w+", match.group(0))
             found += 1
             assert names == fields, f"{path.relative_to(root)}: {match.group(0)!r} is not {fields}"
-    assert found >= 5  # the README's, the events', the result's, the handler's, this test's
+    assert found >= 5  # the interfaces', the events', the result's, the handler's, this test's

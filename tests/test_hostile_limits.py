@@ -76,7 +76,7 @@ def a_spinning_run_leaves_a_bystander_its_share(h):
         # Twice its time, plus half a second for what is not the run's own (its relay, the next spare
         # run process warming) on a 2-core host: starved, 120 spinners would make it take ~60 times longer.
         assert loaded < 2 * idle + 0.5, f"the bystander took {loaded:.2f} s beside the spinning run, {idle:.2f} s alone"
-    else:  # no CPU cgroup on this host: the run's tasks are what is bounded (README, security model)
+    else:  # no CPU cgroup on this host: the run's tasks are what is bounded (docs/security-model.md)
         limit = Limits.tasks_without_cpu_share
         check(box["result"], Expect({"spinners": Returns(lambda n: n < limit, f"fewer than {limit} processes")}), {})
 

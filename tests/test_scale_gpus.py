@@ -1,4 +1,4 @@
-"""Scale out on a host with several GPUs, as the README says to: one Celery worker per GPU
+"""Scale out on a host with several GPUs, as docs/scale-out.md says to: one Celery worker per GPU
 (`CUDA_VISIBLE_DEVICES=<i> make worker`), a real Redis, a web process. Two runs at once land on
 different GPUs through the real jail, each seeing only its own GPU."""
 import shutil

@@ -1,7 +1,7 @@
 // How long a launch will take in Triton's interpreter, estimated before it runs from what the form
 // knows: the largest input's elements and the programs (a literal grid, or those elements over the
 // product of the BLOCK-like constexpr values). The interpreter runs the programs one after another;
-// measured on the 2-core CPU VM of the README (triton 3.7.1, torch 2.13.0), vector add costs about
+// measured on the 2-core CPU VM of docs/measured.md (triton 3.7.1, torch 2.13.0), vector add costs about
 // 1 ms a program plus 1 µs an element: 4M elements in blocks of 1024 took 8-10 s, 262,144 in
 // blocks of 16 (16,384 programs) 17.7 s. An estimate to warn by, not a promise.
 import { formatCount, formatSeconds } from "./format.js";
