@@ -74,6 +74,8 @@ class RateLimited(Refused):
 
 
 class TooManyWrites(RateLimited):
+    """The address stored WRITES_PER_MINUTE new snippets and puzzles in the last minute (429, with Retry-After)."""
+
     def __init__(self, wait_s, per_minute):
         super().__init__(f"this address has stored {per_minute} new snippets or puzzles in the last minute "
                          f"(WRITES_PER_MINUTE)", wait_s)

@@ -1,7 +1,11 @@
 """The documents as a reader meets them: the README is a door (short, every document of docs/ one
-link away), every link of the README and of docs/ leads somewhere that exists, and what a document
-generates from the code (docs/configuration.md's settings table) is what the code defines."""
+link away), every link of the README and of docs/ leads somewhere that exists, and where a document
+states a contract, it is the code's: the generated tables (the settings, the refusals) are what the
+code defines, and the result's fields, the run spec's fields and options with their defaults, and
+the Socket.IO events each way are those of their one definition. (The error body's fields, in every
+document: tests/test_errors.py.)"""
 import importlib.util
+import json
 import os
 import re
 
@@ -45,19 +49,26 @@ def generator():
     return module
 
 
-def test_the_configuration_table_is_the_settings_as_the_code_defines_them():
-    text = read("docs/configuration.md")
-    assert generator().generated(text) == text, "docs/configuration.md differs from sandbox/settings.py: run `make docs`"
+def test_the_generated_tables_are_what_the_code_defines():
+    assert generator().differing() == {}, "run `make docs`"
 
 
-def test_the_generated_table_changes_with_a_setting(monkeypatch):
-    """The check can fail: a setting's meaning changed in the code is a table that differs."""
-    from sandbox import settings
+@pytest.mark.parametrize("part", ["settings", "refusals"])
+def test_a_generated_table_that_the_code_no_longer_defines_differs(monkeypatch, part):
+    """The check can fail: a table made otherwise than the document holds is found."""
     made = generator()
-    changed = [settings.Setting(s.name, s.default, s.help + " Changed.", s.worker) for s in settings.SETTINGS]
-    monkeypatch.setattr(made, "SETTINGS", changed)
-    text = read("docs/configuration.md")
-    assert made.generated(text) != text and "Changed." in made.generated(text)
+    document = next(doc for doc, parts in made.GENERATED.items() if part in parts)
+    monkeypatch.setitem(made.GENERATED[document], part, lambda: "| a row the code does not define |")
+    assert list(made.differing()) == [document]
+
+
+def test_the_refusals_table_names_every_refusal_with_its_status_and_phase():
+    from sandbox.errors import Refused
+    made = generator()
+    rows = table_rows(read("docs/interfaces.md"), "| `type` |")
+    assert {row[0].strip("`"): (int(row[1]), row[2].strip("`")) for row in rows} == \
+        {cls.kind(): (cls.status, cls.phase) for cls in made.refusals()}
+    assert all(issubclass(cls, Refused) for cls in made.refusals()) and len(rows) >= 15
 
 
 def test_the_readme_is_a_door():
@@ -84,3 +95,85 @@ def test_every_link_leads_somewhere(document):
         elif anchor and resolved.endswith(".md") and anchor not in anchors(read(resolved)):
             broken.append(f"{target}: no heading #{anchor} in {resolved}")
     assert not broken, f"{document}: {broken}"
+
+
+# ---------------------------------------------------------------- contracts stated in tables and blocks
+
+def table_rows(text, header):
+    """The rows of the table whose header line starts with `header`: lists of their cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if (line + "\n").startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def fenced(text, opening):
+    """The first fenced block of `text` whose first line starts with `opening`."""
+    return next(block for block in re.findall(r"```\w*\n(.*?)```", text, flags=re.S) if block.startswith(opening))
+
+
+def fields_of_parts(block):
+    """{top-level field: the names in its first braces, or None}, for a block written as the
+    result's: `{"field": null | {"name", "name": "a" | "b", "name": {...}}, ...}`. A name is a
+    quoted word after `{` or `,`; a quoted word after `:` or `|` is a value."""
+    found, field, level, previous, done = {}, None, 0, ",", set()
+    for token in re.finditer(r'"\w+"|[{}()\[\],:|]', block):
+        word = token.group(0)
+        if word in ("{", "[", "("):
+            level += 1
+        elif word in ("}", "]", ")"):
+            if level == 2:
+                done.add(field)  # its first braces closed: what follows (`| {...}`) is another shape
+            level -= 1
+        elif previous in ("{", ","):
+            if level == 1:
+                field = word.strip('"')
+                found[field] = None
+            elif level == 2 and field not in done:
+                found[field] = (found[field] or []) + [word.strip('"')]
+        previous = "name" if word.startswith('"') else word
+    return found
+
+
+def test_the_result_document_has_the_results_fields_and_each_parts():
+    from sandbox import result
+    block = fenced(read("docs/result.md"), "{")
+    found = fields_of_parts(block)
+    assert list(found) == list(result.RESULT), "the result's top-level fields, in order"
+    parts = {"device": result.DEVICE, "error": result.ERROR, "check": result.CHECK, "timings": result.TIMINGS,
+             "trace": result.TRACE, "puzzle": result.PUZZLE, "sweep": result.SWEEP, "steps": result.STEPS,
+             "launches": result.LAUNCHES, "server_check": result.SERVER_CHECK}
+    wrong = {part: (found[part], list(fields)) for part, fields in parts.items() if set(found[part] or ()) != set(fields)}
+    assert not wrong, f"documented vs defined: {wrong}"
+
+
+def test_the_run_spec_document_has_the_specs_fields_and_options_with_their_defaults():
+    from sandbox import spec
+    text = read("docs/run-spec.md")
+    fields = [row[0].strip("`") for row in table_rows(text, "| field |")]
+    assert fields == list(spec.FIELDS)
+    options = {}
+    for row in table_rows(text, "| option |"):
+        for name in row[0].split(", "):
+            options[name.strip("`")] = json.loads(row[1].strip("`"))
+    assert options == spec.DEFAULT_OPTIONS
+
+
+def test_the_events_document_has_the_events_each_way():
+    from app import create_app, socketio
+    from app.dispatch.interface import EVENT_NAMES
+    create_app({"START_WORKERS": False, "DATABASE": ":memory:", "PUZZLE_WARMUP": 0})
+    text = read("docs/events.md")
+    from_page = {row[0].strip("`") for row in table_rows(text, "| event | payload | ack |")}
+    assert from_page == set(socketio.server.handlers["/"]) - {"connect", "disconnect"}
+    sent = set(EVENT_NAMES.values())
+    for path in sorted(os.listdir(os.path.join(ROOT, "app", "course"))):
+        if path.endswith(".py"):
+            sent |= set(re.findall(r'\.emit\(\s*"(\w+)"', read(os.path.join("app", "course", path))))
+    from_server = {row[0].strip("`") for row in table_rows(text, "| event | payload |\n")}
+    assert from_server == sent
+
