@@ -48,15 +48,16 @@ class Refused(Exception):
         return RunError(self.phase, str(self), type=self.kind(), hint=self.hint, field=self.field)
 
 
-def unknown_fields(found, allowed, where, refusal):
+def unknown_fields(found, allowed, where, refusal, prefix=""):
     """Refuse (raise `refusal(message, field)`) a mapping `found` holding a key outside `allowed`: the
     message names up to five of them (sorted) and what `where` ("in the run spec") may hold; the
-    field is the first."""
+    field is the first, after `prefix` (its parent's path: "options.")."""
     unknown = sorted((key for key in found if key not in allowed), key=str)
     if unknown:
         names = ", ".join(repr(str(key) if len(str(key)) <= 40 else str(key)[:40] + "…") for key in unknown[:5])
         raise refusal(f"unknown field{'s' if len(unknown) > 1 else ''} {where}: {names}"
-                      f"{' and more' if len(unknown) > 5 else ''}; it has only {', '.join(allowed)}", str(unknown[0])[:40])
+                      f"{' and more' if len(unknown) > 5 else ''}; it has only {', '.join(allowed)}",
+                      prefix + str(unknown[0])[:40])
 
 
 class StartError(RuntimeError):

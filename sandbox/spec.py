@@ -246,8 +246,7 @@ def _options(spec):
     options = dict(DEFAULT_OPTIONS)
     user_options = spec.get("options") or {}
     _expect(isinstance(user_options, dict), "'options' must be an object", "options")
-    unknown = set(user_options) - set(DEFAULT_OPTIONS)
-    _expect(not unknown, f"unknown option(s): {', '.join(sorted(unknown))}", "options")
+    unknown_fields(user_options, DEFAULT_OPTIONS, "in the options", SpecError, "options.")
     options.update(user_options)
     return options
 

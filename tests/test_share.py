@@ -106,7 +106,7 @@ def test_the_same_inputs_in_another_order_are_another_snippet(client):
     ({"pid": [1.5]}, "ui.pid", "ui.pid must be"),
     ({"pid": [True]}, "ui.pid", "ui.pid must be"),
     ({"pid": 2}, "ui.pid", "ui.pid must be"),
-    ({"pane": "diagram", "theme": "dark"}, "ui.theme", "ui.theme is not a UI field; the fields are pane, pid"),
+    ({"pane": "diagram", "theme": "dark"}, "ui.theme", "unknown field in the UI state: 'theme'; it has only pane, pid"),
     ("diagram", "ui", "ui must be an object"),
     ([1, 2], "ui", "ui must be an object"),
 ])

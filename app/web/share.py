@@ -9,7 +9,7 @@ import json
 from app import db as database
 from app.db import get_db
 from sandbox import result
-from sandbox.errors import Refused
+from sandbox.errors import Refused, unknown_fields
 from sandbox.result import IR_STAGES
 from sandbox.spec import PROGRAM_ID, is_program_id
 from sandbox.spec import schema as spec_schema
@@ -112,6 +112,7 @@ def validate_ui(ui):
         return {}
     if not isinstance(ui, dict):
         raise UiError("ui", f"ui must be an object with the fields {', '.join(UI_FIELDS)}")
+    unknown_fields(ui, UI_FIELDS, "in the UI state", lambda message, field: UiError(field, message), "ui.")
     errors = ui_errors(ui)
     if errors:
         key = next(iter(errors))
