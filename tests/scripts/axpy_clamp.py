@@ -34,7 +34,7 @@ expected = unclamped.clamp(-1.0, 1.0)
 held = unclamped.abs() > 1.0 + 1e-4  # clear of the bound: a fused multiply-add may round across it
 print(f"largest gap from torch: {(result - expected).abs().max().item():.3g}; "
       f"{held.float().mean().item():.0%} of the elements held at a bound")
-assert torch.allclose(result, expected)
+assert torch.allclose(result, expected, atol=1e-6)  # where a·x and y cancel, one fused rounding differs from two
 assert torch.equal(result[held].abs(), torch.ones_like(result[held])), "a held element is its bound exactly"
 
 
