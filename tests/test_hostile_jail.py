@@ -6,7 +6,7 @@ The jail these cases describe: a run sees only its own processes (its own PID na
 read-only root whose only writable place is its capped /tmp, an unprivileged uid, no capabilities,
 no new privileges, a seccomp filter, no inherited descriptors, no network and no server secrets.
 Runs go through one app with two real workers (the interpreter on this CPU); the attack sources are
-in tests/support/attacks.py, the checker in tests/support/hostile.py. The limits of a run as a whole
+in tests/support/attacks/, the checker in tests/support/hostile.py. The limits of a run as a whole
 are attacked in test_hostile_limits.py, the web server in test_hostile_server.py."""
 import contextlib
 import hashlib

@@ -5,7 +5,8 @@ from conftest:
 - apps: a real app with its workers, waiting for them, serving it over HTTP
 - browser: chromium's launch settings and the pages a test opens in it
 - harness_pages: the front-end's modules on standalone pages (no app), with results_by_hand
-- attacks, hostile, hostile_targets: the hostile corpus's attack sources, its checker and its targets
+- attacks (a package: the prelude, the attacks by topic), hostile, hostile_targets: the hostile
+  corpus's attack sources, its checker and its targets
 - trace_corpus: kernels both tracers must see alike
 - postgres: a real PostgreSQL server made from scratch
 

@@ -1,6 +1,6 @@
 """The hostile corpus's checker: what a denial looks like, a case and its expectations, the one check
 of a run's findings, and the host-side helpers the cases share (processes, waiting, the requests
-and puzzles a case makes). The attack sources are in tests/support/attacks.py, the targets an
+and puzzles a case makes). The attack sources are in tests/support/attacks/, the targets an
 attack is aimed at (an app, a gunicorn server) in tests/support/hostile_targets.py."""
 import contextlib
 import json
