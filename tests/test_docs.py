@@ -2,7 +2,7 @@
 link away), every link of the README and of docs/ leads somewhere that exists, and where a document
 states a contract, it is the code's: the generated tables (the settings, the refusals) are what the
 code defines, and the result's fields, the run spec's fields and options with their defaults, and
-the Socket.IO events each way are those of their one definition. (The error body's fields, in every
+the Socket.IO events each way, and the app's routes are those of their one definition. (The error body's fields, in every
 document: tests/test_errors.py.)"""
 import importlib.util
 import json
@@ -177,3 +177,15 @@ def test_the_events_document_has_the_events_each_way():
     from_server = {row[0].strip("`") for row in table_rows(text, "| event | payload |\n")}
     assert from_server == sent
 
+
+
+def test_the_interfaces_document_names_every_route_of_the_app():
+    """Every route the app serves is in docs/interfaces.md (its parameters named as it likes), but
+    the static files."""
+    from app import create_app
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "PUZZLE_WARMUP": 0})
+    with_holes = lambda text: re.sub(r"<[^>]+>", "<>", text)  # noqa: E731
+    documented = with_holes(read("docs/interfaces.md"))
+    routes = {rule.rule for rule in app.url_map.iter_rules() if rule.endpoint != "static"}
+    missing = sorted(route for route in routes if not re.search(re.escape(with_holes(route)) + r"[`,\s?]", documented))
+    assert not missing, f"routes docs/interfaces.md does not name: {missing}"
