@@ -1,7 +1,7 @@
 """A request's JSON body, read strictly, for every package's routes."""
 import json
 
-from flask import request
+from flask import current_app, request
 
 from sandbox.spec import check_finite, check_size, too_deep
 
@@ -19,7 +19,7 @@ def json_body():
         raise too_deep("the request body") from None
     except ValueError:
         return None
-    check_size(body, "the request body")
+    check_size(body, "the request body", current_app.config["REQUEST_MAX_VALUES"])
     if not isinstance(body, dict):
         return None
     check_finite(body)

@@ -153,11 +153,12 @@ def too_deep(what="the request"):
                      "depth")
 
 
-def check_size(value, what="the request"):
-    """Refuse a value nested deeper than MAX_DEPTH, or holding more than REQUEST_MAX_VALUES values
-    (numbers, strings, lists, objects), before anything else walks it: what the web process does
-    with a request is then bounded by the request's size, whatever its shape."""
-    most = settings.value("REQUEST_MAX_VALUES")
+def check_size(value, what="the request", most=None):
+    """Refuse a value nested deeper than MAX_DEPTH, or holding more than `most` values (numbers,
+    strings, lists, objects; the web app passes its config's REQUEST_MAX_VALUES, elsewhere this
+    process's setting), before anything else walks it: what the web process does with a request is
+    then bounded by the request's size, whatever its shape."""
+    most = settings.value("REQUEST_MAX_VALUES") if most is None else most
     deepest, count = _measure(value, MAX_DEPTH, most)
     if deepest > MAX_DEPTH:
         raise too_deep(what)

@@ -89,3 +89,15 @@ def test_the_dispatch_clocks_are_the_apps_config():
     slot = app.extensions["dispatcher"].slots[0]
     slot.state, slot.busy_since = "busy", __import__("time").monotonic() - 5.6
     assert slot.stuck()  # 4 + 1 + 0.5 s: the app's margins, not the defaults (10 s and 15 s)
+
+
+def test_a_requests_bound_is_the_apps_config():
+    """REQUEST_MAX_VALUES as the app's config says, over HTTP and Socket.IO alike, not the
+    environment's (which a test's config could not override)."""
+    from app import create_app, socketio
+    app = create_app({"START_WORKERS": False, "DATABASE": ":memory:", "REQUEST_MAX_VALUES": 40})
+    body = {"spec": {"source": "x", "kernel": "k", "inputs": {f"x{i}": "1" for i in range(50)}}}
+    error = app.test_client().post("/api/snippets", json=body).get_json()["error"]
+    assert "REQUEST_MAX_VALUES" in error["message"] and error["field"] == "size", error
+    ack = socketio.test_client(app).emit("run", body, callback=True)
+    assert "REQUEST_MAX_VALUES" in ack["error"]["message"], ack

@@ -20,7 +20,7 @@ RUN_FIELDS = ("spec", "from_link")
 
 def spec_of(data, event):
     """The normalized spec an event carries (`spec` and the fields of RUN_FIELDS); raises SpecError."""
-    check_size(data, f"the {event} event")
+    check_size(data, f"the {event} event", current_app.config["REQUEST_MAX_VALUES"])
     if isinstance(data, dict):
         unknown_fields(data, RUN_FIELDS, f"in the {event} event", SpecError)
     return normalize(data.get("spec") if isinstance(data, dict) else None)
