@@ -1,5 +1,6 @@
 """The documents as a reader meets them: the README is a door (short, every document of docs/ one
-link away), every link of the README and of docs/ leads somewhere that exists, and where a document
+link away), every link of the README and of docs/ leads somewhere that exists, every file they name
+is there, and where a document
 states a contract, it is the code's: the generated tables (the settings, the refusals) are what the
 code defines, and the result's fields, the run spec's fields and options with their defaults, and
 the Socket.IO events each way, and the app's routes are those of their one definition. (The error body's fields, in every
@@ -189,3 +190,12 @@ def test_the_interfaces_document_names_every_route_of_the_app():
     routes = {rule.rule for rule in app.url_map.iter_rules() if rule.endpoint != "static"}
     missing = sorted(route for route in routes if not re.search(re.escape(with_holes(route)) + r"[`,\s?]", documented))
     assert not missing, f"routes docs/interfaces.md does not name: {missing}"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_file_a_document_names_exists(document):
+    """A path of the repository written in a document (`sandbox/result.py`, `tests/support/`) is
+    there: a document does not send its reader to a file that moved."""
+    named = re.findall(r"`((?:app|sandbox|tests|static|templates|benchmarks|kernels|docs)/[\w./-]*)`", read(document))
+    missing = sorted({path for path in named if not os.path.exists(os.path.join(ROOT, path))})
+    assert not missing, f"{document} names files that are not there: {missing}"
