@@ -1,10 +1,9 @@
 """The documents as a reader meets them: the README is a door (short, every document of docs/ one
 link away), every link of the README and of docs/ leads somewhere that exists, every file they name
-is there, and where a document
-states a contract, it is the code's: the generated tables (the settings, the refusals) are what the
-code defines, and the result's fields, the run spec's fields and options with their defaults, and
-the Socket.IO events each way, and the app's routes are those of their one definition. (The error body's fields, in every
-document: tests/test_errors.py.)"""
+is there, and where a document states a contract it is the code's: the generated tables (the
+settings, the refusals) are what the code defines, and the result's fields, the run spec's fields
+and options with their defaults, the Socket.IO events each way and the app's routes are those of
+their one definition. (The error body's fields, in every document: tests/test_errors.py.)"""
 import importlib.util
 import json
 import os
@@ -25,9 +24,13 @@ def read(path):
         return f.read()
 
 
+def without_code_blocks(text):
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
 def without_code(text):
     """The text outside fenced code blocks and inline code, where a link is a link."""
-    return re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+    return re.sub(r"`[^`\n]*`", "", without_code_blocks(text))
 
 
 def anchors(text):
@@ -37,10 +40,6 @@ def anchors(text):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         found.add(slug)
     return found
-
-
-def without_code_blocks(text):
-    return re.sub(r"```.*?```", "", text, flags=re.S)
 
 
 def generator():
