@@ -43,7 +43,7 @@ def create_app(test_config=None):
 
     from app import course, db, fairness
     from app.dispatch.interface import deliver
-    from app.web import api, assets, editor, errors, events, security
+    from app.web import api, assets, editor, errors, events, metrics, security
     from app.web.hooks import Hooks, Notifier
 
     security.init_app(app)  # before anything that signs or reads a session
@@ -65,6 +65,7 @@ def create_app(test_config=None):
     socketio.init_app(app, async_mode=async_mode(), max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"],
                       **message_queue(app.config))
     events.register(socketio, app)
+    metrics.init_app(app, dispatcher, socketio)
     fairness.limit_connections(socketio.server, app.config["CONNECTIONS_PER_ADDRESS"])
     security.trust_proxies(app)  # last: it wraps Socket.IO's handshake too
     return app

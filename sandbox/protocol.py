@@ -3,8 +3,10 @@
 Every message: {"type", "id", "run_id", "content"}. The server sends `job` (a Job: its spec normalized
 by sandbox.spec, and beside it the digest of the run's owner, its `provenance` (whose code it is: OWN,
 FOREIGN), what this server kept for it, a graded run's hidden check; the worker's settings come once,
-in its environment), `compile` (a Job too: a compile ahead, sandbox.worker.ahead) and, once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
-user's); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
+in its environment), `compile` (a Job too: a compile ahead, sandbox.worker.ahead), once, `warm` (the gallery's specs as shipped, for sandbox.worker.warming: never a
+user's), and `preempt` (end the run under way, the server's own work, now: a person's run waits for
+its worker; the worker answers `preempted` instead of its result, and the server queues the run
+again); a worker sends `ready` once warm, `warming` (its warm-up's progress) at any time between
 jobs, then for each job any number of `status` and
 `stdout`, `sanitized` (the launch passed the bounds check), `partial` (a section of the result as soon as
 it is ready: {part, content}, each part at most once, sandbox.result.PARTS), `timed` (the
@@ -25,9 +27,10 @@ from dataclasses import dataclass, field, fields, replace as copy_with
 
 from sandbox import settings
 
-SERVER_TYPES = ("job", "warm", "compile")
+SERVER_TYPES = ("job", "warm", "compile", "preempt")
 # `unstarted`: the worker could not start, and why (a message, never a traceback); its last line.
-WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled")
+WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled",
+                "preempted")
 # A run process's messages to its worker, once it has its job.
 RUN_TYPES = ("status", "sanitized", "partial", "timed", "result")
 # Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead): with its run, the

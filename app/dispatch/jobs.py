@@ -1,8 +1,8 @@
 """The runs waiting for a worker: a run (Job), a compile ahead (CompileRequest) and the one bounded,
 fair queue both wait in (JobQueue): each owner may have only QUEUE_PER_OWNER runs waiting and each
 client address QUEUE_PER_ADDRESS (a client that drops its cookie is a new owner at each request,
-not a new address); a compile ahead waits behind every run; the waiting runs of a client that left
-are withdrawn."""
+not a new address); the server's own work waits behind every person's run, and a compile ahead
+behind every run; the waiting runs of a client that left are withdrawn."""
 import collections
 import logging
 import threading
@@ -52,6 +52,7 @@ class Job:
         # Runs of one owner share compiled kernels; a worker sees a digest, never the session's id
         # (app.owners.key: the server's own work has keys no session's digest can be).
         self.owner = owners.key(owner)
+        self.server_work = isinstance(owner, owners.ServerWork)  # yields its worker to a person's run
         self.listener = listener  # listener(run_id, type, content), called from a worker slot's thread
         self.client = client  # the Socket.IO sid that asked, whose leaving withdraws the run
         self.address = address  # the client's address (app.owners.address_key); None: the server's own work
@@ -201,14 +202,30 @@ class JobQueue:
             self.changed.notify()
 
     def get(self):
-        """The oldest waiting job, once there is one, else the oldest compile ahead: runs come first;
-        None once the queue is closed."""
+        """The oldest waiting person's run, once there is one, else the oldest of the server's own
+        work, else the oldest compile ahead; None once the queue is closed."""
         with self.changed:
             while not self.waiting and not self.compiles and not self.closed:
                 self.changed.wait()
             if self.closed:
                 return None
-            return self.waiting.popleft() if self.waiting else self.compiles.popitem(last=False)[1]
+            if not self.waiting:
+                return self.compiles.popitem(last=False)[1]
+            job = next((job for job in self.waiting if not job.server_work), self.waiting[0])
+            self.waiting.remove(job)
+            return job
+
+    def people_waiting(self):
+        with self.changed:
+            return sum(1 for job in self.waiting if not job.server_work)
+
+    def requeue(self, job):
+        """The server's own work, set aside for a person's run, waits again at the head of its kind
+        (beyond the queue's bounds: it held its place already); its wait starts again."""
+        with self.changed:
+            job.queued_at = time.monotonic()
+            self.waiting.appendleft(job)
+            self.changed.notify()
 
     def withdraw(self, which):
         """Take the waiting jobs for which which(job) is true out of the queue; returns them."""

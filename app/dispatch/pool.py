@@ -7,6 +7,7 @@ import threading
 import time
 
 from app.dispatch import memory
+from app.dispatch.metrics import DispatchMetrics
 from app.dispatch.interface import QueueFull, RunLost, health_of, wait_bound_s
 from app.dispatch.jobs import CompileRequest, Job, JobQueue, ordinal, stopped
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
@@ -30,12 +31,13 @@ class Pool:
         self.compile_asked = collections.OrderedDict()  # owner -> when it last asked to compile (monotonic)
         self.compiling = threading.Lock()
         self.stopping = threading.Event()
+        self.metrics = DispatchMetrics()  # registered in its app's registry (app.web.metrics)
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
         assigned = gpu_assignments()
         count = config["WORKERS"] or len(assigned) or CPU_WORKERS
         self.run_memory = memory.apply(config, count)  # before any worker is started with it
         shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
-                            compile_dropped=self.compile_dropped)
+                            compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"))
         self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None) for i in range(count)]
         self.started_at = time.time()
 
@@ -52,10 +54,23 @@ class Pool:
         if listener is None:
             listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)
         job = Job(spec, listener, owner, client, from_link, address)
+        self.metrics.watch(job)
         with job.notifying:  # a free slot may take the job at once: its "starting" waits for this "queued"
             place = self.jobs.put(job)
             job.notify("status", {"phase": "queued", "message": f"queued: {ordinal(place)} in line", "position": place})
+        if not job.server_work:
+            self.make_way()
         return job.run_id
+
+    def make_way(self):
+        """The rule that keeps the server's own work out of a person's way: a person's run waiting
+        with no idle worker for it preempts a worker busy with the server's own work (which goes
+        back to the queue, behind every person's run)."""
+        short = self.jobs.people_waiting() - sum(1 for slot in self.slots if slot.idle())
+        for slot in self.slots:
+            if short <= 0:
+                return
+            short -= slot.preempt()
 
     def withdraw_client(self, client):
         """Drop the waiting runs and compiles of a client that left (a run already running finishes);
@@ -70,6 +85,15 @@ class Pool:
         request = CompileRequest(spec, owner, client, address, from_link)
         if request.store is None:
             return None
+        try:
+            self.queue_compile(request, client, spec)
+        except QueueFull:
+            self.metrics.compile("refused")
+            raise
+        self.metrics.compile("queued")
+        return request.compile_id
+
+    def queue_compile(self, request, client, spec):
         with self.compiling:
             last = self.compile_asked.pop(request.owner, None)
             self.compile_asked[request.owner] = request.queued_at
@@ -85,11 +109,11 @@ class Pool:
             while len(self.compile_clients) > COMPILES_ANSWERED:
                 self.compile_clients.popitem(last=False)
         self.jobs.put_compile(request)
-        return request.compile_id
 
     def compiled(self, msg):
         """A worker's answer to a compile ahead: to the client that asked (once; a forged id reaches no one)."""
         content = msg["content"]
+        self.metrics.compile("answered")
         with self.compiling:
             client, owner, key = self.compile_clients.pop(msg.get("run_id"), (None, None, None))
             if content.get("ok") is True and owner is not None:
@@ -111,6 +135,7 @@ class Pool:
             return job.store is not None and self.compiled_ahead.get(job.store) == key
 
     def compile_dropped(self, request):
+        self.metrics.compile("dropped")
         with self.compiling:
             self.compile_clients.pop(request.compile_id, None)
 

@@ -142,6 +142,7 @@ class WorkerProcess:
         self.broken = None  # why it may not take another job: it sent a line past the limits
         self.messages = queue.Queue()
         self.warming = None  # its warm-up's last progress report (sandbox.warming), whenever it comes
+        self.sending = threading.Lock()  # a slot's thread and a preempting one write whole lines, one at a time
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -170,6 +171,10 @@ class WorkerProcess:
     def send(self, line, deadline):
         """Write one encoded message, by `deadline` (monotonic): a worker that stops reading its
         input must not hold its slot in a blocking write. Raises TimeoutError or OSError."""
+        with self.sending:
+            self._send(line, deadline)
+
+    def _send(self, line, deadline):
         fd = self.proc.stdin.fileno()
         writable = select.poll()
         writable.register(fd, select.POLLOUT)
@@ -204,6 +209,7 @@ class SlotShared:
     on_compiled: Callable = lambda msg: None  # a worker's answer to a compile ahead
     compiled_ahead: Callable = lambda job: False  # did a compile ahead of this job's spec finish?
     compile_dropped: Callable = lambda request: None  # a compile ahead no worker will do
+    compile_taken: Callable = lambda request: None  # a compile ahead handed to this host's worker
 
 
 class Slot:
@@ -214,15 +220,25 @@ class Slot:
         self.index, self.config, self.shared, self.gpu = index, config, shared, gpu
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
+        self.start_failures = 0  # every failed start, for the operator's count (GET /metrics)
+        self.busy_total_s = 0.0  # time spent on jobs finished: its worker's (its GPU's) busy time
         self.start_error = None  # why the last of them failed, in a line; None once a worker started
         self.next_start_at = None  # when a dead slot tries again (monotonic)
         self.busy_since = None  # monotonic time it took its current job
         self.job = None  # the job it runs now
+        self.jobs = None  # the queue it serves (a preempted run of the server's own goes back there)
+        self.preempted = None  # the run id of the server's own work it was asked to give up
+        self.preemptions = 0
         self.references = ReferenceTimes()  # its worker's runs' reference timings
 
     def busy_s(self):
         since = self.busy_since
         return None if since is None else round(time.monotonic() - since, 1)
+
+    def busy_total(self):
+        """Seconds spent on jobs, the one under way included."""
+        since = self.busy_since
+        return self.busy_total_s + (time.monotonic() - since if since is not None else 0.0)
 
     def stuck(self):
         """Busy past a run's timeout, its grace and STUCK_MARGIN_S (the kill and the error result take
@@ -236,7 +252,9 @@ class Slot:
                 "runs": self.runs, "restarts": self.restarts, "failed_starts": self.failed_starts,
                 "busy_s": self.busy_s(), "stuck": self.stuck(), "gpu": self.gpu,
                 "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming,
-                "start_error": self.start_error, "next_start_s": self.next_start_s()}
+                "start_error": self.start_error, "next_start_s": self.next_start_s(),
+                "start_failures": self.start_failures, "busy_total_s": round(self.busy_total(), 3),
+                "preemptions": self.preemptions}
 
     def next_start_s(self):
         """Seconds until a dead slot tries to start a worker again; None while it is not dead."""
@@ -267,6 +285,7 @@ class Slot:
 
     def serve(self, jobs, stopping):
         """Take jobs from the queue `jobs` until it closes or `stopping` is set (the pool's thread)."""
+        self.jobs = jobs
         while not stopping.is_set():
             if not self.ensure_worker():
                 stopping.wait(restart_delay_s(self.failed_starts))
@@ -285,6 +304,7 @@ class Slot:
             return True
         except Exception as e:
             self.failed_starts += 1
+            self.start_failures += 1
             self.start_error = str(e) if isinstance(e, StartError) else f"{type(e).__name__}: {e}"
             delay_s = restart_delay_s(self.failed_starts)
             self.next_start_at = time.monotonic() + delay_s
@@ -314,7 +334,25 @@ class Slot:
             self._recover(job)
         finally:
             self.runs += 1
+            self.busy_total_s = self.busy_total()
             self.state, self.busy_since, self.job = "ready", None, None
+
+    def idle(self):
+        """Warm and waiting for a job: a person's run queued now starts here at once."""
+        return self.state == "ready" and self.job is None
+
+    def preempt(self):
+        """Give up the server's own work under way for a person's run: its worker ends it at once
+        and answers `preempted`, and the run goes back to the queue. False if it runs none."""
+        job, worker = self.job, self.worker
+        if job is None or not job.server_work or worker is None or self.preempted == job.run_id:
+            return False
+        self.preempted = job.run_id
+        try:
+            worker.send(protocol.encode(protocol.message("preempt", job.run_id)), time.monotonic() + self.config["RUN_GRACE_S"])
+        except (OSError, TimeoutError):
+            return False  # a worker gone: the slot finds out and replaces it
+        return True
 
     def hand_over(self, request):
         if request.stale(self.config["COMPILE_STALE_S"]) or self.worker is None or self.worker.broken:
@@ -322,7 +360,8 @@ class Slot:
         try:
             self.worker.send(protocol.encode(request.message()), time.monotonic() + self.config["RUN_GRACE_S"])
         except (OSError, TimeoutError, ValueError, TypeError):
-            self.shared.compile_dropped(request)
+            return self.shared.compile_dropped(request)
+        self.shared.compile_taken(request)
 
     def _too_old(self, job):
         """Drop a job that waited longer than QUEUE_WAIT_S: its user has likely given up or run it
@@ -387,6 +426,12 @@ class Slot:
             if msg["type"] == "timed":
                 self.references.add(job.store, timing_key, msg["content"]["key"], msg["content"]["reference_ms"])
                 continue
+            if msg["type"] == "preempted":
+                if self.preempted == job.run_id:
+                    self.preempted = None  # taken again, it may be preempted again
+                    self.preemptions += 1
+                    return self.jobs.requeue(job)
+                return self._beyond(job, "a preemption the server never asked for")
             job.notify(msg["type"], msg["content"])
             if msg["type"] == "result":
                 return

@@ -30,7 +30,8 @@ HTTP_TITLES = {400: "Bad request", 403: "Forbidden", 404: "Not found", 405: "Met
 
 
 def wants_json():
-    return request.path.startswith("/api/") or request.path == "/healthz" or request.accept_mimetypes.best == "application/json"
+    return (request.path.startswith("/api/") or request.path in ("/healthz", "/metrics")
+            or request.accept_mimetypes.best == "application/json")
 
 
 def error_of(e):

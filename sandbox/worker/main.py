@@ -23,6 +23,8 @@ from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
 from sandbox.spec import is_script
+from sandbox.worker.server_input import Preempted, ServerInput
+from sandbox.worker.verdicts import failed_grading, graded_result, grader_outcome_ok, recheck_ok, shown_launch
 from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
@@ -82,48 +84,6 @@ class PartsSent:
             self.names.add("check")
 
 
-def grader_outcome_ok(content):
-    """The grader's verdict: {"puzzle": {name, ok, tests, diff, timing}, "check"}."""
-    outcome = content.get("grade") if set(content) == {"grade"} else None
-    puzzle = outcome.get("puzzle") if isinstance(outcome, dict) and set(outcome) == {"puzzle", "check"} else None
-    return (isinstance(puzzle, dict) and isinstance(puzzle.get("ok"), bool) and isinstance(puzzle.get("tests"), list)
-            and (outcome["check"] is None or isinstance(outcome["check"], dict)))
-
-
-def failed_grading(grading, error):
-    """The verdict when there is none from the grader: every test failed with `error`."""
-    summary = {"ok": False, "status": "error", "mismatched": 0, "unwritten": 0, "numel": 0, "raced": 0, "undefined_loads": False,
-               "error": {"phase": error.phase, "message": error.message, "line": error.line}}
-    return {"puzzle": {"name": grading["puzzle"], "ok": False, "diff": None, "timing": None,
-                       "tests": [{**summary, "label": test["label"]} for test in grading["tests"]]},
-            "check": None}
-
-
-def graded_result(shown, outcome, expected):
-    """The student's run (what it showed: its trace, output, timings, IR) with the grader's verdict:
-    `puzzle`, `check`, and a status that is `ok` only when the grader passed every test."""
-    shown["puzzle"] = {**outcome["puzzle"], "expected": expected}
-    shown["check"] = outcome["check"]
-    if shown["status"] != "error":
-        shown["status"] = "ok" if outcome["puzzle"]["ok"] else "mismatch"
-    return shown
-
-
-def shown_launch(result):
-    """The record of the launch a script's result shows (the program's account of it), or None."""
-    launches = result.get("launches") if isinstance(result.get("launches"), dict) else {}
-    listed = launches.get("list") if isinstance(launches.get("list"), list) else []
-    selected = launches.get("selected")
-    return next((launch for launch in listed if isinstance(launch, dict) and selected is not None
-                 and launch.get("index") == selected), None)
-
-
-def recheck_ok(content):
-    """The server's check of a launch (sandbox.grading.recheck): {launch, bounds, message}."""
-    outcome = content.get("recheck") if set(content) == {"recheck"} else None
-    return isinstance(outcome, dict) and not results.server_check_problems(outcome)
-
-
 class Worker:
     def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.worker.ahead import CompileAhead
@@ -143,6 +103,8 @@ class Worker:
         self.spare_count = 2
         self.spares = collections.deque()
         self.parts = PartsSent()  # of the run being relayed
+        self.input = ServerInput()
+        self.taken = []  # the run processes the job under way took
 
     def send(self, msg):
         self.send_line(protocol.encode(msg, nan_to_null=True))
@@ -160,19 +122,17 @@ class Worker:
 
     def serve(self, stdin_fd=0):
         """Take the server's messages until it closes our input; the warm-up goes on between jobs."""
-        pending = b""
+        self.input = ServerInput(stdin_fd)
         while True:
+            while (line := self.input.next_line()) is not None:  # a run's wait may read more (`preempt`)
+                self.handle(line)
+            if not self.input.open:
+                break
             waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s()) if s is not None]
             readable = select.select([stdin_fd, *self.warming.fds(), *self.ahead.fds()], [], [],
                                      min(waits) if waits else None)[0]
             if stdin_fd in readable:
-                data = os.read(stdin_fd, 1 << 20)
-                if not data:
-                    break
-                pending += data
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    self.handle(line)
+                self.input.read()
             self.warming.step(readable)
             self.ahead.step(readable)
         self.warming.stop()
@@ -181,6 +141,9 @@ class Worker:
     def handle(self, line):
         msg = protocol.decode(line, protocol.SERVER_TYPES)
         if msg is None:
+            return
+        if msg["type"] == "preempt":  # of a run that has ended, or of the next (it may overtake its job)
+            self.input.preempt_later(msg["run_id"])
             return
         if msg["type"] == "warm":
             self.warming.begin(msg["content"].get("specs"), self.device)
@@ -199,14 +162,17 @@ class Worker:
         self.spares.append(self.new_run_process())
         return warm[0]
 
-    def take_warm_run_process(self):
+    def take_warm_run_process(self, run_id=None):
         """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
-        one that died while it waited (the host may kill it): a dead one never fails the next job."""
+        one that died while it waited (the host may kill it): a dead one never fails the next job.
+        While it waits for one to warm, a `preempt` of `run_id` ends the run (Preempted)."""
         why = "they end before their job"
         for _ in range(2 * self.spare_count + 1):
             run = next((spare for spare in self.spares if spare.poll_ready()), self.spares[0])
             self.spares.remove(run)
+            self.taken.append(run)
             try:
+                self.input.wait_warm(run, run_id, READY_TIMEOUT_S)
                 if run.ready is None:
                     run.wait_ready(READY_TIMEOUT_S)
                 if run.wait() is None:
@@ -217,11 +183,11 @@ class Worker:
             self.spares.append(self.new_run_process())
         raise StartError(f"run processes fail to start: {why}")
 
-    def start_job(self, job, store):
+    def start_job(self, job, store, run_id=None):
         """Hand the job to the warm run process with the compiled kernels of `store`, into which
         what it compiles is collected after it (None: none lent, none kept)."""
         from sandbox.worker.run_process import kernel_cache_of
-        run = self.take_warm_run_process()
+        run = self.take_warm_run_process(run_id)
         run.owner = store
         if store is not None:
             with contextlib.suppress(OSError):  # at worst the run compiles again
@@ -277,6 +243,19 @@ class Worker:
         return None
 
     def run(self, msg):
+        """Run one job and send its result; `preempted` instead if the server asks for its worker back."""
+        self.taken = []  # the run processes this job took: its run's, its checker's
+        try:
+            self.run_job(msg)
+        except Preempted:
+            for run in self.taken:
+                if run.fds:  # not finished yet (finish closes its pipes)
+                    run.finish(self.kernel_caches)
+            while len(self.spares) < self.spare_count:
+                self.spares.append(self.new_run_process())
+            self.send(protocol.message("preempted", msg["run_id"]))
+
+    def run_job(self, msg):
         from sandbox.worker.run_process import describe_exit
         run_id = msg["run_id"]
         try:
@@ -300,13 +279,13 @@ class Worker:
         done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
         job = job.replace(grading=None, sanitized_before=sanitized,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
-        run = self.start_job(job.message(run_id), store)
+        run = self.start_job(job.message(run_id), store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
         died = False
         while result is None and error is None and not died:
-            kind, data = run.next_message(deadline)
+            kind, data = run.next_message(deadline, self.input.listener(run_id))
             if kind == "out":
                 charged += len(data)
                 if charged > output_limit:
@@ -406,7 +385,7 @@ class Worker:
         `kind` ("grade", "recheck"): a check made where no user code has run. What it prints is
         dropped; its status messages are relayed."""
         from sandbox.worker.run_process import describe_exit
-        checker = self.take_warm_run_process()
+        checker = self.take_warm_run_process(run_id)
         checker.owner = None  # lent no kernels, keeps none
         outcome = error = None
         try:
@@ -414,7 +393,7 @@ class Worker:
         except OSError:
             pass  # it died meanwhile: the loop below says so
         while outcome is None and error is None:
-            kind_of, data = checker.next_message(deadline)
+            kind_of, data = checker.next_message(deadline, self.input.listener(run_id))
             if kind_of == "msg":
                 msg = protocol.decode(data, protocol.RUN_TYPES)
                 content = msg["content"] if msg is not None and msg["run_id"] == run_id else {}

@@ -149,17 +149,22 @@ class RunProcess:
 
     # -- in the worker
 
-    def next_message(self, deadline):
-        """Block until the run sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data)."""
+    def next_message(self, deadline, listener=None):
+        """Block until the run sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data).
+        `listener`: (a descriptor, its reader), read whenever readable meanwhile (sandbox.worker.server_input)."""
+        listened = [listener[0]] if listener else []
         while True:
             if b"\n" in self.lines:
                 return self._line()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout", None
-            found = self._take(select.select(self.watched(), [], [], remaining)[0])
+            ready = select.select(self.watched() + listened, [], [], remaining)[0]
+            found = self._take(ready)
             if found is not None:
                 return found
+            if listened and listened[0] in ready:
+                listener[1]()
 
     def poll_message(self):
         """next_message without waiting: ("none", None) while the run has sent no whole line and
