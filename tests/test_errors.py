@@ -118,6 +118,7 @@ REFUSALS = {
     "api.launch_form": [("stranger", "POST", "/api/launch-form", {"source": 1}, 400, "SpecError")],
     "api.example": [("stranger", "GET", "/api/examples/nothing", None, 404, "NotFound")],
     "api.examples": [], "api.spec_schema": [], "api.healthz": [],
+    "metrics.metrics": [("limited", "GET", "/metrics", None, 403, "Forbidden")],
     "classes.create_class": [("stranger", "POST", "/api/classes", {"title": "A", "puzzles": ["nope"]}, 400, "ClassError"),
                              ("limited", "POST", "/api/classes", {"title": "A", "puzzles": ["constant_add"]}, 429,
                               "TooManyWrites")],
@@ -165,12 +166,14 @@ ACK_REFUSALS = {
 @pytest.fixture(scope="module")
 def limited_web(tmp_path_factory):
     """An app whose limits are spent: no run may wait (QUEUE_PER_OWNER 0), one write a minute (spent
-    here), one look-up of a missing class code a minute (spent here), small snippets."""
+    here), one look-up of a missing class code a minute (spent here), small snippets, metrics for
+    another address than the tests' clients'."""
     from app import create_app
     directory = tmp_path_factory.mktemp("limited")
     app = create_app({"TESTING": True, "START_WORKERS": False, "DATABASE": str(directory / "db.sqlite"),
                       "RUN_ROOT": str(directory / "runs"), "QUEUE_PER_OWNER": 0, "WRITES_PER_MINUTE": 1,
-                      "CLASS_LOOKUPS_PER_MINUTE": 1, "MAX_SNIPPET_BYTES": 2048})
+                      "CLASS_LOOKUPS_PER_MINUTE": 1, "MAX_SNIPPET_BYTES": 2048,
+                      "METRICS_ALLOW": "192.0.2.1"})
     client = app.test_client()
     assert client.post("/api/snippets", json={"spec": SPEC}).status_code == 200
     assert client.get("/api/classes/SPENT").status_code == 404

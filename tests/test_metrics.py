@@ -9,7 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.dispatch.interface import QueueFull
 from sandbox.spec import normalize
-from tests.support import ENDLESS, vector_add_spec, wait_until_busy, wait_until_ready
+from tests.support.apps import wait_until_busy, wait_until_ready
+from tests.support.kernels import ENDLESS, vector_add_spec
 
 
 def scrape(client, **environ):

@@ -10,7 +10,7 @@ import pytest
 
 from app.dispatch.jobs import Job, JobQueue
 from app.owners import PUZZLE_SOLUTIONS
-from tests.support import vector_add_spec
+from tests.support.kernels import vector_add_spec
 
 
 RUNS = 12

@@ -251,9 +251,9 @@ class Worker:
             for run in self.taken:
                 if run.fds:  # not finished yet (finish closes its pipes)
                     run.finish(self.kernel_caches)
-            while len(self.spares) < self.spare_count:
-                self.spares.append(self.new_run_process())
             self.send(protocol.message("preempted", msg["run_id"]))
+            while len(self.spares) < self.spare_count:  # after the answer, as after a result
+                self.spares.append(self.new_run_process())
 
     def run_job(self, msg):
         from sandbox.worker.run_process import describe_exit
