@@ -68,7 +68,7 @@ def tensor_cells(page, tensor):
 def inject_result(page, result):
     """Shows `result` as if the server had sent it: results a CPU-only server cannot produce (GPU runs),
     and results of a given shape (tests/support/results_by_hand.py)."""
-    page.evaluate("async (result) => { const { emit } = await import('/static/js/hub.js'); emit('run-result', { run_id: null, result }); }",
+    page.evaluate("async (result) => { const { emit } = await import('/static/js/shared/hub.js'); emit('run-result', { run_id: null, result }); }",
                   result)
 
 
@@ -445,7 +445,7 @@ def test_picking_sm80_in_the_ir_tab_runs_again_and_shows_sm80_ir(browser, page, 
     page.click("[data-tab=ir]")
     assert page.input_value("select[aria-label='IR target']") == ""  # auto
     assert page.inner_text(".ir-compiled-for") == "compiled for sm90"
-    page.evaluate("async () => { const { on } = await import('/static/js/hub.js'); window.runs = 0; on('run-started', () => window.runs++); }")
+    page.evaluate("async () => { const { on } = await import('/static/js/shared/hub.js'); window.runs = 0; on('run-started', () => window.runs++); }")
 
     page.select_option("select[aria-label='IR target']", "sm80")
     page.wait_for_function("document.querySelector('.ir-compiled-for')?.textContent === 'compiled for sm80'", timeout=RUN_TIMEOUT_MS)
@@ -626,7 +626,7 @@ def test_an_errors_field_outlines_its_control_in_the_launch_form_until_the_next_
         inject_result(page, FIELD_ERRORS[field])
         assert page.locator(".error-field").count() == 1, field
         assert page.locator(selector).evaluate("e => e.classList.contains('error-field')"), field
-    page.evaluate("async () => { const { emit } = await import('/static/js/hub.js'); emit('run-started', { run_id: 'next' }); }")
+    page.evaluate("async () => { const { emit } = await import('/static/js/shared/hub.js'); emit('run-started', { run_id: 'next' }); }")
     assert page.locator(".error-field").count() == 0
 
 

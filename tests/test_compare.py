@@ -121,7 +121,7 @@ def test_the_compare_model_calls_a_change_within_the_noise_noise(browser, live_s
     page = browser.new_page()
     page.goto(f"{live_server}/puzzles")
     found = page.evaluate("""async () => {
-        const m = await import("/static/js/compare-model.js");
+        const m = await import("/static/js/run/compare-model.js");
         const t = (median, spread) => ({median, p20: median * (1 - spread), p80: median * (1 + spread), n: 100});
         const diff = m.unifiedDiff("a\\nb\\nc\\nd\\ne\\nf\\ng\\nh\\ni", "a\\nb\\nc\\nd\\nE\\nf\\ng\\nh\\ni\\nj", 1);
         return {

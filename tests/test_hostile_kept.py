@@ -12,6 +12,7 @@ The unit tests below check that every route's job is made through the one decisi
 import glob
 import json
 import os
+import pathlib
 import re
 import secrets
 import tempfile
@@ -340,18 +341,17 @@ def test_foreign_code_is_lent_and_keeps_nothing_and_the_worker_maps_whose_code_o
 
 def test_the_page_sends_its_code_to_run_or_compile_from_one_module():
     """Whose code the page shows is said with every run and compile it asks for: they leave through
-    static/js/provenance.js and nowhere else, so no route (Run, compile ahead, Step, Compare, a
+    static/js/shared/provenance.js and nowhere else, so no route (Run, compile ahead, Step, Compare, a
     script, a program fetched for the diagram) can leave without it."""
-    js = os.path.join(ROOT, "static", "js")
+    js = pathlib.Path(ROOT, "static", "js")
     senders = []
-    for name in sorted(os.listdir(js)):
-        if name.endswith(".js") and name != "provenance.js":
-            with open(os.path.join(js, name), encoding="utf-8") as f:
-                text = re.sub(r"^\s*//.*$", "", f.read(), flags=re.M)  # what it does, not what it says
+    for path in sorted(js.rglob("*.js")):
+        if path.name != "provenance.js":
+            text = re.sub(r"^\s*//.*$", "", path.read_text(encoding="utf-8"), flags=re.M)  # what it does, not what it says
             if re.search(r"""["'`]/api/run["'`]|\.emit\(\s*["'](run|compile)["']|from_link""", text):
-                senders.append(name)
+                senders.append(str(path.relative_to(js)))
     assert senders == []
-    with open(os.path.join(js, "provenance.js"), encoding="utf-8") as f:
+    with open(js / "shared" / "provenance.js", encoding="utf-8") as f:
         text = f.read()
     assert text.count("from_link: true") == 1 and '"/api/run"' in text
 

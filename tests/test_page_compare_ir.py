@@ -18,7 +18,7 @@ def page(browser):
 
 def test_location_ids_are_not_a_difference(page, live_server):
     open_playground(page, live_server + "/examples/matmul")
-    found = page.evaluate("""async () => { const m = await import('/static/js/compare-model.js');
+    found = page.evaluate("""async () => { const m = await import('/static/js/run/compare-model.js');
         const renumbered = m.unifiedDiff('%x_1 = arith.addi %3, %c32_i32 : i32 loc(#loc3)\\n#loc3 = loc("k.py":4:1)',
                                          '%x_4 = arith.addi %7, %c32_i32 : i32 loc(#loc9)\\n#loc9 = loc("k.py":4:1)', 3, m.withoutRenumbering);
         const changed = m.unifiedDiff('%x_2 = arith.constant 32 : i32 loc(#loc3)', '%x_5 = arith.constant 16 : i32 loc(#loc9)', 3, m.withoutRenumbering);

@@ -20,7 +20,7 @@ def page(browser):
 
 def count_runs(page):
     """window.runsSent: the runs the server acknowledged from now on."""
-    page.evaluate("""async () => { const { on } = await import('/static/js/hub.js');
+    page.evaluate("""async () => { const { on } = await import('/static/js/shared/hub.js');
         window.runsSent = 0; on('run-started', () => { window.runsSent += 1; }); }""")
 
 

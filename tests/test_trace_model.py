@@ -1,4 +1,4 @@
-"""The trace model (static/js/trace-model.js) and its words, as functions: small traces in, the
+"""The trace model (static/js/run/trace-model.js) and its words, as functions: small traces in, the
 programs, owners, masked lanes, atomics and coverage verdicts out. Run in headless chromium on a
 page that only imports the modules (tests/support/model_harness.html): no app, no plotly."""
 

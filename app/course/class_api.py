@@ -80,7 +80,7 @@ def create_class():
 
 @bp.get("/classes/new")
 def new_class_page():
-    """The form that makes a class (static/js/class-new.js, through POST /api/classes)."""
+    """The form that makes a class (static/js/teach/class-new.js, through POST /api/classes)."""
     return render_template("class-new.html")
 
 
@@ -95,7 +95,7 @@ def teacher_link(code, key):
 
 @bp.get("/classes/<code>")
 def class_page(code):
-    """The class's page: its dashboard for its teacher, the join form for anyone else (static/js/class.js)."""
+    """The class's page: its dashboard for its teacher, the join form for anyone else (static/js/teach/class.js)."""
     found = lookup(code)
     return render_template("class.html", code=found["code"], title=found["title"])
 

@@ -34,7 +34,7 @@ def course():
 @bp.get("/puzzles/<name>")
 def puzzle_page(name):
     found = found_or_404(name)
-    # The page learns the puzzle from the spec's options.puzzle (static/js/puzzle.js asks the API);
+    # The page learns the puzzle from the spec's options.puzzle (static/js/teach/puzzle.js asks the API);
     # the page is the editor, which the web side lends (app.web.hooks).
     return current_app.extensions["hooks"].render_editor(puzzles.starter_spec(found),
                                                          title=f"Puzzle: {found.get('title') or name}")

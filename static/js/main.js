@@ -1,23 +1,23 @@
 // Wires the page: reads the initial state, builds the panes, talks to the server over Socket.IO,
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
-import { on, emit } from "./hub.js";
-import { h, debounce } from "./dom.js";
-import { createEditor, getSource, initTabSwitch, initWrapSwitch } from "./editor.js";
-import { initLaunch, readLaunch, checkLaunch } from "./form.js";
-import { initResults } from "./results.js";
-import { initTimings } from "./timings.js";
-import { initIr } from "./ir.js";
-import { initLesson, lessonText } from "./lesson.js";
-import { initDrafts } from "./drafts.js";
-import { initHistory } from "./history.js";
-import { initShare, initExport, isOwnSnippet, linkPrompt } from "./share.js";
-import { initPuzzle, openingSpec } from "./puzzle.js";
-import { initCompare } from "./compare.js";
-import { initStep } from "./step.js";
-import { uiRules } from "./ui-rules.js";
-import { initScript, optionsFor, scriptMode, scriptSpec } from "./script.js";
-import { loadPlotly } from "./plotly.js";
-import { isForeign, postRun, sendSpec, setForeign } from "./provenance.js";
+import { on, emit } from "./shared/hub.js";
+import { h, debounce } from "./shared/dom.js";
+import { createEditor, getSource, initTabSwitch, initWrapSwitch } from "./editor/editor.js";
+import { initLaunch, readLaunch, checkLaunch } from "./editor/form.js";
+import { initResults } from "./run/results.js";
+import { initTimings } from "./run/timings.js";
+import { initIr } from "./run/ir.js";
+import { initLesson, lessonText } from "./teach/lesson.js";
+import { initDrafts } from "./editor/drafts.js";
+import { initHistory } from "./editor/history.js";
+import { initShare, initExport, isOwnSnippet, linkPrompt } from "./editor/share.js";
+import { initPuzzle, openingSpec } from "./teach/puzzle.js";
+import { initCompare } from "./run/compare.js";
+import { initStep } from "./run/step.js";
+import { uiRules } from "./shared/ui-rules.js";
+import { initScript, optionsFor, scriptMode, scriptSpec } from "./run/script.js";
+import { loadPlotly } from "./shared/plotly.js";
+import { isForeign, postRun, sendSpec, setForeign } from "./shared/provenance.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -125,7 +125,7 @@ async function drawDiagram() {
     return;
   }
   try {
-    const [{ renderDiagram }] = await Promise.all([import("./diagram.js"), loadPlotly()]);
+    const [{ renderDiagram }] = await Promise.all([import("./run/diagram.js"), loadPlotly()]);
     $("#diagram").replaceChildren();
     await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width, maxRowWidth,
                                                           fetchProgram: resultSpec && fetchProgram });

@@ -1,9 +1,9 @@
-// static/js/format.js: numbers, times and program ids as every pane writes them.
+// static/js/shared/format.js: numbers, times and program ids as every pane writes them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { formatBytes, formatCount, formatMs, formatNumber, formatOrdinal, formatPercent, formatPid, formatRate, formatRatio,
   formatSeconds, formatWhole, plural, timeAgo }
-  from "../../static/js/format.js";
+  from "../../static/js/shared/format.js";
 
 test("counts and nouns", () => {
   assert.equal(formatCount(1048576), "1,048,576");

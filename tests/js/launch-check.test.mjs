@@ -1,7 +1,7 @@
-// static/js/launch-check.js: what the launch form says is wrong before a run, each on its field.
+// static/js/editor/launch-check.js: what the launch form says is wrong before a run, each on its field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { initDtypeProblem, launchProblems, namesIn, sourceNames } from "../../static/js/launch-check.js";
+import { initDtypeProblem, launchProblems, namesIn, sourceNames } from "../../static/js/editor/launch-check.js";
 import { serverSpec } from "./server-spec.mjs";
 
 const NAMES = serverSpec().expression_names;   // what the server lets an expression read

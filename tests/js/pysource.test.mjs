@@ -1,8 +1,8 @@
-// static/js/pysource.js: the page's reading of a kernel's source and of the inputs' torch expressions.
+// static/js/editor/pysource.js: the page's reading of a kernel's source and of the inputs' torch expressions.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { findJitFunctions, indentationOf, inputExpression, parseInputExpression, parseShape, splitTopLevel }
-  from "../../static/js/pysource.js";
+  from "../../static/js/editor/pysource.js";
 
 test("splits at top-level commas only", () => {
   assert.deepEqual(splitTopLevel("a, f(b, c), 'd,e', [1, 2],"), ["a", "f(b, c)", "'d,e'", "[1, 2]"]);

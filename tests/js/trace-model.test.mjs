@@ -1,8 +1,8 @@
-// static/js/trace-model.js: a trace in, programs, regions and coverage verdicts out (the diagram's model).
+// static/js/run/trace-model.js: a trace in, programs, regions and coverage verdicts out (the diagram's model).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cellRuns, coverageVerdicts, mergeRuns, regionsOf, runsLength, traceModel, writeCounts }
-  from "../../static/js/trace-model.js";
+  from "../../static/js/run/trace-model.js";
 
 // out = x + y, n = 10, BLOCK 4: three programs, the last with two lanes masked off.
 function vectorAdd(n = 10, block = 4) {

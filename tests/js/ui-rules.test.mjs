@@ -1,8 +1,8 @@
-// static/js/ui-rules.js with the server's own schema (app/web/share.py schema, as GET /api/spec serves
+// static/js/shared/ui-rules.js with the server's own schema (app/web/share.py schema, as GET /api/spec serves
 // it): the page keeps no copy of the rules of a program id, the IR stages or the row width.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { uiRules } from "../../static/js/ui-rules.js";
+import { uiRules } from "../../static/js/shared/ui-rules.js";
 import { serverSpec } from "./server-spec.mjs";
 
 const served = serverSpec();

@@ -1,8 +1,8 @@
 // The last runs of this browser (source, spec, verdict), newest first, each one click from coming
 // back: the History menu of the top bar. Kept in localStorage, never sent anywhere.
-import { on } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { phaseWords, timeAgo } from "./format.js";
+import { on } from "../shared/hub.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { phaseWords, timeAgo } from "../shared/format.js";
 
 const KEY = "playground.runs";
 export const MAX_RUNS = 25;

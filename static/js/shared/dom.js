@@ -32,3 +32,9 @@ export function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+// Text whose `backticked` names are code, as the messages and hints write them: shown as code,
+// without the backticks.
+export function withCode(text) {
+  return text.split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}

@@ -4,7 +4,7 @@
 // measured on the 2-core CPU VM of docs/measured.md (triton 3.7.1, torch 2.13.0), vector add costs about
 // 1 ms a program plus 1 µs an element: 4M elements in blocks of 1024 took 8-10 s, 262,144 in
 // blocks of 16 (16,384 programs) 17.7 s. An estimate to warn by, not a promise.
-import { formatCount, formatSeconds } from "./format.js";
+import { formatCount, formatSeconds } from "../shared/format.js";
 
 const PROGRAM_S = 1e-3;
 const ELEMENT_S = 1e-6;

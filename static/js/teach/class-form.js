@@ -1,5 +1,5 @@
 // The form of a class's settings, to make a class (/classes/new) and to edit one (its dashboard).
-import { h, replaceChildren } from "./dom.js";
+import { h, replaceChildren } from "../shared/dom.js";
 
 // A time for <input type="datetime-local"> (the browser's zone) from seconds since 1970, and back.
 function localInput(seconds) {

@@ -8,9 +8,9 @@ import {
   EditorView, EditorState, StateField, StateEffect, RangeSet, Decoration, WidgetType, GutterMarker,
   gutterLineClass, keymap, Prec, Compartment, basicSetup, python, indentUnit,
 } from "codemirror";
-import { on, emit } from "./hub.js";
-import { debounce } from "./dom.js";
-import { playgroundTheme, playgroundHighlight } from "./cm-theme.js";
+import { on, emit } from "../shared/hub.js";
+import { debounce } from "../shared/dom.js";
+import { playgroundTheme, playgroundHighlight } from "../shared/cm-theme.js";
 import { indentationOf } from "./pysource.js";
 
 // ---- line highlights (the error, the selected program, the line an IR line came from) ----

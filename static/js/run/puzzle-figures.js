@@ -2,7 +2,7 @@
 // program that stored it (a puzzle's solution, or the pinned run, on the left; yours on the right),
 // yours marked where it missed, added or wrote twice what the left one writes. Pure: traces in,
 // figures out. Used by the Puzzle tab and the Compare tab.
-import { formatCount } from "./format.js";
+import { formatCount } from "../shared/format.js";
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];

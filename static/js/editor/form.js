@@ -1,7 +1,7 @@
 // The launch pane: which kernel, its arguments (read from the source), the inputs table, the grid
 // and the options. Filled on `spec-loaded`; `readLaunch()` gives the spec's launch fields back.
-import { on, emit } from "./hub.js";
-import { h, replaceChildren, debounce } from "./dom.js";
+import { on, emit } from "../shared/hub.js";
+import { h, replaceChildren, debounce } from "../shared/dom.js";
 import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
 import { launchProblems } from "./launch-check.js";
 import { estimate, estimateWarning } from "./estimate.js";

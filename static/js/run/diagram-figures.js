@@ -1,8 +1,8 @@
 // The diagram's drawing: plotly figures (data, layout, config) for the program grid and each
 // tensor, from the cells of trace-model.js, and the elements around them (legend, coverage list,
 // a tensor's card), built with dom.js's h(). Nothing here keeps state or listens to events.
-import { h } from "./dom.js";
-import { formatCount } from "./format.js";
+import { h } from "../shared/dom.js";
+import { formatCount } from "../shared/format.js";
 import { CLASS_COUNT, PROGRAM_COLOURS, cellCount, firstIndexOfCell } from "./trace-model.js";
 import { LEGEND, colouringText, coverageText, gridAxes, programLabel, strayNote, tensorAxes, tensorMeta } from "./trace-words.js";
 

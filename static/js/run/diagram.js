@@ -2,8 +2,8 @@
 // a mask switched off. This is the view: it keeps the selection, wires the controls and plotly's
 // events, and redraws. What is drawn comes from trace-model.js, the sentences from trace-words.js,
 // the figures from diagram-figures.js. Drawn with plotly.js (the global `Plotly`, which renderDiagram's callers load first: plotly.js).
-import { emit } from "./hub.js";
-import { h } from "./dom.js";
+import { emit } from "../shared/hub.js";
+import { h } from "../shared/dom.js";
 import {
   traceModel, indexOfPid, sourceLines, tensorView, selectionMarks, tensorClasses, hatchedCells, cellRuns, strayCells,
   programAtCell, windowOf, gridCells, pidOfGridCell, programWindow, programRows, withProgram,

@@ -2,17 +2,16 @@
 // run, and the expected-vs-yours figure. Also "Make puzzle": a teacher turns the page's spec into a
 // puzzle (its source the hidden solution, its reference the hidden check) and gets its link.
 // The page knows the puzzle only by name (spec.options.puzzle) and its public side (/api/puzzles/<name>).
-import { on } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { formatCount, phaseWords } from "./format.js";
+import { on } from "../shared/hub.js";
+import { h, replaceChildren, withCode } from "../shared/dom.js";
+import { formatCount, phaseWords } from "../shared/format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
-import { createCodeField, getSource } from "./editor.js";
-import { withCode } from "./error-card.js";
+import { createCodeField, getSource } from "../editor/editor.js";
 import { withoutLesson } from "./lesson.js";
-import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
-import { loadPlotly } from "./plotly.js";
-import { stoppedAt } from "./trace-model.js";
-import { stoppedText } from "./trace-words.js";
+import { MARKS, comparisonFigure, shownPart } from "../run/puzzle-figures.js";
+import { loadPlotly } from "../shared/plotly.js";
+import { stoppedAt } from "../run/trace-model.js";
+import { stoppedText } from "../run/trace-words.js";
 
 let state = null; // {puzzle, starter (its spec), shownHints, result, next: the course's next puzzle | null}
 let elements = null;

@@ -5,12 +5,12 @@
 // locals after that statement (scalars, tiles as small heat tables,
 // masks as boolean grids, pointers as offsets into their tensor), and what the line loaded and
 // stored. The editor marks the step's lines.
-import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { formatCount, formatNumber, formatPid, formatTuple, formatWhole } from "./format.js";
+import { on, emit } from "../shared/hub.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { formatCount, formatNumber, formatPid, formatTuple, formatWhole } from "../shared/format.js";
 import { errorCard } from "./error-card.js";
 import { regionText } from "./trace-words.js";
-import { postRun } from "./provenance.js";
+import { postRun } from "../shared/provenance.js";
 
 let els = null;
 let getSpec = null;

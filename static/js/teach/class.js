@@ -2,8 +2,8 @@
 // grouped by how they fail; a push to the class or to a group; the form that edits the class), or,
 // for anyone else, the form to join it and the class's puzzles. `?preview` shows its teacher the
 // students' page, joining nobody.
-import { h, replaceChildren } from "./dom.js";
-import { formatMoment, formatMs, plural } from "./format.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { formatMoment, formatMs, plural } from "../shared/format.js";
 import { classForm } from "./class-form.js";
 
 const page = document.querySelector("#class-page");

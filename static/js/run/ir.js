@@ -5,10 +5,10 @@ import {
   EditorView, EditorState, StateField, StateEffect, Decoration, StreamLanguage, HighlightStyle,
   syntaxHighlighting, basicSetup, tags,
 } from "codemirror";
-import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { formatCount } from "./format.js";
-import { playgroundTheme } from "./cm-theme.js";
+import { on, emit } from "../shared/hub.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { formatCount } from "../shared/format.js";
+import { playgroundTheme } from "../shared/cm-theme.js";
 import { errorCard } from "./error-card.js";
 
 // options.arch values Triton 3.7 compiles for on a host without a GPU (each checked there, down to

@@ -1,10 +1,10 @@
 // The Timings tab: kernel vs. the PyTorch reference, compile time, memory bandwidth against the
 // measured copy bandwidth, TFLOP/s against the datasheet peak, a roofline, the autotuner's configs
 // and notes. Interpreter runs get their wall-clock times and byte counts, labelled, with no rate claims.
-import { on } from "./hub.js";
-import { h, replaceChildren, notesList } from "./dom.js";
-import { loadPlotly } from "./plotly.js";
-import { formatBytes, formatCount, formatMs, formatPercent, formatRate, formatRatio, formatScaled } from "./format.js";
+import { on } from "../shared/hub.js";
+import { h, replaceChildren, notesList } from "../shared/dom.js";
+import { loadPlotly } from "../shared/plotly.js";
+import { formatBytes, formatCount, formatMs, formatPercent, formatRate, formatRatio, formatScaled } from "../shared/format.js";
 
 function metric(label, value, detail, cls = "") {
   return h("div", { class: `metric ${cls}` }, h("div", { class: "label" }, label),

@@ -1,6 +1,6 @@
 // Making a class: the form of its settings; once made, its code, its join link and its teacher link
 // (a secret to keep: it opens the dashboard from any browser), and a button to the dashboard.
-import { h, replaceChildren } from "./dom.js";
+import { h, replaceChildren } from "../shared/dom.js";
 import { classForm } from "./class-form.js";
 
 const body = document.querySelector("#class-body");

@@ -1,8 +1,8 @@
 // The Lesson tab: the docstring at the top of the source (what a gallery example teaches and what to
 // try) as prose beside the code, so the editor can open on the kernel. The docstring's layout is the
 // gallery's (kernels/): a title underlined with "=", paragraphs, `code`, *emphasis*, "- " lists.
-import { on } from "./hub.js";
-import { h, replaceChildren, debounce } from "./dom.js";
+import { on } from "../shared/hub.js";
+import { h, replaceChildren, debounce } from "../shared/dom.js";
 
 const DOCSTRING = /^\s*(?:#[^\n]*\n\s*)*[rRuU]?("""|''')([\s\S]*?)\1/;
 

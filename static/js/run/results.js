@@ -1,9 +1,9 @@
 // The status line (the phases of the current run as they stream in) and the Results tab:
 // the verdict, the error card, the launch, the run's notes, the coverage verdicts of the written
 // tensors, each checked output, and the kernel's stdout.
-import { on } from "./hub.js";
-import { h, replaceChildren, notesList } from "./dom.js";
-import { formatCount, formatElapsed, formatNumber, formatTuple, phaseWords, plural } from "./format.js";
+import { on } from "../shared/hub.js";
+import { h, replaceChildren, notesList } from "../shared/dom.js";
+import { formatCount, formatElapsed, formatNumber, formatTuple, phaseWords, plural } from "../shared/format.js";
 import { errorCard } from "./error-card.js";
 import { coverageVerdicts } from "./trace-model.js";
 import { coverageText, unwrittenAdvice, UNWRITTEN_ADVICE } from "./trace-words.js";

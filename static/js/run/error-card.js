@@ -1,20 +1,14 @@
 // The card for a failed run (or a failed IR compile, under its own title). It reads the error's
 // fields, never its text: the phase, the type, where (its source line and its program, each a
 // link to see it), the message, then the plain-words hint.
-import { emit } from "./hub.js";
-import { h } from "./dom.js";
-import { formatPid, phaseWords } from "./format.js";
+import { emit } from "../shared/hub.js";
+import { h, withCode } from "../shared/dom.js";
+import { formatPid, phaseWords } from "../shared/format.js";
 
 // The card's head names the type: a message that starts with it again does not repeat it.
 function messageText(error) {
   const message = error.message || "(no message)";
   return error.type && message.startsWith(`${error.type}: `) ? message.slice(error.type.length + 2) : message;
-}
-
-// Text whose `backticked` names are code, as the messages and hints write them: shown as code,
-// without the backticks.
-export function withCode(text) {
-  return text.split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
 }
 
 export function errorCard(error, title = phaseWords(error.phase)) {

@@ -1,8 +1,8 @@
 // Taking the work away: Share saves the spec (and the selected program and tab) as a short link,
 // Export .py downloads a standalone script that runs the same launch. Opening a link: the prompt
 // that stands in for the output until the reader chooses to run someone else's code.
-import { h } from "./dom.js";
-import { formatPid } from "./format.js";
+import { h } from "../shared/dom.js";
+import { formatPid } from "../shared/format.js";
 
 // The ids of the links this browser saved: opening one of those is opening our own code.
 const OWN_KEY = "playground.ownSnippets";

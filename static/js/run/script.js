@@ -2,9 +2,9 @@
 // launches its run made (result.launches) in place of the form: kernel, line, grid, time and the
 // bounds check's verdict, marked as the program's own report. A click on one asks for it (options.launch): the run that lists them again,
 // with that launch's trace, timings and IR. "Form" makes a form run of one launch (/api/launch-form).
-import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { formatMs, formatTuple } from "./format.js";
+import { on, emit } from "../shared/hub.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { formatMs, formatTuple } from "../shared/format.js";
 
 const BOUNDS = {
   ok: ["✓ in bounds", "bounds-ok"],

@@ -3,11 +3,11 @@
 // program wrote, each IR stage as a unified diff coloured by source line). Also the sweep: a few
 // values of the meta-parameters, num_warps and num_stages, run as one sweep (options.sweep), and
 // its table with the fastest.
-import { on, emit } from "./hub.js";
-import { h, replaceChildren } from "./dom.js";
-import { formatClock, formatCount, formatMs, formatNumber } from "./format.js";
+import { on, emit } from "../shared/hub.js";
+import { h, replaceChildren } from "../shared/dom.js";
+import { formatClock, formatCount, formatMs, formatNumber } from "../shared/format.js";
 import { MARKS, comparisonFigure, shownPart } from "./puzzle-figures.js";
-import { loadPlotly } from "./plotly.js";
+import { loadPlotly } from "../shared/plotly.js";
 import { coverageDiff, resourceRows, timeChange, unifiedDiff, withoutRenumbering } from "./compare-model.js";
 import { describeLaunch, launchIdentity, shownLaunch } from "./script.js";
 

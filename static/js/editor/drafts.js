@@ -1,9 +1,9 @@
 // Work is never lost without a word: the page's state is saved in this browser as it is edited, one
 // draft per address (so Back, a reload, or a link saved by Share each find their own), offered back
 // with a Restore / Discard choice on return; anything that would replace unsaved edits asks first.
-import { on } from "./hub.js";
-import { h, debounce } from "./dom.js";
-import { timeAgo } from "./format.js";
+import { on } from "../shared/hub.js";
+import { h, debounce } from "../shared/dom.js";
+import { timeAgo } from "../shared/format.js";
 
 const PREFIX = "playground.draft:";
 const MAX_DRAFTS = 30;   // the oldest beyond this are dropped
