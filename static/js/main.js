@@ -1,7 +1,7 @@
 // Wires the page: reads the initial state, builds the panes, talks to the server over Socket.IO,
 // and keeps the spec (plus the selected program and tab) as the one state of the page.
 import { on, emit } from "./shared/hub.js";
-import { h, debounce } from "./shared/dom.js";
+import { h } from "./shared/dom.js";
 import { createEditor, getSource, initTabSwitch, initWrapSwitch } from "./editor/editor.js";
 import { initLaunch, readLaunch, checkLaunch } from "./editor/form.js";
 import { initResults } from "./run/results.js";
@@ -16,8 +16,12 @@ import { initCompare } from "./run/compare.js";
 import { initStep } from "./run/step.js";
 import { uiRules } from "./shared/ui-rules.js";
 import { initScript, optionsFor, scriptMode, scriptSpec } from "./run/script.js";
-import { loadPlotly } from "./shared/plotly.js";
-import { isForeign, postRun, sendSpec, setForeign } from "./shared/provenance.js";
+import { isForeign, setForeign } from "./shared/provenance.js";
+import { connect } from "./run/connection.js";
+import { drawDiagram, forgetDiagram, initDiagramTab, redrawDiagram } from "./run/diagram-tab.js";
+import { initExamples } from "./editor/examples.js";
+import { initSplitters } from "./editor/splitters.js";
+import { showClassMessage } from "./teach/class-message.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -26,7 +30,6 @@ let loadedSpec = null;      // the last spec loaded: keeps the options the launc
 let lastResult = null;
 let sentSpec = null;        // the spec of the run under way
 let resultSpec = null;      // the spec whose run gave lastResult: a program its trace left out is asked of it
-let diagramDrawn = false;
 let traceArrived = false;   // the current run's trace came as a part: its result's trace is the same, already drawn
 
 // ---- the UI state (a shared link's, checked again here: the server already drops bad fields) ----
@@ -74,7 +77,7 @@ function defaultPane(spec) {
   return lessonText(spec.source) !== null && !initial.snippet_id ? "lesson" : "results";
 }
 
-// ---- tabs and the diagram ----
+// ---- tabs ----
 
 function showTab(name) {
   if (!PANES.includes(name)) name = ["results", "diagram", "lesson"].find((pane) => PANES.includes(pane));
@@ -89,221 +92,11 @@ function showTab(name) {
   if (name === "diagram") drawDiagram();
 }
 
-function diagramMessage(text, ...more) {
-  $("#diagram").replaceChildren(h("div", { class: "empty-state" }, text, ...more));
-}
-
-// A run that stopped before its accesses were recorded: the diagram says why and leads to the
-// error card, where the phase, the line and the fix are.
-function diagramErrorMessage(error) {
-  const where = error.line ? ` on line ${error.line}` : "";
-  diagramMessage(`No diagram: the run stopped with ${/^[aeiou]/i.test(error.phase) ? "an" : "a"} ${error.phase} error${where} `
-      + "before the kernel's accesses were recorded.",
-    PANES.includes("results") ? h("p", {}, h("button", { type: "button", class: "button small", id: "diagram-show-error",
-                                                          onclick: () => showTab("results") }, "See the error")) : null);
-}
-
-// Why a run has no picture, in the run's own words where it gave them (result.notes).
-function noDiagramReason(result) {
-  if (!result) return "Run the kernel to see which program reads and writes which element.";
-  const notes = (result.notes || []).filter((note) => /trace/i.test(note));
-  if (notes.length) return `No diagram for this run: ${notes.join(" ")}`;
-  if (getSpec().options.trace === false) return "No diagram for this run: tick trace in the Options row to record the kernel's accesses.";
-  return "No diagram for this run: the server recorded no trace.";
-}
-
-// diagram.js is optional: without it the tab says so and the rest of the page works.
-async function drawDiagram() {
-  if (diagramDrawn) return;
-  diagramDrawn = true;
-  if (lastResult?.error && !lastResult.trace) {
-    diagramErrorMessage(lastResult.error);
-    return;
-  }
-  if (!lastResult || !lastResult.trace) {
-    diagramMessage(noDiagramReason(lastResult));
-    return;
-  }
-  try {
-    const [{ renderDiagram }] = await Promise.all([import("./run/diagram.js"), loadPlotly()]);
-    $("#diagram").replaceChildren();
-    await renderDiagram($("#diagram"), lastResult.trace, { selectedPid: ui.pid, rowWidth: ui.row_width, maxRowWidth,
-                                                          fetchProgram: resultSpec && fetchProgram });
-  } catch (error) {
-    console.error(error);
-    diagramMessage(`The diagram could not be drawn: ${error.message}`);
-  }
-}
-
-// A program the shown trace left out (a sampled launch): the run that made the trace again, with
-// only that program recorded and nothing else asked for. Resolves with the program; throws the reason.
-async function fetchProgram(pid) {
-  const spec = structuredClone(resultSpec);
-  spec.options = { ...spec.options, trace_pid: pid, bench: false, ir: false, trace: true };
-  if (spec.mode !== "script") spec.options = { ...spec.options, check: false, sweep: null, step_pid: null };
-  let response, body;
-  try {
-    response = await postRun(spec);
-    body = await response.json();
-  } catch (error) {
-    throw new Error(`the server did not answer (${error.message})`);
-  }
-  if (!response.ok) throw new Error(body?.error?.message || `the server answered ${response.status}`);
-  const same = (program) => pid.every((v, axis) => v === (program.pid[axis] ?? 0));
-  const program = body.trace?.programs?.find(same);
-  if (program) return program;
-  throw new Error(body.error?.message || "the server recorded no accesses for it");
-}
-
-function redrawDiagram() {
-  diagramDrawn = false;
-  if (ui.pane === "diagram") drawDiagram();
-}
-
-// ---- running over Socket.IO ----
+// ---- a run ----
 
 // A result with nothing to show yet, as the server makes one (spec_schema.empty_result).
 function emptyResult() {
   return structuredClone(initial.spec_schema.empty_result);
-}
-
-// The result so far: the parts of the run that have arrived (docs/events.md, run_partial), each the
-// section of the result it will be; a failed check already makes it a mismatch.
-function withPart(result, part, content) {
-  const next = { ...result, [part]: content };
-  if (part === "check" && content && !content.ok) next.status = "mismatch";
-  return next;
-}
-
-// A pushed link as the browser reads it: this site's opens here; another site's (its host shown) in a
-// new tab, without this page as its opener; anything else (not http/https) is no link.
-function pushedLink(link) {
-  let url;
-  try { url = new URL(link, window.location.href); } catch { return null; }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return null;
-  if (url.origin === window.location.origin) return h("a", { href: url.href, class: "class-message-link" }, "open");
-  return h("a", { href: url.href, class: "class-message-link", target: "_blank", rel: "noopener noreferrer" },
-    `open (${url.host})`);
-}
-
-// What a class's teacher pushed to this student's pages: a hint, or a link, above the editor until dismissed.
-function showClassMessage(message) {
-  const link = message.link ? pushedLink(message.link) : null;
-  const banner = h("div", { class: "class-message", role: "status" }, h("b", {}, "From your teacher: "),
-    message.link === message.text ? null : message.text, link && " ", link,
-    h("button", { type: "button", class: "button small", onclick: () => banner.remove() }, "Dismiss"));
-  document.body.prepend(banner);
-}
-
-function connect() {
-  const socket = io();
-  let currentRun = null;
-  let inFlight = false;       // between Run and the result
-  let waitingForAck = false;
-  let early = [];     // events that arrived before the ack told us their run_id
-  let stopAsked = false;  // Stop was pressed before the ack gave the run its id
-  let soFar = emptyResult();  // the current run's parts, gathered
-
-  const deliver = (name, data) => {
-    if (data.run_id !== currentRun) return;
-    if (name === "run-partial") {
-      soFar = withPart(soFar, data.part, data.content);
-      data = { ...data, result: soFar };
-    }
-    emit(name, data);
-    if (name === "run-result") {
-      inFlight = false;
-      setRunning(false);
-    }
-  };
-  const receive = (name) => (data) => {
-    if (waitingForAck) early.push([name, data]);
-    else deliver(name, data);
-  };
-  socket.on("run_status", receive("run-status"));
-  socket.on("run_stdout", receive("run-stdout"));
-  socket.on("run_partial", receive("run-partial"));
-  socket.on("run_result", receive("run-result"));
-  socket.on("class_message", showClassMessage);
-  socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
-
-  // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a
-  // result of its own, shaped as the server's.
-  const fail = (given) => {
-    currentRun = null;
-    inFlight = false;
-    setRunning(false);
-    const error = { phase: "sandbox", type: "RunError", hint: null, line: null, pid: null, field: null, ...given };
-    emit("run-result", { run_id: null, result: { ...emptyResult(), status: "error", error } });
-  };
-
-  const stop = () => socket.emit("stop", { run_id: currentRun }, (ack) => {
-    if (ack && !ack.stopped && inFlight) emit("run-status", { run_id: currentRun, phase: "running", message: "the run had ended before Stop reached it" });
-  });
-  on("stop-requested", () => {
-    if (!inFlight) return;
-    if (currentRun) stop();
-    else stopAsked = true;
-  });
-
-  // Compile ahead: once the person pauses (~400 ms after the last keystroke; the editor's
-  // source-changed comes 250 ms after it), a valid spec not yet sent is compiled on the server, so
-  // the Run that follows finds it built; its compile error marks the editor's line at once.
-  let compiling = { id: null, sent: null };
-  const compileAhead = debounce(() => {
-    if (isForeign() || scriptMode() || checkLaunch().length) return;
-    const spec = getSpec();
-    if (spec.options?.puzzle) return;   // a puzzle's code is not ours: the server keeps nothing of it for our runs
-    const text = JSON.stringify(spec);
-    if (text === compiling.sent) return;
-    compiling = { id: null, sent: text };
-    sendSpec(socket, "compile", spec, (ack) => {
-      if (ack && ack.compile_id && compiling.sent === text) compiling.id = ack.compile_id;
-    });
-  }, 150);
-  // A spec just loaded (an example, a link, a draft) is not an edit: what the person changes next is.
-  on("spec-loaded", () => setTimeout(() => { compiling = { id: null, sent: JSON.stringify(getSpec()) }; }));
-  on("source-changed", compileAhead);
-  on("meta-parameter-changed", compileAhead);
-  socket.on("compile_result", (data) => {
-    if (!compiling.id || data.compile_id !== compiling.id) return;  // an older request's: the source moved on
-    emit("compile-result", { ok: data.ok, error: data.error, source: JSON.parse(compiling.sent).source });
-  });
-
-  on("run-requested", () => {
-    // What the launch form can tell is wrong is said at once, every problem on its field, without a run.
-    const problems = scriptMode() ? [] : checkLaunch();
-    if (problems.length) {
-      return fail({ phase: "parse", type: "SpecError", field: problems[0].field, problems,
-                    message: problems.map((problem) => problem.message).join("\n") });
-    }
-    const spec = getSpec();
-    sentSpec = structuredClone(spec);
-    currentRun = null;
-    inFlight = true;
-    waitingForAck = true;
-    stopAsked = false;
-    early = [];
-    soFar = emptyResult();
-    setRunning(true);
-    sendSpec(socket.timeout(20000), "run", spec, (timeout, ack) => {
-      waitingForAck = false;
-      if (timeout) return fail({ message: "The server did not answer. Check that it is running, then press Run again." });
-      if (!ack || ack.error) return fail({ phase: "parse", message: "The server refused the run.", ...ack?.error });
-      currentRun = ack.run_id;
-      emit("run-started", { run_id: currentRun, spec });
-      for (const [name, data] of early) deliver(name, data);
-      early = [];
-      if (stopAsked && inFlight) stop();
-    });
-  });
-}
-
-function setRunning(running) {
-  const button = $("#run-button");
-  button.classList.toggle("running", running);
-  button.querySelector(".run-label").textContent = running ? "Running" : "Run";
-  $("#stop-button").hidden = !running;
 }
 
 // ---- the header ----
@@ -331,105 +124,6 @@ function toast(text, kind = "error") {
   setTimeout(() => note.remove(), 6000);
 }
 
-function initExamples() {
-  const select = $("#example-select");
-  if (!select) return;
-  let shown = initial.example || "";
-  let kernel = initial.example ? initial.spec.kernel : null;   // the shown example's kernel
-  select.value = shown;
-  // The address names the example on screen: the playground's own address opens the default one.
-  if (shown && location.pathname === "/") history.replaceState(null, "", `/examples/${encodeURIComponent(shown)}${location.search}`);
-  // Once the example's kernel is gone from the source (replaced, or another spec loaded), the picker
-  // and the title no longer name it.
-  const forget = () => {
-    shown = "";
-    kernel = null;
-    select.value = "";
-    document.title = "Triton Playground";
-  };
-  on("source-changed", ({ source }) => { if (kernel && !new RegExp(`def\\s+${kernel}\\s*\\(`).test(source)) forget(); });
-  on("spec-loaded", ({ spec }) => { if (kernel && spec.kernel !== kernel) forget(); });
-  select.addEventListener("change", async () => {
-    const name = select.value;
-    if (!name) return;
-    const title = select.selectedOptions[0].textContent;
-    if (!drafts.confirmReplace(`the example "${title}"`)) {
-      select.value = shown;
-      return;
-    }
-    const response = await fetch(`/api/examples/${encodeURIComponent(name)}`);
-    if (!response.ok) return toast(`Could not load the example "${name}".`);
-    const example = await response.json();
-    setForeign(false);
-    setSpec(example.spec);
-    shown = name;
-    kernel = example.spec.kernel;
-    select.value = name;
-    history.pushState(null, "", `/examples/${encodeURIComponent(name)}`);
-    drafts.markClean();
-    document.title = `${example.title} · Triton Playground`;
-  });
-}
-
-// ---- layout: draggable splitters ----
-
-// A splitter is a focusable separator: drag it, or move it by 2% with the arrow keys (Home/End: the
-// ends). onMove(event) takes a pointer event; onKey(delta) a step, in %; both return the share now.
-function splitter(handle, onMove, onKey) {
-  if (!handle) return;
-  handle.tabIndex = 0;
-  const report = (share) => handle.setAttribute("aria-valuenow", String(Math.round(share)));
-  handle.addEventListener("keydown", (event) => {
-    const step = { ArrowLeft: -2, ArrowUp: -2, ArrowRight: 2, ArrowDown: 2, Home: -100, End: 100 }[event.key];
-    if (step === undefined) return;
-    event.preventDefault();
-    report(onKey(step));
-  });
-  handle.addEventListener("pointerdown", (down) => {
-    down.preventDefault();
-    handle.setPointerCapture(down.pointerId);
-    handle.classList.add("dragging");
-    const move = (event) => report(onMove(event));
-    const up = () => {
-      handle.classList.remove("dragging");
-      handle.removeEventListener("pointermove", move);
-      handle.removeEventListener("pointerup", up);
-    };
-    handle.addEventListener("pointermove", move);
-    handle.addEventListener("pointerup", up);
-  });
-}
-
-function initSplitters() {
-  const workspace = $("#workspace");
-  const column = $("#column-left");
-  const launch = $("#launch");
-  // The source column's share of the width, and the launch form's of the column's height, in %.
-  const setLeft = (share) => {
-    share = Math.min(80, Math.max(20, share));
-    workspace.style.setProperty("--left-width", `${share}%`);
-    return share;
-  };
-  const setLaunch = (share) => {
-    share = Math.min(85, Math.max(10, share));
-    launch.style.flex = `0 0 ${share}%`;
-    launch.style.maxHeight = "none";
-    return share;
-  };
-  const leftNow = () => (100 * column.getBoundingClientRect().width) / workspace.getBoundingClientRect().width;
-  const launchNow = () => (100 * launch.getBoundingClientRect().height) / column.getBoundingClientRect().height;
-  splitter($("#split-cols"), (event) => {
-    const box = workspace.getBoundingClientRect();
-    return setLeft((100 * (event.clientX - box.left)) / box.width);
-  }, (step) => setLeft(leftNow() + step));
-  splitter($("#split-rows"), (event) => {
-    const box = column.getBoundingClientRect();
-    return setLaunch((100 * (box.bottom - event.clientY)) / box.height);
-  }, (step) => setLaunch(launchNow() - step));   // down: the form gets smaller
-  $("#split-cols")?.setAttribute("aria-valuenow", String(Math.round(leftNow())));
-  $("#split-rows")?.setAttribute("aria-valuenow", String(Math.round(launchNow())));
-}
-
 // ---- start ----
 
 const mac = /Mac|iPhone|iPad/.test(navigator.platform);
@@ -444,6 +138,13 @@ initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
 initIr($("#ir"), irStages);
+initDiagramTab($("#diagram"), {
+  shown: () => ({ result: lastResult, spec: resultSpec, pid: ui.pid, rowWidth: ui.row_width }),
+  visible: () => ui.pane === "diagram",
+  traceAsked: () => getSpec().options.trace !== false,
+  showResults: PANES.includes("results") ? () => showTab("results") : null,
+  maxRowWidth,
+});
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec, setSpec,
              confirmReplace: (what) => drafts.confirmReplace(what), words: initial.spec_schema.failure_words });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options, stages: irStages });
@@ -468,7 +169,7 @@ initHistory({ button: $("#history-button"), menu: $("#history-menu"), getSpec, f
                 drafts.save();
               } });
 initExport({ button: $("#export-button"), getSpec, onError: toast });
-initExamples();
+initExamples($("#example-select"), initial, { setSpec, setForeign, drafts, toast });
 $("#new-kernel")?.addEventListener("click", (event) => {
   if (!drafts.confirmReplace("a new, blank kernel")) event.preventDefault();
 });
@@ -624,7 +325,7 @@ on("run-result", () => {
 on("run-result", () => { if (ui.pane === "lesson") showTab("results"); });
 on("show-program", ({ pid }) => {
   ui.pid = validPid(Array.isArray(pid) ? pid : [pid, 0, 0]);
-  diagramDrawn = false;
+  forgetDiagram();
   showTab("diagram");
 });
 on("spec-loaded", () => {
@@ -634,7 +335,7 @@ on("spec-loaded", () => {
 // Back and Forward open the page at the address they reach; the edits of the one left are its draft.
 window.addEventListener("popstate", () => { drafts.save(); location.reload(); });
 
-connect();
+connect({ getSpec, checkLaunch, emptyResult, onClassMessage: showClassMessage, onSend: (spec) => { sentSpec = spec; } });
 setSpec(openingSpec(initial.spec), initial.ui);
 drafts.markClean();
 drafts.offerRestore();

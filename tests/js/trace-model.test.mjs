@@ -1,8 +1,8 @@
 // static/js/run/trace-model.js: a trace in, programs, regions and coverage verdicts out (the diagram's model).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cellRuns, coverageVerdicts, mergeRuns, regionsOf, runsLength, traceModel, writeCounts }
-  from "../../static/js/run/trace-model.js";
+import { coverageVerdicts, mergeRuns, regionsOf, runsLength, traceModel, writeCounts } from "../../static/js/run/trace-model.js";
+import { cellRuns } from "../../static/js/run/trace-cells.js";
 
 // out = x + y, n = 10, BLOCK 4: three programs, the last with two lanes masked off.
 function vectorAdd(n = 10, block = 4) {

@@ -1,12 +1,12 @@
-// The launch pane: which kernel, its arguments (read from the source), the inputs table, the grid
+// The launch pane: which kernel, its arguments (read from the source), the inputs (inputs-table.js), the grid
 // and the options. Filled on `spec-loaded`; `readLaunch()` gives the spec's launch fields back.
 import { on, emit } from "../shared/hub.js";
 import { h, replaceChildren, debounce } from "../shared/dom.js";
-import { findJitFunctions, parseInputExpression, inputExpression, parseShape, INITS, DTYPES } from "./pysource.js";
+import { findJitFunctions, parseShape } from "./pysource.js";
+import { addRow, initInputsTable, inputRows, loadInputs, rowExpression } from "./inputs-table.js";
 import { launchProblems } from "./launch-check.js";
 import { estimate, estimateWarning } from "./estimate.js";
 
-const EXPRESSION = "expr";         // the init select's entry for a free torch expression
 const CHECKBOXES = ["check", "bench", "trace", "ir"];
 const DEVICE_LABELS = { gpu: "GPU" };
 
@@ -18,7 +18,6 @@ const state = {
   kernel: null,
   values: {},           // parameter name → text the user typed or the spec gave
   loadedArgs: {},       // parameter name → the spec's own value, kept as is while its text is unchanged
-  rows: [],             // inputs table rows
   loadedFlops: null,    // the spec's options.flops, kept as is while the field still shows it
 };
 let els = null;
@@ -50,7 +49,7 @@ function pointerInput(param) {
 // (n, numel, ...) the first input's numel(), a block size 1024 (a power of 2), else nothing.
 function suggestedValue(param) {
   if (param.default !== null && param.default !== undefined) return param.default;
-  const names = state.rows.map((r) => r.name);
+  const names = inputRows().map((r) => r.name);
   const stripped = pointerInput(param);
   if (names.includes(stripped)) return stripped;
   if (names.includes(param.name)) return param.name;
@@ -64,7 +63,7 @@ function suggestedValue(param) {
 // name says so).
 function addInputButton(param) {
   const name = argText(param).trim();
-  if (!isPointer(param) || !/^[A-Za-z_]\w*$/.test(name) || state.rows.some((r) => r.name === name)) return null;
+  if (!isPointer(param) || !/^[A-Za-z_]\w*$/.test(name) || inputRows().some((r) => r.name === name)) return null;
   return h("button", { type: "button", class: "button small ghost add-for-arg", title: `Add an input named ${name} for ${param.name}`,
                        onclick: () => addRow(name) }, `+ input ${name}`);
 }
@@ -163,153 +162,6 @@ function reparse(source) {
   if (JSON.stringify(functions) !== before) renderArgs();
 }
 
-// ---- inputs table ----
-
-function rowFromSpec(name, expr, reference) {
-  const parsed = parseInputExpression(expr);
-  const row = { name, reference: reference || "", expr, mode: parsed ? "init" : EXPRESSION, original: null,
-                init: "randn", dtype: "float32", shape: "1024", low: 0, high: 16 };
-  if (parsed) {
-    Object.assign(row, parsed, { shape: parsed.dims.join(", ") });
-    row.original = { expr, key: fieldsKey(row) };
-  }
-  return row;
-}
-
-function rowFields(row) {
-  const dims = parseShape(row.shape);
-  return dims ? { init: row.init, dtype: row.dtype, dims, low: row.low, high: row.high } : null;
-}
-
-function fieldsKey(row) {
-  return JSON.stringify(rowFields(row));
-}
-
-// The row's torch expression; a spec's own text is kept while the fields still say the same.
-function rowExpression(row) {
-  if (row.mode === EXPRESSION) return row.expr.trim();
-  if (row.original && row.original.key === fieldsKey(row)) return row.original.expr;
-  const fields = rowFields(row);
-  return fields ? inputExpression(fields) : "";
-}
-
-function selectOf(values, current, attrs) {
-  const options = values.includes(current) || current === undefined ? values : [...values, current];
-  return h("select", attrs, options.map((v) => h("option", { value: v, selected: v === current }, String(v))));
-}
-
-function initSelect(row) {
-  const select = selectOf(INITS, row.mode === EXPRESSION ? undefined : row.init, {
-    "aria-label": `init of ${row.name}`,
-    onchange: (event) => switchInit(row, event.target.value),
-  });
-  select.append(h("option", { value: EXPRESSION, selected: row.mode === EXPRESSION }, "expression…"));
-  return select;
-}
-
-function switchInit(row, init) {
-  if (init === EXPRESSION) {
-    row.expr = rowExpression(row);
-    row.mode = EXPRESSION;
-  } else {
-    if (row.mode === EXPRESSION) {
-      const parsed = parseInputExpression(row.expr);
-      if (parsed) Object.assign(row, parsed, { shape: parsed.dims.join(", ") });
-    }
-    row.mode = "init";
-    row.init = init;
-    if ((init === "randn" || init === "rand") && row.dtype.startsWith("int")) row.dtype = "float32";
-  }
-  renderRow(row);
-}
-
-function validateNames() {
-  const seen = new Set();
-  for (const row of state.rows) {
-    const ok = /^[A-Za-z_]\w*$/.test(row.name) && !seen.has(row.name);
-    seen.add(row.name);
-    row.el.querySelector(".cell-name input").classList.toggle("invalid", !ok);
-  }
-}
-
-function renderRow(row) {
-  const text = (field, attrs = {}) => h("input", {
-    spellcheck: false, value: row[field], ...attrs,
-    oninput: (event) => {
-      row[field] = event.target.value;
-      if (field === "name") {
-        row.el.dataset.input = row.name;
-        relabel(row);
-        validateNames();
-        refreshSuggestions();
-      }
-      if (field === "shape") event.target.classList.toggle("invalid", !parseShape(row.shape));
-    },
-  });
-  const cells = row.mode === EXPRESSION
-    ? [h("td", { class: "cell-expr", colspan: 2 }, text("expr", { placeholder: "torch expression, e.g. torch.randn(4096, device='cpu')", "aria-label": `expression of ${row.name}` }))]
-    : [
-        h("td", { class: "cell-shape" }, text("shape", { placeholder: "e.g. 1024 or 64, 128", "aria-label": `shape of ${row.name}` })),
-        h("td", { class: "cell-dtype" }, selectOf(DTYPES, row.dtype, { "aria-label": `dtype of ${row.name}`, onchange: (e) => { row.dtype = e.target.value; } })),
-      ];
-  const tr = h("tr", { dataset: { input: row.name } },
-    h("td", { class: "cell-name" }, text("name", { "aria-label": "input name" })),
-    cells,
-    h("td", { class: "cell-init" }, initSelect(row)),
-    h("td", { class: "cell-ref" }, text("reference", { placeholder: "not checked", "aria-label": `reference for ${row.name}` })),
-    h("td", {}, h("button", { type: "button", class: "button ghost small remove", title: "Remove this input", onclick: () => removeRow(row) }, "×")),
-  );
-  if (row.el) row.el.replaceWith(tr);
-  row.el = tr;
-  relabel(row);
-}
-
-// The row's controls are named after its input ("shape of x"): a rename renames them.
-function relabel(row) {
-  const labels = { ".cell-shape input": "shape", ".cell-expr input": "expression", ".cell-dtype select": "dtype",
-                   ".cell-init select": "init", ".cell-ref input": "reference" };
-  for (const [selector, what] of Object.entries(labels)) row.el.querySelector(selector)?.setAttribute("aria-label", `${what} of ${row.name}`);
-  row.el.querySelector(".cell-name input").setAttribute("aria-label", `name of input ${row.name}`);
-  row.el.querySelector(".remove").setAttribute("aria-label", `Remove input ${row.name}`);
-}
-
-function renderRows() {
-  state.rows.forEach((row) => { row.el = null; renderRow(row); });
-  replaceChildren(els.tbody, state.rows.map((row) => row.el));
-  validateNames();
-}
-
-function unusedName() {
-  const names = new Set(state.rows.map((r) => r.name));
-  for (const candidate of ["x", "y", "z", "w", "out"]) if (!names.has(candidate)) return candidate;
-  let n = 1;
-  while (names.has(`t${n}`)) n += 1;
-  return `t${n}`;
-}
-
-// name: the input a pointer argument asked for (an output, empty, when its name says out); else a
-// free name for a new random input.
-function addRow(name = null) {
-  const last = state.rows[state.rows.length - 1];
-  const shape = last && last.mode === "init" ? last.shape : "1024";
-  const init = name && /^out|out$|^o$|^y$|^result/.test(name) ? "empty" : "randn";
-  const row = rowFromSpec(name || unusedName(), `torch.${init}(${shape})`, "");
-  row.original = null;
-  state.rows.push(row);
-  renderRow(row);
-  els.tbody.append(row.el);
-  validateNames();
-  refreshSuggestions();
-  if (!name) row.el.querySelector(".cell-name input").select();
-}
-
-function removeRow(row) {
-  state.rows = state.rows.filter((r) => r !== row);
-  row.el.remove();
-  validateNames();
-  refreshSuggestions();
-}
-
 // ---- options ----
 
 // An option's values: its choices, or every integer of its range.
@@ -358,10 +210,8 @@ function loadLaunch(spec) {
   state.source = spec.source || "";
   state.functions = findJitFunctions(state.source);
   state.kernel = spec.kernel || (state.functions[0] && state.functions[0].name) || null;
-  const reference = spec.reference || {};
-  state.rows = Object.entries(spec.inputs || {}).map(([name, expr]) => rowFromSpec(name, expr, reference[name]));
   renderKernelSelect();
-  renderRows();
+  loadInputs(spec.inputs || {}, spec.reference || {});
   renderArgs();
   els.grid.value = spec.grid || "";
   setOptions(spec.options || {});
@@ -375,7 +225,7 @@ export function readLaunch() {
     if (!param.tuned && text !== "") args[param.name] = argValue(param.name, text);
   }
   const inputs = {}, reference = {};
-  for (const row of state.rows) {
+  for (const row of inputRows()) {
     inputs[row.name] = rowExpression(row);
     if (row.reference.trim()) reference[row.name] = row.reference.trim();
   }
@@ -385,7 +235,7 @@ export function readLaunch() {
 // ---- the interpreter's cost, before the run (estimate.js) ----
 
 function largestInput() {
-  const sizes = state.rows.filter((row) => row.mode === "init").map((row) => parseShape(row.shape))
+  const sizes = inputRows().filter((row) => row.mode === "init").map((row) => parseShape(row.shape))
     .filter((dims) => dims && dims.every((d) => /^\d+$/.test(d))).map((dims) => dims.reduce((a, d) => a * Number(d), 1));
   return sizes.length ? Math.max(...sizes) : null;
 }
@@ -427,6 +277,7 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
     els[name].addEventListener("change", () => emit("meta-parameter-changed", { name: `num_${name}` }));
   }
   els.grid.addEventListener("input", () => els.grid.classList.toggle("invalid", !els.grid.value.trim()));
+  initInputsTable(els.tbody, refreshSuggestions);
   root.querySelector("#add-input").addEventListener("click", () => addRow());
   on("spec-loaded", ({ spec }) => { loadLaunch(spec); showEstimate(); });
   on("source-changed", ({ source }) => { reparse(source); showEstimate(); });
@@ -445,7 +296,7 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
 export function checkLaunch() {
   const args = {};
   for (const param of kernelParams()) args[param.name] = param.tuned ? "" : argText(param);
-  const inputs = state.rows.map((row) => ({ name: row.name, init: row.init, dtype: row.dtype, mode: row.mode, reference: row.reference }));
+  const inputs = inputRows().map((row) => ({ name: row.name, init: row.init, dtype: row.dtype, mode: row.mode, reference: row.reference }));
   return launchProblems({ args, grid: els.grid.value, inputs }, kernelParams(), state.source, expressionNames);
 }
 

@@ -1,12 +1,11 @@
 // The diagram's drawing: plotly figures (data, layout, config) for the program grid and each
-// tensor, from the cells of trace-model.js, and the elements around them (legend, coverage list,
-// a tensor's card), built with dom.js's h(). Nothing here keeps state or listens to events.
-import { h } from "../shared/dom.js";
+// tensor, from the cells of trace-cells.js (the elements around them: diagram-cards.js). Nothing
+// here keeps state or listens to events.
 import { formatCount } from "../shared/format.js";
-import { CLASS_COUNT, PROGRAM_COLOURS, cellCount, firstIndexOfCell } from "./trace-model.js";
-import { LEGEND, colouringText, coverageText, gridAxes, programLabel, strayNote, tensorAxes, tensorMeta } from "./trace-words.js";
+import { CLASS_COUNT, PROGRAM_COLOURS, cellCount, firstIndexOfCell } from "./trace-cells.js";
+import { gridAxes, programLabel, tensorAxes } from "./trace-words.js";
 
-const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+export const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#17becf"];
 console.assert(PALETTE.length === PROGRAM_COLOURS);
 
@@ -70,56 +69,6 @@ export function readTheme(container) {
     multi: "#ff8c00",
     hatch: dark ? "#c9d1d9" : "#4a505a",
   };
-}
-
-// ---- the elements around the plots ------------------------------------------------------------
-
-function swatch(colour, className = null) {
-  return h("span", { class: className ? `diagram-swatch ${className}` : "diagram-swatch", style: colour ? `background: ${colour}` : null });
-}
-
-// tag "button": a chip that does something on click (and on Enter or Space, as any button).
-function swatchItem(label, colour, className = null, attrs = {}, tag = "span") {
-  return h(tag, { ...attrs, class: `diagram-legend-item${attrs.class ? ` ${attrs.class}` : ""}` }, swatch(colour, className), label);
-}
-
-// Program chips (a few programs; a click picks one) or the palette, then the marks in use.
-export function legend(model, theme, onPick) {
-  const { programs, tensors } = model;
-  const items = programs.length <= 12
-    ? programs.map((program, index) => swatchItem(programLabel(program.pid), PALETTE[program.linear % PROGRAM_COLOURS], null,
-      { class: "diagram-legend-program", type: "button", title: `Select ${programLabel(program.pid)}`, onclick: () => onPick(index) }, "button"))
-    : [h("span", { class: "diagram-legend-item" }, PALETTE.map((colour) => swatch(colour)), LEGEND.programColours)];
-  return h("div", { class: "diagram-legend" }, items,
-    tensors.some((t) => t.accesses.some((a) => a.masked.length)) ? swatchItem(LEGEND.masked, null, "diagram-swatch-masked") : null,
-    swatchItem(LEGEND.untouched, theme.untouched),
-    tensors.some((t) => t.coverage?.unwritten) ? swatchItem(LEGEND.unwritten, null, "diagram-swatch-unwritten") : null,
-    tensors.some((t) => t.coverage?.multi) ? swatchItem(LEGEND.multi, null, "diagram-swatch-multi") : null,
-    tensors.some((t) => t.strays.length) ? swatchItem(LEGEND.stray, theme.stray, null, { class: "diagram-legend-stray" }) : null);
-}
-
-// Each written tensor's coverage verdict, one line each.
-export function coverageList(model) {
-  return h("ul", { class: "diagram-coverage" }, model.tensors.filter((tensor) => tensor.writes).map((tensor) => {
-    const sentence = coverageText(tensor.coverage);
-    return sentence ? h("li", { class: sentence.ok ? "diagram-ok" : "diagram-warn", dataset: { tensor: tensor.name } }, sentence.text) : null;
-  }));
-}
-
-// A tensor's card: its name and facts (and its out-of-bounds lanes, if any) over an empty plot and note.
-export function tensorCard(tensor) {
-  const strays = strayNote(tensor);
-  return h("figure", { class: strays ? "diagram-tensor diagram-tensor-stray" : "diagram-tensor", dataset: { tensor: tensor.name } },
-    h("figcaption", {}, h("strong", { class: "diagram-tensor-name" }, tensor.name), " ",
-      h("span", { class: "diagram-tensor-meta" }, tensorMeta(tensor)),
-      h("div", { class: "diagram-tensor-colouring" }, colouringText(tensor)),
-      strays ? h("div", { class: "diagram-stray-note" }, strays) : null),
-    h("div", { class: "diagram-plot" }),
-    h("p", { class: "diagram-note" }));
-}
-
-export function tooltipLines(lines) {
-  return lines.map((line, i) => h("div", { class: i === 0 ? "diagram-tooltip-head" : null }, line));
 }
 
 // ---- plot geometry ----------------------------------------------------------------------------

@@ -4,15 +4,17 @@
 // the figures from diagram-figures.js. Drawn with plotly.js (the global `Plotly`, which renderDiagram's callers load first: plotly.js).
 import { emit } from "../shared/hub.js";
 import { h } from "../shared/dom.js";
+import { indexOfPid, sourceLines, traceModel, withProgram } from "./trace-model.js";
 import {
-  traceModel, indexOfPid, sourceLines, tensorView, selectionMarks, tensorClasses, hatchedCells, cellRuns, strayCells,
-  programAtCell, windowOf, gridCells, pidOfGridCell, programWindow, programRows, withProgram,
-} from "./trace-model.js";
+  cellRuns, gridCells, hatchedCells, pidOfGridCell, programAtCell, programRows, programWindow, selectionMarks, strayCells,
+  tensorClasses, tensorView, windowOf,
+} from "./trace-cells.js";
 import {
   NO_TRACE, IDLE_CAPTION, summaryText, selectionCount, programCaption, tensorNote, tensorHoverLines, gridHoverLines,
   fetchingCaption, fetchFailedCaption,
 } from "./trace-words.js";
-import { readTheme, legend, coverageList, tensorCard, tooltipLines, tensorPlot, gridPlot } from "./diagram-figures.js";
+import { readTheme, tensorPlot, gridPlot } from "./diagram-figures.js";
+import { legend, coverageList, tensorCard, tooltipLines } from "./diagram-cards.js";
 
 const PLAY_STEP_MS = 900;
 const CARD_CHROME_PX = 48; // the view's and a tensor card's padding and border

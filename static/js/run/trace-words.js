@@ -1,7 +1,8 @@
 // What the diagram (and the Results pane, for coverage) says about a trace, in sentences, from
 // the data of trace-model.js.
 import { formatCount, formatOrdinal, formatPid, formatTuple, plural } from "../shared/format.js";
-import { accessesAt, asRectangle, firstIndexOfCell, mergeRuns, regionsOf, runsLength, sourceLines } from "./trace-model.js";
+import { accessesAt, asRectangle, mergeRuns, regionsOf, runsLength, sourceLines } from "./trace-model.js";
+import { firstIndexOfCell } from "./trace-cells.js";
 
 export const NO_TRACE = "No trace: run the kernel with the trace option on to see which program touches which element.";
 
