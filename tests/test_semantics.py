@@ -170,6 +170,43 @@ def test_a_failing_tl_device_assert_is_the_runs_error_with_its_message_and_line(
     assert error["pid"] == [1, 0, 0]  # elements 10.. are negative: program 1 is the first to see one
 
 
+# -- module-level aliases of Triton's objects
+
+ALIASES = """
+from triton.language import maximum as larger
+from triton.language.extra import libdevice
+
+exp = tl.exp
+as_type = tl.cast
+blocks_of = tl.cdiv
+ceil_div = triton.cdiv
+smooth = libdevice.tanh
+
+
+@triton.jit
+def clipped(x):
+    return larger(x, 0.0)
+
+
+@triton.jit
+def aliased(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    within = lanes < n
+    x = tl.load(x_ptr + lanes, mask=within)
+    spare = blocks_of(n, BLOCK) - ceil_div(n, BLOCK)  # 0
+    y = as_type(exp(x), tl.float16).to(tl.float32) + smooth(x) * spare
+    tl.store(out_ptr + lanes, clipped(y), mask=within)
+"""
+
+
+def test_module_level_aliases_of_triton_objects_work_inside_a_kernel():
+    """`exp = tl.exp` and the like, as libraries write them: the interpreter patches `tl` itself, and
+    an alias named the unpatched builtin ("Did you forget to add @triton.jit?")."""
+    ok(run_spec(spec(ALIASES, "aliased", {"x": "torch.randn(100)", "y": "torch.empty(100)"},
+                     {"x_ptr": "x", "out_ptr": "y", "n": 100, "BLOCK": 32}, "(triton.cdiv(100, 32),)",
+                     {"y": "torch.exp(x).half().float()"})))
+
+
 # -- heuristics and autotuning
 
 def test_triton_heuristics_compute_a_meta_parameter_from_the_arguments():

@@ -6,6 +6,10 @@
   a semantic. Here they dispatch as the compiler dispatches them (CUDA's libdevice signatures: the
   same argument types accepted, the same result types) and are evaluated with numpy, as the
   interpreter evaluates its own math functions (tl.exp, tl.sqrt, tl.rsqrt: sandbox.trace's builder).
+- a module-level alias of a `tl` builtin (`exp = tl.exp`, `my_cast = tl.cast`, `maximum = tl.math.maximum`):
+  the interpreter patches the builtins where `tl` holds them, so an alias still named the unpatched
+  builtin, which asks for the compiler's `_semantic` ("Did you forget to add @triton.jit?"). Each
+  such global of the calling function's module is patched as the interpreter patches `tl`'s.
 - a dtype called as a constructor (`m = tl.float32(-float("inf"))`, liger-kernel's softmax): a
   scalar of that dtype.
 
@@ -164,7 +168,8 @@ def _names():
 
 
 def patch(fn, scope):
-    """Patch, in `scope`, what `fn` (a @triton.jit function's Python function) may call of libdevice."""
+    """Patch, in `scope`, what `fn` (a @triton.jit function's Python function) may call of libdevice,
+    and the aliases of Triton's builtins among its module's globals."""
     for module in LIBDEVICE_MODULES:
         for name in _names():
             if hasattr(module, name):
@@ -173,6 +178,8 @@ def patch(fn, scope):
     for name, value in list(fn.__globals__.items()):
         if _is_libdevice_function(value):  # imported by name: `from ...libdevice import rsqrt`
             scope.set_attr(namespace, name, _interpreted(value.__name__))
+        elif tl.core.is_builtin(value):  # an alias: `exp = tl.exp`, `my_cast = tl.cast`
+            interpreter._patch_attr(namespace, name, value, interpreter.interpreter_builder, scope)
     scope.set_attr(_OwnAttributes(tl.dtype), "__call__", _dtype_call)
 
 
