@@ -22,7 +22,8 @@ def static_file(name):
         return f.read()
 
 
-@pytest.mark.parametrize("name", [f"vendor/{PLOTLY}", f"vendor/{CODEMIRROR}", "js/main.js", "css/playground.css"])
+@pytest.mark.parametrize("name", [f"vendor/{PLOTLY}", f"vendor/{CODEMIRROR}", "js/main.js", "js/run/trace-model.js",
+                                  "css/playground.css"])
 def test_static_files_go_gzipped_to_a_browser_that_accepts_it(client, name):
     response = client.get(f"/static/{name}", headers={"Accept-Encoding": "gzip, deflate, br"})
     assert response.status_code == 200
@@ -44,6 +45,8 @@ def test_versioned_vendor_files_are_immutable_and_the_pages_own_are_revalidated(
     # Revalidating the compressed copy by its (weak) tag: nothing is sent again.
     again = client.get("/static/js/main.js", headers={"Accept-Encoding": "gzip", "If-None-Match": own.headers["ETag"]})
     assert again.status_code == 304 and again.data == b""
+    in_a_folder = client.get("/static/js/run/trace-model.js", headers={"Accept-Encoding": "gzip"})
+    assert in_a_folder.headers["Cache-Control"] == "no-cache" and in_a_folder.headers["Content-Encoding"] == "gzip"
 
 
 def test_the_plotly_python_package_is_no_longer_needed():

@@ -5,23 +5,23 @@
 //   run-requested          {}                          Run, Ctrl/Cmd+Enter, a shared link's prompt, a new
 //                                                      meta-parameter value or IR target (main.js, editor.js)
 //   stop-requested         {}                          Stop: end the current run (main.js)
-//   run-started            {run_id, spec}              the server took the run of this spec (main.js)
+//   run-started            {run_id, spec}              the server took the run of this spec (connection.js)
 //   run-status             {run_id, phase, message, position?}
 //                                                      a phase of the run: queued (position: its place in
 //                                                      line, 1 is next), starting, compiling, running,
-//                                                      checking, bench, ir (main.js, from the server)
-//   run-stdout             {run_id, text}              what the kernel printed, as it prints (main.js)
+//                                                      checking, bench, ir (connection.js, from the server)
+//   run-stdout             {run_id, text}              what the kernel printed, as it prints (connection.js)
 //   run-partial            {run_id, part, content, result}
 //                                                      a section of the result arrived ahead of it: part
 //                                                      check | trace | timings | ir; result: every part of
-//                                                      this run so far, shaped as a result (main.js)
-//   run-result             {run_id, result}            the run's result (main.js; run_id null for a run
+//                                                      this run so far, shaped as a result (connection.js)
+//   run-result             {run_id, result}            the run's result (connection.js; run_id null for a run
 //                                                      refused before it started). result.error, when set:
 //                                                      {phase, type, message, hint, line, pid, field, launch}
 //   spec-loaded            {spec, ui: {pid, pane}}     a spec replaced the page's state (main.js)
 //   source-changed         {source}                    the editor's text changed, debounced (editor.js)
 //   compile-result         {ok, error, source}         the server compiled `source` ahead of a run (the
-//                                                      person paused typing); error: as a result's (main.js)
+//                                                      person paused typing); error: as a result's (connection.js)
 //   source-line-selected   {line}                      the editor's cursor moved to another line (editor.js)
 //   meta-parameter-changed {name}                      a constexpr argument, num_warps or num_stages got
 //                                                      a new value (form.js)
