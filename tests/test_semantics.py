@@ -226,6 +226,30 @@ def copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN_N: tl.constexpr):
                          {"out": "x"})))
 
 
+TUNED = '@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 64}, num_warps=2)], key=["n"])\n'
+RULED = '@triton.heuristics({"HAS_BIAS": lambda args: args["b_ptr"] is not None})\n'
+BIASED = """@triton.jit
+def shift(x_ptr, b_ptr, out_ptr, HAS_BIAS: tl.constexpr, n, BLOCK: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + lanes, mask=lanes < n)
+    if HAS_BIAS:
+        x += tl.load(b_ptr + lanes, mask=lanes < n)
+    tl.store(out_ptr + lanes, x, mask=lanes < n)
+"""
+
+
+@pytest.mark.parametrize("decorators", [TUNED + RULED, RULED + TUNED], ids=["autotune over heuristics",
+                                                                          "heuristics over autotune"])
+def test_autotune_and_heuristics_together_bind_as_triton_binds(decorators):
+    """A heuristic's parameter among the leading ones: Triton's wrappers set it by keyword, so the run
+    passes it no more than a person would."""
+    result = ok(run_spec(spec(decorators + BIASED, "shift",
+                              {"x": "torch.randn(100)", "b": "torch.randn(100)", "y": "torch.empty(100)"},
+                              {"x_ptr": "x", "b_ptr": "b", "out_ptr": "y", "n": "x.numel()"},
+                              "lambda meta: (triton.cdiv(meta['n'], meta['BLOCK']),)", {"y": "x + b"})))
+    assert result["trace"] is not None
+
+
 PRUNED = """
 def keep_blocks_that_fit(configs, named_args, **kwargs):
     return [c for c in configs if c.kwargs["BLOCK"] <= named_args["n"]]

@@ -11,8 +11,11 @@ COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
 
 
 def untuned_arguments(kernel, args):
-    """An autotuned kernel's arguments but those its configs set, split as people pass them."""
-    return kernel.positional({name: value for name, value in args.items() if name not in kernel.tuned_names})
+    """An autotuned kernel's arguments but those its configs and its @triton.heuristics set, split as
+    people pass them: Triton's wrappers add those by keyword, so one passed too (positionally, as a
+    leading parameter would be) is "got multiple values"."""
+    set_by_wrappers = kernel.tuned_names | set(kernel.heuristics)
+    return kernel.positional({name: value for name, value in args.items() if name not in set_by_wrappers})
 
 
 def launch(kernel, grid, args, options):
