@@ -207,6 +207,44 @@ def test_module_level_aliases_of_triton_objects_work_inside_a_kernel():
                      {"y": "torch.exp(x).half().float()"})))
 
 
+# -- grids as Triton launches them
+
+ROWS = """
+@triton.jit
+def fill_rows(out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + row * n_cols + cols, row + 0.0 * cols, mask=cols < n_cols)
+"""
+ROWS_PROGRAM = HEADER + ROWS + """
+out = torch.zeros(4, 50)
+fill_rows[GRID](out, 50, BLOCK=16)
+assert torch.equal(out, torch.arange(4.0)[:, None].expand(4, 50))
+"""
+
+
+@pytest.mark.parametrize("grid", ["(4, triton.cdiv(50, 16), 1, 1)", "[4, 4, 1, 1, 1]"])
+def test_a_grid_of_more_than_three_entries_of_one_launches_as_triton_launches_it(grid):
+    """Compiled Triton reads a grid's first three entries; the interpreter refuses a 4th: both modes
+    launch it as compiled Triton does."""
+    result = ok(run_spec(spec(ROWS, "fill_rows", {"out": "torch.zeros(4, 50)"}, {"out_ptr": "out", "n_cols": 50,
+                                                                                "BLOCK": 16}, grid,
+                              {"out": "torch.arange(4.0)[:, None].expand(4, 50)"})))
+    assert result["trace"]["grid"][:3] == [4, 4, 1]
+    ok(run_spec({"mode": "script", "source": ROWS_PROGRAM.replace("GRID", grid), "options": {"device": DEVICE}}))
+
+
+def test_a_fourth_grid_entry_above_one_is_named_as_the_programs_triton_would_not_run():
+    raw = spec(ROWS, "fill_rows", {"out": "torch.zeros(4, 50)"}, {"out_ptr": "out", "n_cols": 50, "BLOCK": 16},
+               "(4, 4, 1, 2)", {"out": "out"})
+    error = run_spec(raw)["error"]
+    assert error["phase"] == "build" and error["field"] == "grid" and "only the first 3" in error["message"]
+    source = ROWS_PROGRAM.replace("GRID", "(4, 4, 1, 2)")
+    error = run_spec({"mode": "script", "source": source, "options": {"device": DEVICE}})["error"]
+    assert error["type"] == "GridError" and error["line"] == line_of(source[len(HEADER):], "fill_rows[")
+    assert "(4, 4, 1, 2) has 4 entries" in error["message"]
+
+
 # -- heuristics and autotuning
 
 def test_triton_heuristics_compute_a_meta_parameter_from_the_arguments():

@@ -10,7 +10,7 @@ import triton.language as tl
 
 from sandbox.errors import RunError
 from sandbox.spec import EXPRESSION_MODULES
-from sandbox.launch.kernel import find_kernel, load_module
+from sandbox.launch.kernel import GridError, find_kernel, load_module, triton_grid
 
 _EMPTY = re.compile(r"^\s*torch\.empty(_like)?\s*\(")
 
@@ -130,13 +130,16 @@ def build_grid(spec, args, scope):
         grid = evaluate(expr, {**scope, "meta": meta}, "grid", "grid")
     if isinstance(grid, int):
         grid = (grid,)
-    if not (isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and all(isinstance(g, int) for g in grid)):
+    if not (isinstance(grid, (tuple, list)) and len(grid) >= 1 and all(isinstance(g, int) for g in grid)):
         raise RunError("build", f"grid = {expr!r} gave {grid!r}: it must be a tuple of 1 to 3 integers, "
                                 f"e.g. (triton.cdiv(n, meta['BLOCK_SIZE']),)", field="grid")
     if any(g < 1 for g in grid):
         raise RunError("build", f"grid = {expr!r} gave {tuple(grid)}: every dimension must be at least 1 program",
                        field="grid")
-    return tuple(grid) + (1,) * (3 - len(grid))
+    try:
+        return triton_grid(grid)
+    except GridError as e:
+        raise RunError("build", f"grid = {expr!r} gave {e}", field="grid") from None
 
 
 class GridPerConfig:

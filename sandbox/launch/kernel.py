@@ -34,6 +34,24 @@ def launch_keywords(args, **options):
     return {**{name: value for name, value in options.items() if name not in args}, **args}
 
 
+class GridError(ValueError):
+    """A grid Triton would not launch as written."""
+
+
+def triton_grid(grid):
+    """`grid` (an int, or a tuple or list of them) as compiled Triton launches it: three dimensions, a
+    missing one 1. Triton reads the first three entries and ignores the rest (its interpreter refuses
+    them): an extra entry of 1 is dropped as Triton drops it; one above 1 is refused, for Triton would
+    run none of the programs it asks for."""
+    dims = tuple(int(g) for g in grid) if isinstance(grid, (tuple, list)) else (int(grid),)
+    extra = dims[3:]
+    if any(g != 1 for g in extra):
+        raise GridError(f"{dims} has {len(dims)} entries, and Triton launches only the first 3, ignoring the rest: "
+                        f"fold {', '.join(map(str, extra))} into the first three (e.g. ({dims[0]} * {extra[0]}, "
+                        f"...) and split tl.program_id(0) in the kernel)")
+    return dims[:3] + (1,) * (3 - len(dims[:3]))
+
+
 @contextlib.contextmanager
 def interpreter_mode(on):
     """@triton.jit picks the interpreter at decoration time from this knob."""

@@ -15,7 +15,8 @@ from triton.runtime.autotuner import Autotuner
 from sandbox.errors import RunError
 from sandbox.launch import host_driver
 from sandbox.launch.ir import compile_kernel
-from sandbox.launch.kernel import LAUNCH_OPTIONS, Kernel, as_run_error, interpreter_mode, launch_error, user_line
+from sandbox.launch.kernel import (LAUNCH_OPTIONS, GridError, Kernel, as_run_error, interpreter_mode, launch_error,
+                                   user_line)
 from sandbox.launch.twin import compiled_twin
 from sandbox.run import bench
 from sandbox.run.benchmarks import Benchmarks, interpreter_do_bench
@@ -124,7 +125,8 @@ class Capture(LaunchPass):
             if warmup:
                 return Warmed(fn, args, kwargs, capture.path, lambda grid, *args, **options: launched(
                     fn, *args, grid=grid, warmup=False, **options))
-            return capture.launch(lambda: run(fn, *args, grid=grid, warmup=False, **kwargs), fn, args, kwargs, grid)
+            as_launched = lambda meta: resolve_grid(grid, meta)  # noqa: E731 (the interpreter refuses a 4th entry of 1)
+            return capture.launch(lambda: run(fn, *args, grid=as_launched, warmup=False, **kwargs), fn, args, kwargs, grid)
 
         def tuned(autotuner, *args, **kwargs):
             return capture.tune(tune, autotuner, args, kwargs)
@@ -164,7 +166,13 @@ class Capture(LaunchPass):
         self.total += 1
         kernel = Kernel(fn.__name__, fn, fn)
         arguments = bind(kernel, args, kwargs)
-        grid = resolve_grid(grid, {**kwargs, **arguments})
+        try:
+            grid = resolve_grid(grid, {**kwargs, **arguments})
+        except GridError as e:
+            line = self.call_line()
+            self.error = self.error or RunError("launch", f"launch {index} ({kernel.name}, called at line {line}): "
+                                                          f"the grid {e}", type="GridError", line=line, launch=index)
+            raise LaunchFailed() from None
         autotuner = Tuned(self.tuning[-1], self.timed_earlier()) if self.tuning else None
         record = describe_launch(index, kernel, arguments, grid, self.call_line(), kwargs.get("num_warps", DEFAULT_NUM_WARPS),
                                  kwargs.get("num_stages", DEFAULT_NUM_STAGES),

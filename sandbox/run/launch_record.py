@@ -4,6 +4,8 @@ import math
 
 import torch
 
+from sandbox.launch.kernel import triton_grid
+
 DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3  # Triton's, for a launch that names neither
 MAX_TEXT = 256  # characters of a string argument kept in its launch's record
 
@@ -18,9 +20,8 @@ def bind(kernel, args, kwargs):
 
 
 def resolve_grid(grid, meta):
-    grid = grid(meta) if callable(grid) else grid
-    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    """The launch's grid as 3 ints, as Triton launches it (raises GridError where Triton would not)."""
+    return triton_grid(grid(meta) if callable(grid) else grid)
 
 
 def grid_text(grid):
