@@ -13,7 +13,7 @@ from app.owners import PUZZLE_SOLUTIONS
 from tests.support.kernels import vector_add_spec
 
 
-RUNS = 12
+RUNS = 16
 SPACING_S = 0.6  # between a result and the next run: time for the warm-up to take the worker again
 # The rule's 100 ms, and the margin a loaded 2-core host needs (measured there: see the README's
 # worker model); a run that waits behind a solution run waits seconds.
