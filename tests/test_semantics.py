@@ -245,6 +245,34 @@ def test_a_fourth_grid_entry_above_one_is_named_as_the_programs_triton_would_not
     assert "(4, 4, 1, 2) has 4 entries" in error["message"]
 
 
+# -- the reference on the run's device
+
+GATHER = """
+@triton.jit
+def gather_table(table_ptr, index_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    index = tl.load(index_ptr + lanes, mask=lanes < n, other=0)
+    tl.store(out_ptr + lanes, tl.load(table_ptr + index, mask=lanes < n), mask=lanes < n)
+"""
+
+
+def test_a_reference_that_makes_a_lookup_table_runs_on_the_runs_device():
+    """The inputs are made on the run's device; a tensor the reference makes goes there too."""
+    ok(run_spec(spec(GATHER, "gather_table", {"table": "torch.tensor([0.5, 1.5, 2.5, 3.5])",
+                                              "idx": "torch.randint(0, 4, (70,))", "out": "torch.empty(70)"},
+                     {"table_ptr": "table", "index_ptr": "idx", "out_ptr": "out", "n": 70, "BLOCK": 32},
+                     "(3,)", {"out": "torch.tensor([0.5, 1.5, 2.5, 3.5])[idx]"})))
+
+
+def test_reference_expressions_make_their_tensors_on_the_runs_device():
+    import torch
+    from sandbox.launch import build
+    idx = torch.tensor([2, 0, 1], device="meta")  # a device no default would choose
+    expected = build.references({"out": "torch.tensor([5.0, 6.0, 7.0])[idx]", "n": "3"},
+                                {"torch": torch, "idx": idx}, "meta")
+    assert expected["out"].device.type == "meta" and expected["n"].device.type == "meta"
+
+
 # -- heuristics and autotuning
 
 def test_triton_heuristics_compute_a_meta_parameter_from_the_arguments():

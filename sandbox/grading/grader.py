@@ -210,9 +210,7 @@ def gpu_launch(graded, spec, before, grid, options, timed):
 def references(reference, before, device):
     """The hidden reference, evaluated after the launch from fresh copies of the inputs."""
     namespace = {**NAMESPACE, **{name: t.clone().to(device) for name, t in before.items()}}
-    return {name: torch.as_tensor(build.evaluate(expr, namespace, f"reference for '{name}'", f"reference.{name}",
-                                                 phase="check"))
-            for name, expr in reference.items()}
+    return build.references(reference, namespace, device)
 
 
 def graded_verdict(job, tests, results, kind):

@@ -37,6 +37,15 @@ def evaluate(expr, namespace, what, field, phase="build"):
                        field=field) from None
 
 
+def references(reference, namespace, device):
+    """{output: expected tensor} of the reference's expressions, evaluated on the run's `device`: a
+    tensor an expression makes (`torch.tensor([...])`, a lookup table) goes where the inputs are."""
+    with torch.device(device):
+        return {name: torch.as_tensor(evaluate(expr, namespace, f"reference for '{name}'", f"reference.{name}",
+                                               phase="check"))
+                for name, expr in reference.items()}
+
+
 def poison(tensor):
     """Fill a torch.empty output with a value the kernel would not write, to count unwritten elements."""
     if tensor.dtype.is_floating_point or tensor.dtype.is_complex:

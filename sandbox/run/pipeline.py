@@ -120,6 +120,7 @@ class Run(LaunchPass):
                 self.result["notes"].append(pretended)
 
     def prepare(self, interpret, device):
+        self.torch_device = device  # where the inputs are made, and the reference's tensors
         kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
                                                                                    device)
         return kernel, inputs, poisoned, args, grid, scope
@@ -269,9 +270,7 @@ class Run(LaunchPass):
 
     def references(self, before):
         namespace = {**self.namespace, **{k: v.clone() for k, v in before.items()}}
-        return {name: torch.as_tensor(build.evaluate(expr, namespace, f"reference for '{name}'",
-                                                     f"reference.{name}", phase="check"))
-                for name, expr in self.spec["reference"].items()}
+        return build.references(self.spec["reference"], namespace, self.torch_device)
 
     def reference_time(self, timer, before):
         """The reference's timing: measured, and reported to the worker (`timed`), or the one this
@@ -287,7 +286,8 @@ class Run(LaunchPass):
                                    "reference over inputs of the same shapes and dtypes, and not again.")
             return kept
         namespace = {**self.namespace, **before}
-        measured = timer(lambda: [eval(e, namespace) for e in exprs])
+        with torch.device(self.torch_device):
+            measured = timer(lambda: [eval(e, namespace) for e in exprs])
         self.emit("timed", {"key": key, "reference_ms": measured})
         return measured
 
