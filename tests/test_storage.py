@@ -78,7 +78,8 @@ def test_web_processes_starting_at_once_apply_each_migration_once(where):
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == [] and applied == [version for version, _ in database.migrations()]
+    # each once, whichever process applied it (one may skip what another applied and apply the next first)
+    assert errors == [] and sorted(applied) == [version for version, _ in database.migrations()]
 
 
 def test_later_migrations_apply_in_order_and_a_failing_one_leaves_nothing(where, tmp_path, monkeypatch):
@@ -183,8 +184,8 @@ def test_a_class_from_creation_to_its_csv(web, where):
     exported = teacher.get(f"/api/classes/{code}/export.csv")
     assert exported.status_code == 200
     rows = list(csv.reader(io.StringIO(exported.get_data(as_text=True))))
-    assert [r[:5] for r in rows[1:]] == [["Ada L.", "constant_add", "no", "N=20", ""],
-                                          ["Ada L.", "constant_add", "yes", "", "0.25"]]
+    assert [r[:4] for r in rows[1:]] == [["Ada L.", "Constant add", "solved", "2"], ["Ada L.", "Fused softmax", "not started", "0"],
+                                          ["Grace", "Constant add", "not started", "0"], ["Grace", "Fused softmax", "not started", "0"]]
     assert web.test_client().get(f"/api/classes/{code}/export.csv").status_code == 403
 
 

@@ -6,7 +6,7 @@ It plugs into the web side at start (init_app) through the hooks the web side ha
 kept before its result reaches the student, a student's page joins its room, a teacher's dashboard
 watches its class. It sends over Socket.IO through the notifier it is lent, and imports nothing of
 app.web."""
-from app.course import class_api, puzzles, solutions, views
+from app.course import class_api, inbox, puzzles, solutions, views
 from app.course.classes import keeper, student_rooms, watch_class
 
 
@@ -14,6 +14,7 @@ def init_app(app, hooks):
     app.extensions["puzzle_solutions"] = solved = solutions.Solutions(app.config, app.extensions["dispatcher"])
     app.register_blueprint(views.bp)
     app.register_blueprint(class_api.bp)
+    app.register_blueprint(inbox.bp)
     hooks.prepare.append(views.graded)
     hooks.keepers.append(keeper)
     hooks.rooms.append(student_rooms)

@@ -9,10 +9,10 @@ import secrets
 from flask import Blueprint, Response, current_app, redirect, render_template, session, url_for
 
 from app.body import json_body
-from app.course import puzzles, reports
-from app.course.classes import (MAX_PUSH, MAX_TITLE, ClassConflict, ClassError, ClassForbidden, ClassNotFound, create,
-                                digest, find, in_class, join, notifier, public, puzzle_list, pushed_link, remove,
-                                rename, room, start_teaching, student_name, student_of, students, teaching, text)
+from app.course import inbox, puzzles, reports
+from app.course.classes import (MAX_PUSH, MAX_TITLE, ClassConflict, ClassError, ClassForbidden, ClassNotFound, changed,
+                                create, digest, find, in_class, join, public, puzzle_list, pushed_link, remove, rename,
+                                start_teaching, student_name, student_of, students, teaching, text)
 from app.db import check_room, get_db
 from app.fairness import RateLimited, WriteLimiter, charge_write
 from app.owners import current_address
@@ -102,12 +102,16 @@ def class_page(code):
 
 @bp.get("/api/classes/<code>")
 def get_class(code):
-    """The class as its students see it, with `you` (this session's student in it: id, name; or null)
-    and `teaching` (whether this session is its teacher)."""
+    """The class as its students see it, with `you` (this session's student in it: id, name, their
+    state per puzzle as the dashboard shows it; or null) and `teaching` (whether this session is its
+    teacher)."""
     found = lookup(code)
     you = student_of(get_db(), found["code"])
-    return {**public(found), "you": None if you is None or you["removed"] else {"id": you["id"], "name": you["name"]},
-            "teaching": teaching(found["code"])}
+    if you is not None and not you["removed"]:
+        you = {"id": you["id"], "name": you["name"], "puzzles": reports.cells(get_db(), found, [you["id"]])[0]}
+    else:
+        you = None
+    return {**public(found), "you": you, "teaching": teaching(found["code"])}
 
 
 @bp.post("/api/classes/<code>/join")
@@ -131,6 +135,7 @@ def join_class(code):
     check_room(get_db(), len(name.encode()) + 100, current_app.config)
     student = join(get_db(), found_class["code"], name, seat(), current_app.config["CLASS_SEATS_PER_ADDRESS"])
     session["student"] = {"class": found_class["code"], "id": student}
+    changed(found_class["code"], students=False)  # the dashboard's roster, live
     return {"student": {"id": student, "name": name}, "class": public(found_class)}
 
 
@@ -159,7 +164,7 @@ def edit_class(code):
             raise ClassError(f"{name} must be true or false", field=name)
     get_db().execute("UPDATE class SET title = ?, puzzles = ?, leaderboard = ?, locked = ? WHERE code = ?",
                      (title, json.dumps(chosen), int(switches["leaderboard"]), int(switches["locked"]), found_class["code"]))
-    notifier().emit("class_progress", {"code": found_class["code"]}, to=room("teachers", found_class["code"]))
+    changed(found_class["code"])
     return public(find(get_db(), found_class["code"]))
 
 
@@ -177,19 +182,23 @@ def rename_student(code, student):
     found_class = teacher_of(code)
     found = body(("name",))
     rename(get_db(), found_class["code"], student, student_name(found.get("name")))
+    changed(found_class["code"])
     return {"ok": True}
 
 
 @bp.delete("/api/classes/<code>/students/<student>")
 def remove_student(code, student):
-    remove(get_db(), teacher_of(code)["code"], student)
+    found_class = teacher_of(code)
+    remove(get_db(), found_class["code"], student)
+    changed(found_class["code"])
     return {"ok": True}
 
 
 @bp.post("/api/classes/<code>/push")
 def push(code):
-    """A hint or a link from the teacher to every open page of the class's students, or to some:
-    `{"text", "link"?, "students"?: [ids]}`. Returns how many students it was sent to."""
+    """A hint or a link from the teacher to the class's students, or to some: `{"text", "link"?,
+    "students"?: [ids]}`, kept in each one's inbox until they dismiss it (app.course.inbox) and
+    shown at once on their open pages. Returns how many students it was sent to."""
     found = body(("text", "link", "students"))
     found_class = teacher_of(code)
     message = {"code": found_class["code"], "text": text(found.get("text"), "text", MAX_PUSH),
@@ -199,8 +208,7 @@ def push(code):
     if chosen is not None and not (isinstance(chosen, list) and all(isinstance(s, str) and s in roster for s in chosen)):
         raise ClassError("students must be a list of ids of the class's students", field="students")
     to = sorted(roster if chosen is None else set(chosen))
-    if to:  # to the current students' own rooms only (an empty list would be everyone)
-        notifier().emit("class_message", message, to=[room("student", student) for student in to])
+    inbox.deliver(get_db(), found_class["code"], to, message["text"], message["link"])
     return {"sent_to": len(to)}
 
 
@@ -237,6 +245,6 @@ def class_leaderboard(code, puzzle):
 @bp.get("/api/classes/<code>/export.csv")
 def export_class(code):
     found = teacher_of(code)
-    return Response(reports.export_csv(get_db(), found), mimetype="text/csv",
+    return Response(reports.export_csv(get_db(), found, students(get_db(), found["code"])), mimetype="text/csv",
                     headers={"Content-Disposition": f"attachment; filename=class-{found['code']}.csv"})
 

@@ -221,6 +221,7 @@ def remove(db, code, student):
     if db.execute("UPDATE student SET removed = 1 WHERE id = ? AND class_code = ? AND removed = 0",
                   (student, code)).rowcount == 0:
         raise ClassNotFound("there is no such student in this class")
+    db.execute("DELETE FROM class_message WHERE student_id = ?", (student,))
     notifier().close_room(room("student", student))
 
 
@@ -265,10 +266,20 @@ def counted(spec):
 
 
 def room(kind, key):
-    """The Socket.IO room of a class's teachers (`teachers`, by code) or of one student's pages
-    (`student`, by id). A push to the class goes to each current student's room: a removed student's
-    is no longer among them, whatever their pages joined."""
+    """The Socket.IO room of a class's teachers (`teachers`, by code), of one student's pages
+    (`student`, by id) or of all its students' pages (`students`, by code). A push to the class goes
+    to each current student's room: a removed student's is no longer among them, whatever their
+    pages joined. The class-wide room hears only that the class changed (`class_progress` {code}),
+    which its pages then ask of the API, where a removed student is refused."""
     return f"class-{kind}:{key}"
+
+
+def changed(code, notify=None, students=True):
+    """The class's dashboards (and its students' pages) read it again: a join, a kept submission, an edit."""
+    notify = notify or notifier()
+    notify.emit("class_progress", {"code": code}, to=room("teachers", code))
+    if students:
+        notify.emit("class_progress", {"code": code}, to=room("students", code))
 
 
 def notifier():
@@ -292,8 +303,8 @@ def recorder(member, spec):
         except database.DatabaseError:  # the run's result still reaches its student
             log.exception("a submission of class %s could not be kept", member.code)
             return
-        if kept:  # the dashboards read the progress again
-            notify.emit("class_progress", {"code": member.code}, to=room("teachers", member.code))
+        if kept:  # the dashboards and the leaderboards read the progress again
+            changed(member.code, notify)
     return keep
 
 
@@ -309,7 +320,9 @@ def student_rooms():
     """A class's student's page hears what the teacher pushes while the student is in the class: a
     removed one's cookie names a student no push goes to."""
     member = membership()
-    return [room("student", member.student)] if member is not None and in_class(get_db(), member.code, member) else []
+    if member is None or not in_class(get_db(), member.code, member):
+        return []
+    return [room("student", member.student), room("students", member.code)]
 
 
 def watch_class(data):

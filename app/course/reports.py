@@ -8,32 +8,42 @@ import re
 import time
 import unicodedata
 
-from app.course import names
+from app.course import names, puzzles
 from app.course.submissions import ranked_time
 
 
+EMPTY = {"state": "not started", "attempts": 0, "first_at": None, "last": None, "solved_at": None,
+         "tries_to_solve": None, "late": False}
+
+
 def progress(db, found, roster):
-    """Each student of `roster` with their state per puzzle: `not started`, `trying` (attempts, the
-    last verdict, the test that fails) or `solved` (when, in how many tries); and the failures."""
-    names = [p["name"] for p in found["puzzles"]]
-    rows = db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created, m.attempts FROM submission m "
-                      "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
-                      "ORDER BY m.id", (found["code"],)).fetchall()
-    cells = {}
-    for row in rows:
-        if row["puzzle"] not in names:
+    """Each student of `roster` with their state per puzzle (cells), and the failures."""
+    return {"students": [{"id": s["id"], "name": s["name"], "joined": s["joined"], "puzzles": row}
+                         for s, row in zip(roster, cells(db, found, [s["id"] for s in roster]))],
+            "failures": failures(db, found, [p["name"] for p in found["puzzles"]])}
+
+
+def cells(db, found, ids):
+    """Per student of `ids`, {puzzle: its state}: `not started`, `trying` (attempts, the first run's
+    time, the last verdict, the test that fails) or `solved` (when, in how many tries); `late` when
+    the puzzle has a due time and it was solved after it, or is unsolved and last tried after it."""
+    due = {p["name"]: p["due"] for p in found["puzzles"]}
+    found_cells = {}
+    for row in db.execute("SELECT s.id AS student, m.puzzle, m.ok, m.failing, m.created, m.attempts FROM submission m "
+                          "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
+                          "ORDER BY m.id", (found["code"],)).fetchall():
+        if row["puzzle"] not in due:
             continue
-        cell = cells.setdefault((row["student"], row["puzzle"]), {"state": "trying", "attempts": 0, "last": None,
-                                                                 "solved_at": None, "tries_to_solve": None})
+        cell = found_cells.setdefault((row["student"], row["puzzle"]), {**EMPTY, "state": "trying",
+                                                                        "first_at": row["created"]})
         cell["attempts"] += row["attempts"]  # a row stands for the pruned ones before it too
         cell["last"] = {"ok": bool(row["ok"]), "failing": row["failing"], "at": row["created"]}
         if row["ok"] and cell["solved_at"] is None:
             cell.update(state="solved", solved_at=row["created"], tries_to_solve=cell["attempts"])
-    empty = {"state": "not started", "attempts": 0, "last": None, "solved_at": None, "tries_to_solve": None}
-    return {"students": [{"id": s["id"], "name": s["name"], "joined": s["joined"],
-                          "puzzles": {name: cells.get((s["id"], name), empty) for name in names}}
-                         for s in roster],
-            "failures": failures(db, found, names)}
+    for (_, puzzle), cell in found_cells.items():
+        deadline = due[puzzle]
+        cell["late"] = deadline is not None and (cell["solved_at"] or cell["last"]["at"]) > deadline
+    return [{name: found_cells.get((student, name), EMPTY) for name in due} for student in ids]
 
 
 def failures(db, found, names):
@@ -58,6 +68,10 @@ def failures(db, found, names):
             for name, found_groups in groups.items()}
 
 
+MARK_WORDS = {"missed": "elements of {} left unwritten", "extra": "elements of {} written that the solution leaves",
+              "twice": "elements of {} written twice"}
+
+
 def failure_kind(verdict):
     """How a verdict fails, in words that are the same for every kernel failing the same way: the
     first failing test's error phase (out of bounds named as such) or wrong values, which elements
@@ -74,8 +88,8 @@ def failure_kind(verdict):
         what = "out of bounds"
     else:
         what = f"a {error.get('phase')} error"
-    marks = [f"{kind} {output}" for output, found in sorted((verdict.get("diff") or {}).items())
-             for kind in ("missed", "extra", "twice") if (found.get(kind) or {}).get("count")]
+    marks = [words.format(output) for output, found in sorted((verdict.get("diff") or {}).items())
+             for kind, words in MARK_WORDS.items() if (found.get(kind) or {}).get("count")]
     only_hidden = all(t.get("ok") for t in tests if not str(t.get("label", "")).startswith("hidden test"))
     return what + (": " + ", ".join(marks) if marks else "") + ("; only on sizes not shown" if only_hidden else "")
 
@@ -111,19 +125,33 @@ def leaderboard(db, found, puzzle, interpreted=lambda: False):
     return {"puzzle": puzzle, "ranked": bool(timed), "why": why, "entries": timed + untimed}
 
 
-def export_csv(db, found):
-    """Every submission of the class, one row each: for a teacher's spreadsheet."""
+CSV_STATES = {"solved": "solved", "trying": "not solved yet", "not started": "not started"}
+
+
+def export_csv(db, found, roster):
+    """One row per student of `roster` and puzzle of the class, in the dashboard's order, idle
+    students too: for a teacher's spreadsheet."""
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL)  # a separator inside a cell stays inside it
-    writer.writerow(["student", "puzzle", "ok", "failing test", "kernel ms", "time (UTC)", "graded runs"])
-    for row in db.execute("SELECT s.name, m.puzzle, m.ok, m.failing, m.timing, m.created, m.attempts FROM submission m "
-                          "JOIN student s ON s.id = m.student_id WHERE s.class_code = ? AND s.removed = 0 "
-                          "ORDER BY m.id", (found["code"],)):
-        kernel_ms = json.loads(row["timing"])["kernel_ms"]["median"] if row["timing"] else None
-        writer.writerow([spreadsheet_safe(row["name"]), spreadsheet_safe(row["puzzle"]), "yes" if row["ok"] else "no",
-                         spreadsheet_safe(row["failing"] or ""), "" if kernel_ms is None else f"{kernel_ms:.6g}",
-                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["created"])), row["attempts"]])
+    writer.writerow(["student", "puzzle", "status", "graded runs", "first run (UTC)", "last run (UTC)",
+                     "due (UTC)", "on time"])
+    titles = public_titles(found)
+    for student, row in zip(roster, cells(db, found, [s["id"] for s in roster])):
+        for puzzle in found["puzzles"]:
+            cell = row[puzzle["name"]]
+            timely = "" if puzzle["due"] is None or cell["state"] == "not started" else ("late" if cell["late"] else "on time")
+            writer.writerow([spreadsheet_safe(student["name"]), spreadsheet_safe(titles[puzzle["name"]]),
+                             CSV_STATES[cell["state"]], cell["attempts"], utc(cell["first_at"]),
+                             utc(cell["last"] and cell["last"]["at"]), utc(puzzle["due"]), timely])
     return out.getvalue()
+
+
+def public_titles(found):
+    return {p["name"]: (puzzles.find(p["name"]) or {}).get("title", p["name"]) for p in found["puzzles"]}
+
+
+def utc(seconds):
+    return "" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds))
 
 
 FORMULA_STARTS = ("=", "+", "-", "@")

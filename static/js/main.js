@@ -11,7 +11,7 @@ import { initLesson, lessonText } from "./teach/lesson.js";
 import { initDrafts } from "./editor/drafts.js";
 import { initHistory } from "./editor/history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./editor/share.js";
-import { initPuzzle, openingSpec } from "./teach/puzzle.js";
+import { initPuzzle, openingSpec, setPuzzleClass } from "./teach/puzzle.js";
 import { initCompare } from "./run/compare.js";
 import { initStep } from "./run/step.js";
 import { uiRules } from "./shared/ui-rules.js";
@@ -21,7 +21,7 @@ import { connect } from "./run/connection.js";
 import { drawDiagram, forgetDiagram, initDiagramTab, redrawDiagram } from "./run/diagram-tab.js";
 import { initExamples } from "./editor/examples.js";
 import { initSplitters } from "./editor/splitters.js";
-import { showClassMessage } from "./teach/class-message.js";
+import { followInbox } from "./teach/class-message.js";
 
 const $ = (selector) => document.querySelector(selector);
 const initial = JSON.parse($("#initial-state").textContent);
@@ -335,7 +335,7 @@ on("spec-loaded", () => {
 // Back and Forward open the page at the address they reach; the edits of the one left are its draft.
 window.addEventListener("popstate", () => { drafts.save(); location.reload(); });
 
-connect({ getSpec, checkLaunch, emptyResult, onClassMessage: showClassMessage, onSend: (spec) => { sentSpec = spec; } });
+connect({ getSpec, checkLaunch, emptyResult, onSocket: (socket) => followInbox(socket, ({ class: found }) => setPuzzleClass(found)), onSend: (spec) => { sentSpec = spec; } });
 setSpec(openingSpec(initial.spec), initial.ui);
 drafts.markClean();
 drafts.offerRestore();

@@ -17,8 +17,9 @@ function withPart(result, part, content) {
 }
 
 // getSpec(): the page's spec; checkLaunch(): what the launch form can tell is wrong; emptyResult():
-// a result before a run; onClassMessage(message): a teacher's push; onSend(spec): a run's spec sent.
-export function connect({ getSpec, checkLaunch, emptyResult, onClassMessage, onSend }) {
+// a result before a run; onSocket(socket): the page's other listeners on the connection (a class's
+// inbox: teach/class-message.js); onSend(spec): a run's spec sent.
+export function connect({ getSpec, checkLaunch, emptyResult, onSocket, onSend }) {
   const socket = io();
   let currentRun = null;
   let inFlight = false;       // between Run and the result
@@ -47,7 +48,7 @@ export function connect({ getSpec, checkLaunch, emptyResult, onClassMessage, onS
   socket.on("run_stdout", receive("run-stdout"));
   socket.on("run_partial", receive("run-partial"));
   socket.on("run_result", receive("run-result"));
-  socket.on("class_message", onClassMessage);
+  onSocket(socket);
   socket.on("disconnect", () => { if (inFlight) emit("run-status", { run_id: currentRun, phase: "queued", message: "connection lost, reconnecting…" }); });
 
   // A run that never started (no answer, or refused: a malformed spec, a full queue) ends with a

@@ -12,8 +12,8 @@ function fromLocalInput(value) {
   return value ? Math.round(new Date(value).getTime() / 1000) : null;
 }
 
-// A class's settings as a form: its title, its puzzles (order, due times, which ones: built-in from
-// a list, the teacher's own by link) and whether it has leaderboards. `save(settings)` sends them
+// A class's settings as a form: its title, its puzzles (order, due times, which ones: built-in ones
+// added as they are chosen in the list, the teacher's own by link and Add or Enter) and whether it has leaderboards. `save(settings)` sends them
 // whole ({ok, answer} back: POST /api/classes makes a class, PATCH /api/classes/<code> edits one); a
 // refusal is said under the row it names, else below the form; `saved(answer)` gives the note.
 export function classForm(info, builtins, { id, legend, saveLabel, save, saved, open = false }) {
@@ -21,14 +21,19 @@ export function classForm(info, builtins, { id, legend, saveLabel, save, saved, 
   const title = h("input", { type: "text", id: "class-edit-title", value: info.title, maxlength: "120" });
   const leaderboard = h("input", { type: "checkbox", id: "class-edit-leaderboard", checked: info.leaderboard });
   const rows = h("ol", { class: "class-edit-list", id: "class-edit-list" });
-  const picker = h("select", { id: "class-edit-add" });
-  const own = h("input", { type: "text", id: "class-edit-own", placeholder: "or your puzzle's link: /puzzles/t-…" });
+  const picker = h("select", { id: "class-edit-add", "aria-label": "Add a puzzle", onchange: () => add() });
+  const own = h("input", { type: "text", id: "class-edit-own", placeholder: "or your puzzle's link: /puzzles/t-…",
+                           onkeydown: (event) => { if (event.key === "Enter") { event.preventDefault(); add(); } } });
   const note = h("p", { class: "class-push-note", id: "class-edit-note", role: "status" });
+  const said = (words, bad) => {  // a refusal stands out from a note
+    note.textContent = words;
+    note.classList.toggle("class-edit-problem", bad);
+  };
   const problems = new Map();  // field -> message, from the last refusal
 
   const changed = () => {  // a refusal was of the list before this change
     problems.clear();
-    note.textContent = "";
+    said("", false);
     draw();
   };
   const move = (index, by) => {
@@ -65,18 +70,20 @@ export function classForm(info, builtins, { id, legend, saveLabel, save, saved, 
     changed();
   };
   const send = async () => {
+    if (!chosen.length) { said("Choose at least one puzzle from the list first.", true); picker.focus(); return; }
+    if (!title.value.trim()) { said("Give the class a title first.", true); title.focus(); return; }
     const { ok, answer } = await save({ title: title.value, leaderboard: leaderboard.checked,
                                         puzzles: chosen.map((p) => ({ name: p.name, due: p.due })) });
     problems.clear();
     if (!ok) {
       problems.set(answer.error.field, answer.error.message);
-      note.textContent = answer.error.message;
+      said(`Not saved: ${answer.error.message}`, true);
       draw();
       return;
     }
     if (answer.puzzles) chosen = answer.puzzles.map((p) => ({ ...p }));
     draw();
-    note.textContent = saved(answer);
+    said(saved(answer), false);
   };
   draw();
   return h("details", { class: "class-edit", id, open }, h("summary", {}, legend),

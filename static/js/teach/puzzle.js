@@ -4,7 +4,7 @@
 // The page knows the puzzle only by name (spec.options.puzzle) and its public side (/api/puzzles/<name>).
 import { on } from "../shared/hub.js";
 import { h, replaceChildren, withCode } from "../shared/dom.js";
-import { formatCount, phaseWords } from "../shared/format.js";
+import { formatCount, formatMoment, phaseWords } from "../shared/format.js";
 import { isDone, markDone, solvedSource } from "./progress.js";
 import { createCodeField, getSource } from "../editor/editor.js";
 import { withoutLesson } from "./lesson.js";
@@ -18,6 +18,7 @@ let elements = null;
 let page = null; // {getSpec, setSpec, confirmReplace}
 let sentSource = null; // the source of the run under way: what passed, when it passes
 let failureWords = {}; // {failure: its sentence}, as the server words a failed test
+let studentClass = null; // the class this browser's student is in ({code, title, puzzles}), or null
 
 // A puzzle solved in this browser opens on the solution that passed, not on the starter (on its
 // own page: a shared link shows what it was shared with).
@@ -84,13 +85,32 @@ function nextLink() {
     `Next puzzle: ${next.title} →`) : h("a", { href: "/puzzles", class: "button small puzzle-next", id: "puzzle-next" }, "All puzzles →");
 }
 
-// Back to the starter (the puzzle's own launch and the kernel with its gap); progress stays.
+// Back to the starter (the puzzle's own launch and the kernel with its gap); progress stays. The
+// kernel that passed is asked about even unedited: the editor's drafts would not keep it.
 function startOver() {
+  const solved = solvedSource(state.puzzle.name);
+  if (solved !== null && page.getSpec().source === solved
+      && !window.confirm(`Start over? The editor shows your kernel that solved "${state.puzzle.title}"; `
+        + "it stays saved in this browser and opens again with the puzzle.")) return;
   if (!page.confirmReplace(`the starter of "${state.puzzle.title}"`)) return;
   state.result = null;
   page.setSpec(structuredClone(state.starter));
   render();
   elements.tab.click(); // still on the statement
+}
+
+// Where this browser's student is in a class that has the puzzle: their graded runs count for it.
+function classLine() {
+  const counted = studentClass && studentClass.puzzles.find((p) => p.name === state.puzzle.name);
+  if (!counted) return null;
+  return h("p", { class: "puzzle-class", id: "puzzle-class" }, "Each Run here is graded and counts for your class ",
+    h("a", { href: `/classes/${encodeURIComponent(studentClass.code)}` }, studentClass.title),
+    counted.due ? ` (due ${formatMoment(counted.due)})` : "", ".");
+}
+
+export function setPuzzleClass(found) {
+  studentClass = found;
+  if (state) render();
 }
 
 function progressLine() {
@@ -151,7 +171,7 @@ function render() {
     h("header", { class: "puzzle-head" }, h("h2", {}, puzzle.title),
       h("span", { class: `badge ${isDone(puzzle.name) ? "ok" : ""}`, id: "puzzle-done" }, isDone(puzzle.name) ? "done" : "not yet"),
       h("a", { href: "/puzzles", class: "puzzle-course" }, "All puzzles")),
-    progressLine(),
+    progressLine(), classLine(),
     h("div", { class: "puzzle-statement" }, paragraphs(puzzle.statement)),
     hintsBlock(), testsBlock(), figuresBlock()));
   drawFigures();
