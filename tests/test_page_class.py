@@ -8,7 +8,7 @@ import time
 import pytest
 
 from app.course import puzzles
-from tests.support import set_source
+from tests.support.browser import set_source
 
 CONSTANT_ADD = puzzles.builtin("constant_add")
 SHOTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "screenshots")
