@@ -99,6 +99,49 @@ def test_a_run_that_never_asks_the_driver_gets_no_note_about_it():
     assert not any("driver.active" in n for n in ok(run_spec(raw))["notes"])
 
 
+
+DERIVED_DEVICE = HEADER + """
+DEVICE = DEVICE_FROM_DRIVER
+
+
+@triton.jit
+def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + lanes, 2 * tl.load(x_ptr + lanes, mask=lanes < n), mask=lanes < n)
+
+
+x = torch.randn(100, device=DEVICE)
+out = torch.empty(100).to(DEVICE)
+double[(4,)](x, out, 100, BLOCK=32)
+torch.testing.assert_close(out, 2 * x.cuda())
+print("doubled on", out.device)
+"""
+
+
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("derived", ["torch.device(triton.runtime.driver.active.get_current_target().backend)",
+                                     "triton.runtime.driver.active.get_current_target().backend + ':0'",
+                                     "triton.runtime.driver.active.get_current_device()", "'cuda'"])
+def test_a_tutorial_program_deriving_its_device_from_the_driver_runs_on_the_cpu(derived, capfd):
+    """The stand-in driver's target says 'cuda' (the IR's GPU) and its device index 0 is cuda:0 to
+    torch: on a host without CUDA, each is the CPU, and the run says so."""
+    result = ok(run_spec({"mode": "script", "source": DERIVED_DEVICE.replace("DEVICE_FROM_DRIVER", derived),
+                          "options": {"device": DEVICE}}))
+    assert "doubled on cpu" in capfd.readouterr().out
+    if "driver" in derived:
+        assert any("is this host's CPU" in note for note in result["notes"])
+
+
+@pytest.mark.cpu_only
+def test_an_assertion_inside_torch_is_no_failed_check_of_the_program():
+    source = HEADER + "x = torch.ones(4)\ntorch.cuda.synchronize()\n"
+    error = run_spec({"mode": "script", "source": source, "options": {"device": DEVICE}})["error"]
+    assert error["type"] == "AssertionError" and error["line"] == 5
+    assert not error["message"].startswith("assert failed") and "check" not in (error["hint"] or "")
+    failed = HEADER + "x = torch.ones(4)\ntorch.testing.assert_close(x, 2 * x)\n"
+    error = run_spec({"mode": "script", "source": failed, "options": {"device": DEVICE}})["error"]
+    assert error["message"].startswith("assert failed") and "own check" in error["hint"]
+
 # -- loops
 
 def test_tl_range_with_num_stages_and_loop_unroll_factor():

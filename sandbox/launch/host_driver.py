@@ -6,11 +6,16 @@ properties for occupancy arithmetic. Without a GPU, Triton has no active driver 
 raise "0 active drivers". Here they answer as the interpreter would need: the torch device is `cpu`,
 the target is the GPU the IR tab compiles for by default, and the device properties are that GPU's.
 A run whose module asked says so in its notes (`note()`): the numbers are a named GPU's, not this host's.
+
+A module may also derive its device from the target (`torch.device(TARGET.backend)`: 'cuda'), from the
+driver's device index (0, which torch reads as cuda:0), or write 'cuda' itself: on a host without
+CUDA, `cuda_is_the_cpu()` makes each of those the CPU while the module and its program run.
 """
 import contextlib
 
 import torch
 import triton
+from torch.overrides import TorchFunctionMode
 from triton.backends.compiler import GPUTarget
 
 # The stated GPU: an H100 SXM (sm90, the IR's default target), as CUDA's driver describes it.
@@ -74,6 +79,37 @@ class HostDriver:
         return self._asked((TARGET.arch // 10, TARGET.arch % 10))
 
 
+def _here(device):
+    """`device` as this host has it: a CUDA device (by name, torch.device or index) is the CPU."""
+    if isinstance(device, int) and not isinstance(device, bool):
+        return torch.device("cpu")
+    if isinstance(device, str) and device.split(":")[0] == "cuda" or \
+            isinstance(device, torch.device) and device.type == "cuda":
+        return torch.device("cpu")
+    return device
+
+
+class _CudaIsTheCpu(TorchFunctionMode):
+    """Tensors a program asks for on 'cuda' made on the CPU: factories' `device=`, `Tensor.to(...)`,
+    `Tensor.cuda()`."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs:
+            kwargs["device"] = _here(kwargs["device"])
+        name = getattr(func, "__name__", None)
+        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+            return args[0]
+        if name == "to" and len(args) > 1:
+            args = (args[0], _here(args[1]), *args[2:])
+        return func(*args, **kwargs)
+
+
+def cuda_is_the_cpu():
+    """While it is entered, on a host without CUDA, 'cuda' names the CPU (a no-op elsewhere)."""
+    return contextlib.nullcontext() if torch.cuda.is_available() else _CudaIsTheCpu()
+
+
 def _no_driver():
     """True when Triton has no driver of its own to answer (no GPU, or none it can use)."""
     try:
@@ -108,7 +144,8 @@ def standing_in():
     driver = HostDriver()
     triton.runtime.driver.set_active(driver)
     try:
-        yield driver
+        with cuda_is_the_cpu():
+            yield driver
     finally:
         triton.runtime.driver._active = before
 
@@ -120,4 +157,5 @@ def note_of(driver, why):
     return (f"{why}: triton.runtime.driver.active answered for it, with the torch "
             f"device 'cpu', the target {TARGET.backend} sm{TARGET.arch} and the device properties of an {GPU_NAME} "
             f"({PROPERTIES['multiprocessor_count']} SMs, {PROPERTIES['max_shared_mem'] // 1024} KB shared memory "
-            f"per block, {PROPERTIES['max_num_regs']} registers per SM).")
+            f"per block, {PROPERTIES['max_num_regs']} registers per SM)"
+            + ("; and the device 'cuda' the program may name is this host's CPU." if not torch.cuda.is_available() else "."))

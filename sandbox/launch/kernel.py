@@ -88,7 +88,7 @@ def load_module(path, interpret, phase="build"):
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(module_name, path))
     sys.modules[module_name] = module
     host_driver.install()  # tutorial modules ask triton.runtime.driver.active for the device at import
-    with interpreter_mode(interpret):
+    with interpreter_mode(interpret), host_driver.cuda_is_the_cpu():
         try:
             exec(code, module.__dict__)
         except Exception as e:

@@ -3,8 +3,10 @@ Triton's launch path hooked (sandbox.run.script says how), each launch numbered,
 (sandbox.run.launch_record) and made by the launch pass (sandbox.run.launch_pass: bounds-checked
 and traced); the launches that may be shown kept."""
 import contextlib
+import os
 import sys
 import time
+import traceback
 import types
 
 import torch
@@ -346,7 +348,17 @@ def kwarg_or(options, arguments, name, default):
 def program_error(exc, path):
     """The program's own failure (an exception, a failed assert) as the run's error, at its line."""
     error = as_run_error(exc, path, "program", "running the program")
-    if error.phase == "program" and isinstance(exc, AssertionError):
+    if error.phase == "program" and isinstance(exc, AssertionError) and is_a_check(exc, path):
         error.message = f"assert failed{': ' + str(exc) if str(exc) else ''}"
         error.hint = "The program's own check failed: the kernel's output differs from what the program expected."
     return error
+
+
+def is_a_check(exc, path):
+    """Whether an AssertionError is the program's own check failing: an `assert` of its own, or a
+    comparison of torch.testing or numpy.testing (torch asserts inside itself too, on a CUDA call
+    without CUDA: that is no check)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = os.path.abspath(frames[-1].filename) if frames else ""
+    return where == os.path.abspath(path) or any(f"{os.sep}{lib}{os.sep}testing{os.sep}" in where
+                                                 for lib in ("torch", "numpy"))
