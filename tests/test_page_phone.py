@@ -87,3 +87,16 @@ def test_a_puzzle_on_a_phone_opens_at_the_top_and_run_shows_its_verdict(phone, l
     phone.screenshot(path=f"{SHOTS}/phone-puzzle-verdict.png")
     phone.evaluate("document.querySelector('#inputs-table').scrollIntoView({block: 'center'})")
     phone.screenshot(path=f"{SHOTS}/phone-puzzle-form.png")
+
+
+def test_the_share_popover_fits_a_phone(phone, live_server):
+    """The link, its embed row and the form that describes it all stay within the screen."""
+    open_playground(phone, live_server + "/examples/vector_add")
+    phone.click("#share-button")
+    phone.wait_for_selector("#share-embed-row:not([hidden])")
+    assert inside_viewport(phone, "#share-popover")
+    phone.click("#share-describe")
+    phone.wait_for_selector("#share-about:not([hidden])")
+    assert inside_viewport(phone, "#share-popover") and inside_viewport(phone, "#share-about")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    phone.screenshot(path=f"{SHOTS}/phone-390x844-share.png")
