@@ -8,7 +8,7 @@ import threading
 from contextlib import contextmanager
 
 from tests.support import ROOT
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, predicates_as_functions
 
 PAGES = {"/harness.html": "diagram_harness.html", "/model.html": "model_harness.html"}
 
@@ -52,6 +52,7 @@ def static_server():
 def harness_page(url):
     """A headless chromium page on `url` once it sets window.harnessReady; yields (page, script errors)."""
     from playwright.sync_api import sync_playwright
+    predicates_as_functions()  # a page of the app opened from this browser allows no eval either
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
