@@ -1,5 +1,9 @@
 """The one error type a run reports, and the plain-words hints for Triton's common mistakes."""
+import functools
+import importlib.metadata
+import os
 import re
+import traceback
 
 PHASES = ("parse", "build", "compile", "launch", "check", "bench", "trace", "ir",
           "timeout", "limit", "sandbox", "stopped", "program")
@@ -98,3 +102,68 @@ def hint_for(message):
         if pattern.search(message or ""):
             return hint
     return None
+
+
+# ---------------------------------------------------------------- failures inside Triton's compiler
+
+# The stages of Triton's compiler after its front end, by the function of its backend
+# (triton/backends/<backend>/compiler.py) that makes each, and what to try when one fails.
+COMPILER_STAGES = {
+    "make_ttir": ("TTIR", "Triton's own IR could not be simplified: the kernel likely uses a construct this "
+                          "Triton lowers only in part."),
+    "make_ttgir": ("TTGIR", "Laying the kernel out on the GPU failed (layouts, software pipelining, tl.dot's "
+                            "lowering): try num_stages=1, another num_warps, or tl.dot blocks of at least 16 "
+                            "in each dimension."),
+    "make_llir": ("LLIR", "Lowering to LLVM failed: often an operation or dtype this GPU target lacks (fp8 needs "
+                          "sm89 or later), or inline assembly it cannot take."),
+    "make_ptx": ("PTX", "LLVM could not emit PTX for this target: try another target GPU or dtype."),
+    "make_cubin": ("SASS (ptxas)", "ptxas refused the PTX: inline assembly it does not know, or more "
+                                   "registers or shared memory than the GPU has (smaller blocks, fewer stages)."),
+    "make_amdgcn": ("AMDGCN", "LLVM could not emit AMDGCN for this target."),
+    "make_hsaco": ("HSACO", "The AMD linker refused the kernel."),
+}
+
+
+@functools.cache
+def triton_version():
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return "(unknown)"
+
+
+def compiler_stage(exc):
+    """The stage name of Triton's compiler in which `exc` (or an exception it was raised from) was
+    raised, or None when it did not come from inside Triton's compiler."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            if frame.name in COMPILER_STAGES and f"{os.sep}triton{os.sep}backends{os.sep}" in frame.filename:
+                return frame.name
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def compiler_failure(exc, path, line=None):
+    """`exc` raised inside Triton's compiler, after its front end accepted the kernel, as the run's
+    error: Triton's version, the stage, the source line (`line`, or one Triton's message names in
+    `path`) and what to try. None when `exc` did not come from there."""
+    stage = compiler_stage(exc)
+    if stage is None:
+        return None
+    name, advice = COMPILER_STAGES[stage]
+    inner = exc
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    text = (str(inner) or type(inner).__name__).strip()
+    if line is None:
+        named = re.search(re.escape(path) + r'"?:(\d+)', text)
+        line = int(named.group(1)) if named else None
+    version = triton_version()
+    return RunError("compile", f"Triton {version}'s compiler failed at its {name} stage"
+                               f"{f' (at line {line})' if line else ''}: {type(inner).__name__}: {text}",
+                    type=type(inner).__name__, line=line, field=None if line else "source",
+                    hint=f"{advice} The front end accepted the kernel; a pass after it did not. A kernel written "
+                         f"for another Triton (a newer release, Triton's main branch) may need that version: "
+                         f"this playground compiles with Triton {version}.")

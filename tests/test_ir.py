@@ -254,3 +254,44 @@ def test_a_kept_entry_that_is_not_one_is_derived_again(tmp_path, monkeypatch):
     kept[0].write_text('{"sass": "forged", "usage": {"REG": "many"}}')
     again = compile_ir(path, "add_kernel", vector_add_args(), arch="sm90")
     assert again["sass"] == first["sass"] and again["n_regs"] == first["n_regs"]
+
+
+BOGUS_ASM = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def bogus_asm(x_ptr, out_ptr):
+        offs = tl.arange(0, 32)
+        x = tl.load(x_ptr + offs)
+        y = tl.inline_asm_elementwise("bogus.op $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+        tl.store(out_ptr + offs, y)
+    ''')
+
+
+def int_args():
+    return {"x_ptr": torch.zeros(32, dtype=torch.int32), "out_ptr": torch.zeros(32, dtype=torch.int32)}
+
+
+def test_a_failure_inside_tritons_compiler_names_the_version_the_stage_and_what_to_try(tmp_path):
+    """The front end accepts inline assembly it cannot read; ptxas, at the end of the pipeline, refuses it."""
+    with pytest.raises(RunError) as caught:
+        compile_ir(write(tmp_path, BOGUS_ASM), "bogus_asm", int_args(), arch="sm90")
+    error = caught.value
+    assert error.phase == "compile" and error.type == "PTXASError"
+    assert f"Triton {triton.__version__}'s compiler failed at its SASS (ptxas) stage" in error.message
+    assert "bogus" in error.message  # ptxas's own words stay
+    assert "ptxas refused the PTX" in error.hint and f"Triton {triton.__version__}" in error.hint
+
+
+@pytest.mark.gpu
+def test_a_launch_that_fails_inside_tritons_compiler_is_explained_on_a_gpu():
+    from sandbox.run.pipeline import run_spec
+    raw = {"version": 1, "source": BOGUS_ASM, "kernel": "bogus_asm",
+           "inputs": {"x": "torch.zeros(32, dtype=torch.int32)", "y": "torch.zeros(32, dtype=torch.int32)"},
+           "args": {"x_ptr": "x", "out_ptr": "y"}, "grid": "(1,)", "reference": {"y": "x"},
+           "options": {"ir": False, "bench": False, "device": "gpu"}}
+    error = run_spec(raw)["error"]
+    assert error["phase"] == "compile" and "SASS (ptxas) stage" in error["message"]
+    assert f"Triton {triton.__version__}" in error["hint"]

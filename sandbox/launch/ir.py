@@ -30,7 +30,7 @@ from triton.runtime.jit import JITFunction
 
 from triton.runtime.cache import get_cache_manager
 
-from sandbox.errors import RunError
+from sandbox.errors import RunError, compiler_failure
 from sandbox.result import IR_STAGES as result_stages
 from sandbox.launch.ir_lines import kernel_file, line_map, shorten_paths
 from sandbox.launch.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
@@ -228,6 +228,10 @@ def compile_error(exc, module):
                 line = starts[cause.src] + lineno - 1
         cause = cause.__cause__
     root = innermost.__cause__ or innermost
+    if not isinstance(innermost, CompilationError):
+        failure = compiler_failure(exc, module.__file__, line)
+        if failure is not None:
+            return failure
     if isinstance(innermost, CompilationError) and innermost.error_message:
         text = innermost.error_message
     else:

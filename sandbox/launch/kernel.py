@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
-from sandbox.errors import RunError, explain, hint_for
+from sandbox.errors import RunError, compiler_failure, explain, hint_for
 from sandbox.launch import host_driver
 
 _module_ids = itertools.count()
@@ -130,6 +130,12 @@ def as_run_error(exc, path, phase="sandbox", doing="running your kernel"):
     line to name, their source)."""
     if isinstance(exc, RunError):
         return exc
+    failure = compiler_failure(exc, path)
+    if failure is not None:
+        if failure.line is None:  # Triton named none: the launch's line, in a program that made it
+            failure.line = user_line(exc, path)
+            failure.field = None if failure.line is not None else "source"
+        return failure
     kind, message = explain(exc)
     if raised_by_playground(exc, path):
         return RunError("sandbox", f"the playground failed while {doing} ({kind}: {message})", type="PlaygroundBug",
