@@ -164,6 +164,11 @@ def test_the_new_class_form_adds_what_is_chosen_and_says_what_is_missing(browser
     page.select_option("#class-edit-add", "outer_sum")  # chosen is added
     page.wait_for_selector('.class-edit-row[data-puzzle="outer_sum"]')
     assert page.inner_text("#class-edit-note") == ""
+    due = '.class-edit-row[data-puzzle="outer_sum"] input[type="datetime-local"]'
+    page.fill(due, "2020-03-01T09:00")  # a due time already past is flagged as it is typed
+    page.wait_for_selector('.class-edit-row[data-puzzle="outer_sum"] .class-edit-past:not([hidden])')
+    page.fill(due, "2099-03-01T09:00")
+    page.wait_for_selector('.class-edit-row[data-puzzle="outer_sum"] .class-edit-past[hidden]', state="attached")
     page.fill("#class-edit-own", "/puzzles/constant_add")
     page.press("#class-edit-own", "Enter")
     page.wait_for_selector('.class-edit-row[data-puzzle="constant_add"]')

@@ -41,20 +41,25 @@ export function classForm(info, builtins, { id, legend, saveLabel, save, saved, 
     chosen.splice(index + by, 0, item);
     changed();
   };
-  const row = (p, index) => h("li", { class: "class-edit-row", dataset: { puzzle: p.name } },
-    h("span", { class: "course-number" }, String(index + 1)),
-    h("span", { class: "class-edit-name" }, p.title || p.name),
-    h("label", { class: "class-edit-due" }, "due ",
-      h("input", { type: "datetime-local", value: localInput(p.due), "aria-label": `due time of ${p.title || p.name}`,
-                   onchange: (event) => { p.due = fromLocalInput(event.target.value); } })),
-    h("button", { type: "button", class: "button small class-edit-up", disabled: index === 0, "aria-label": `move ${p.title || p.name} up`,
-                  onclick: () => move(index, -1) }, "↑"),
-    h("button", { type: "button", class: "button small class-edit-down", disabled: index === chosen.length - 1,
-                  "aria-label": `move ${p.title || p.name} down`, onclick: () => move(index, 1) }, "↓"),
-    h("button", { type: "button", class: "button small class-edit-drop", disabled: chosen.length === 1,
-                  onclick: () => { chosen.splice(index, 1); changed(); } }, "Take out"),
-    problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)
-      ? h("span", { class: "class-edit-problem" }, problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)) : null);
+  const past = (due) => due !== null && due * 1000 < Date.now();
+  const row = (p, index) => {
+    const flag = h("span", { class: "class-due past class-edit-past", hidden: !past(p.due) }, "already past");
+    return h("li", { class: "class-edit-row", dataset: { puzzle: p.name } },
+      h("span", { class: "course-number" }, String(index + 1)),
+      h("span", { class: "class-edit-name" }, p.title || p.name),
+      h("label", { class: "class-edit-due" }, "due ",
+        h("input", { type: "datetime-local", value: localInput(p.due), "aria-label": `due time of ${p.title || p.name}`,
+                     onchange: (event) => { p.due = fromLocalInput(event.target.value); flag.hidden = !past(p.due); } })),
+      flag,
+      h("button", { type: "button", class: "button small class-edit-up", disabled: index === 0, "aria-label": `move ${p.title || p.name} up`,
+                    onclick: () => move(index, -1) }, "↑"),
+      h("button", { type: "button", class: "button small class-edit-down", disabled: index === chosen.length - 1,
+                    "aria-label": `move ${p.title || p.name} down`, onclick: () => move(index, 1) }, "↓"),
+      h("button", { type: "button", class: "button small class-edit-drop", disabled: chosen.length === 1,
+                    onclick: () => { chosen.splice(index, 1); changed(); } }, "Take out"),
+      problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)
+        ? h("span", { class: "class-edit-problem" }, problems.get(`puzzles[${index}].name`) || problems.get(`puzzles[${index}].due`)) : null);
+  };
   const draw = () => {
     replaceChildren(rows, chosen.map(row));
     replaceChildren(picker, h("option", { value: "" }, "Add a puzzle…"),
