@@ -315,3 +315,41 @@ def test_a_jit_function_imported_from_a_library_is_named(tmp_path):
     tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     assert tracer.unsupported == ("memory accesses inside element_mul_kernel() called at line 8, a @triton.jit "
                                   "function of liger_kernel.ops.utils (not of the source)")
+
+
+JITTED_BY_ASSIGNMENT = {
+    "version": 1, "kernel": "scaled_copy", "grid": "(triton.cdiv(100, 32),)", "reference": {"out": "x.half().float() * 2"},
+    "inputs": {"x": "torch.randn(100)", "out": "torch.empty(100)"},
+    "args": {"x_ptr": "x", "out_ptr": "out", "n": 100, "BLOCK": 32},
+    "options": {"ir": False, "bench": False, "device": "interpreter"},
+    "source": """import torch
+import triton
+import triton.language as tl
+
+as_type = tl.cast
+
+
+def twice(x):
+    return x * 2
+
+
+twice = triton.jit(twice)
+
+
+def scaled_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr, DOUBLE: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = as_type(tl.load(x_ptr + lanes, mask=lanes < n), tl.float16).to(tl.float32)
+    tl.store(out_ptr + lanes, twice(x) if DOUBLE else x, mask=lanes < n)
+
+
+scaled_copy = triton.jit(do_not_specialize=["n"])(scaled_copy)
+scaled_copy = triton.heuristics({"DOUBLE": lambda args: True})(scaled_copy)
+"""}
+
+
+def test_a_kernel_jitted_by_assignment_is_instrumented_once(tmp_path):
+    """`kernel = triton.jit(kernel)` after a plain `def` (as some libraries write kernels), with a
+    module-level alias of a builtin: the instrumented module jits the rewritten kernel itself."""
+    expected = interpreter_trace(JITTED_BY_ASSIGNMENT, tmp_path / "a")
+    got = instrumented_trace(JITTED_BY_ASSIGNMENT, tmp_path / "b")
+    assert same(got) == same(expected) and got["programs_traced"] == 4

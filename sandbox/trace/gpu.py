@@ -42,6 +42,19 @@ from sandbox.trace.instrument import Instrumenter
 from sandbox.trace.record import access_bytes, coverage_result, index_of, out_of_bounds_error, pid_of, ProgramSample, runs_of, TensorRange, trace_of
 
 RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
+def jits_again(node, name):
+    """Whether `node` is `name = triton.jit(name)` (or `= triton.jit(...)(name)`): a kernel defined by a
+    plain `def` and jitted by assignment, as some libraries write kernels. The instrumented module
+    jits the rewritten `def` itself, and a JITFunction jitted again is no function."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    jit = call.func.func if isinstance(call.func, ast.Call) else call.func
+    return (ast.unparse(jit).split(".")[-1] == "jit" and len(call.args) == 1
+            and isinstance(call.args[0], ast.Name) and call.args[0].id == name)
+
+
 class InstrumentedTracer:
     """One instrumented launch (or two: a second records the program of an out-of-bounds access)."""
 
@@ -115,6 +128,7 @@ class InstrumentedTracer:
             Instrumenter(self, reached).rewrite(fn)
             copies += [fn] if reached.path else []
         module.body[at:at] = copies
+        module.body = [node for node in module.body if not jits_again(node, self.analysis.name)]
         imports = ast.parse("import triton as _tp_triton\nimport triton.language as _tp_tl\nimport triton.language as tl\n"
                             "from sandbox.trace import probes as _tp_probes\n").body
         at = next((i for i, node in enumerate(module.body)
