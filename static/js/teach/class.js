@@ -213,9 +213,10 @@ let live = null;  // the page's Socket.IO connection, once it has something to f
 
 // Live from here on: the teacher's dashboard follows the class, a student's page its changes (their
 // state, the leaderboards) and what the teacher pushes. Opened once the page knows which it is (a
-// student's connection joins its rooms as it connects, so not before the join).
+// student's connection joins its rooms as it connects, so not before the join). Returns the new
+// connection, or null where the page follows the class already.
 function follow(reload) {
-  if (live) return;
+  if (live) return null;
   live = io();
   live.on("class_progress", (data) => {
     if (data.code === code && !document.activeElement?.closest(".class-rename")) reload();  // not under a rename
