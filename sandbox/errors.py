@@ -114,6 +114,8 @@ COMPILER_STAGES = {
     "make_ttgir": ("TTGIR", "Laying the kernel out on the GPU failed (layouts, software pipelining, tl.dot's "
                             "lowering): try num_stages=1, another num_warps, or tl.dot blocks of at least 16 "
                             "in each dimension."),
+    "gluon_to_ttgir": ("TTGIR", "Lowering the Gluon kernel to Triton's GPU IR failed: check its layouts against "
+                                "this Triton's Gluon."),
     "make_llir": ("LLIR", "Lowering to LLVM failed: often an operation or dtype this GPU target lacks (fp8 needs "
                           "sm89 or later), or inline assembly it cannot take."),
     "make_ptx": ("PTX", "LLVM could not emit PTX for this target: try another target GPU or dtype."),
