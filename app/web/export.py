@@ -16,6 +16,7 @@ PARTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exported")
 SANDBOX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "sandbox")
 # What a run's build and check are made of, taken whole into every exported script.
 SHARED_DEFINITIONS = {
+    "launch/kernel.py": ("GridError", "triton_grid"),
     "launch/build.py": ("_EMPTY", "evaluate", "poison", "build_inputs", "build_grid"),
     "run/check.py": ("TOLERANCES", "tolerances", "unwritten_mask", "compare_one", "compare"),
 }
