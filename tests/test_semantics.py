@@ -288,6 +288,13 @@ def test_a_fourth_grid_entry_above_one_is_named_as_the_programs_triton_would_not
     assert "(4, 4, 1, 2) has 4 entries" in error["message"]
 
 
+@pytest.mark.parametrize("grid", ["None", "(4, 'rows')", "()"])
+def test_a_program_launching_on_something_that_is_no_grid_is_told_so_at_its_line(grid):
+    source = ROWS_PROGRAM.replace("GRID", grid)
+    error = run_spec({"mode": "script", "source": source, "options": {"device": DEVICE}})["error"]
+    assert error["type"] == "GridError" and error["line"] == line_of(source[len(HEADER):], "fill_rows[")
+
+
 # -- the reference on the run's device
 
 GATHER = """

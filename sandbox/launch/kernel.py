@@ -43,7 +43,13 @@ def triton_grid(grid):
     missing one 1. Triton reads the first three entries and ignores the rest (its interpreter refuses
     them): an extra entry of 1 is dropped as Triton drops it; one above 1 is refused, for Triton would
     run none of the programs it asks for."""
-    dims = tuple(int(g) for g in grid) if isinstance(grid, (tuple, list)) else (int(grid),)
+    try:
+        dims = tuple(int(g) for g in grid) if isinstance(grid, (tuple, list)) else (int(grid),)
+    except (TypeError, ValueError):
+        raise GridError(f"{grid!r} is no grid: give a tuple of 1 to 3 integers, or a function of the "
+                        f"launch's meta-parameters that returns one") from None
+    if not dims:
+        raise GridError("() has no entry: give a tuple of 1 to 3 integers")
     extra = dims[3:]
     if any(g != 1 for g in extra):
         raise GridError(f"{dims} has {len(dims)} entries, and Triton launches only the first 3, ignoring the rest: "
