@@ -353,3 +353,31 @@ def test_a_kernel_jitted_by_assignment_is_instrumented_once(tmp_path):
     expected = interpreter_trace(JITTED_BY_ASSIGNMENT, tmp_path / "a")
     got = instrumented_trace(JITTED_BY_ASSIGNMENT, tmp_path / "b")
     assert same(got) == same(expected) and got["programs_traced"] == 4
+
+
+ALIASED_ACCESSES = {
+    "version": 1, "kernel": "copy_shifted", "grid": "(triton.cdiv(100, 32),)", "reference": {"out": "x + 1"},
+    "inputs": {"x": "torch.randn(100)", "out": "torch.empty(100)"},
+    "args": {"x_ptr": "x", "out_ptr": "out", "n": 100, "BLOCK": 32},
+    "options": {"ir": False, "bench": False, "device": "interpreter"},
+    "source": """import torch
+import triton
+import triton.language as tl
+from triton.language import store as put
+
+fetch = tl.load
+
+
+@triton.jit
+def copy_shifted(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    lanes = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    put(out_ptr + lanes, fetch(x_ptr + lanes, mask=lanes < n) + 1, mask=lanes < n)
+"""}
+
+
+def test_accesses_through_aliases_of_tl_load_and_store_are_instrumented(tmp_path):
+    """`fetch = tl.load`, `from triton.language import store as put`: accesses the instrumented build
+    must see, as the interpreter does, or a GPU run's bounds check would miss them."""
+    expected = interpreter_trace(ALIASED_ACCESSES, tmp_path / "a")
+    got = instrumented_trace(ALIASED_ACCESSES, tmp_path / "b")
+    assert same(got) == same(expected) and expected["programs"][0]["accesses"]

@@ -252,7 +252,9 @@ def bind(call, names):
 
 
 def _language_aliases(module):
-    """Names under which triton.language is reachable: `tl` (import triton.language as tl), `triton`."""
+    """Names under which triton.language is reachable: `tl` (import triton.language as tl), `triton`;
+    and names of its functions (("function", "load")): `from triton.language import load as ld`, or a
+    module-level `store = tl.store`, which reach memory as tl's own do."""
     aliases = {"tl": "tl"}
     for node in ast.walk(module):
         if isinstance(node, ast.Import):
@@ -265,6 +267,14 @@ def _language_aliases(module):
             for a in node.names:
                 if a.name == "language":
                     aliases[a.asname or "language"] = "tl"
+        elif isinstance(node, ast.ImportFrom) and node.module == "triton.language":
+            for a in node.names:
+                aliases[a.asname or a.name] = ("function", a.name)
+    for node in module.body:  # `store = tl.store`, at module level only (a kernel's locals are values)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = _tl_name(node.value, aliases)
+            if name is not None:
+                aliases[node.targets[0].id] = ("function", name)
     return aliases
 
 
@@ -278,7 +288,9 @@ def _dotted(func):
 
 
 def _tl_name(func, aliases):
-    """'load' for tl.load / triton.language.load, else None."""
+    """'load' for tl.load / triton.language.load / an alias of it, else None."""
+    if isinstance(func, ast.Name) and isinstance(aliases.get(func.id), tuple):
+        return aliases[func.id][1]
     if not isinstance(func, ast.Attribute):
         return None
     owner = func.value
