@@ -102,15 +102,18 @@ def test_a_launch_records_its_arguments_config_and_options(app):
     assert seeded["num_warps"] == 4 and seeded["config"] is None
 
 
+CHECK = "assert torch.allclose(result, expected, atol=1e-6)"
+assert CHECK in program("axpy_clamp.py")  # the line the program's check is made wrong in
 ASSERTING = program("axpy_clamp.py").split("\n@triton.testing.perf_report")[0].replace(
-    "assert torch.allclose(result, expected)", "assert torch.allclose(result, expected + 1)")
+    CHECK, "assert torch.allclose(result, expected + 1)")
 
 
 def test_a_failed_assert_is_the_runs_error_at_its_line(app):
     result, _ = run_script(app, ASSERTING)
     error = result["error"]
     assert result["status"] == "error" and error["phase"] == "program" and error["type"] == "AssertionError"
-    assert error["line"] == ASSERTING.splitlines().index("assert torch.allclose(result, expected + 1)") + 1
+    assert error["line"] == next(i for i, line in enumerate(ASSERTING.splitlines(), 1)
+                                 if line.startswith("assert torch.allclose(result, expected + 1)"))
     assert "largest gap from torch" in result["stdout"]  # what it printed before failing
     assert result["launches"]["total"] == 1 and result["launches"]["list"][0]["bounds"] == "ok"
     assert result["trace"] is not None  # the launch it made is still there to see
