@@ -22,7 +22,7 @@ steps that differ for it:
 """
 from dataclasses import dataclass
 
-from sandbox.errors import RunError
+from sandbox.errors import RunError, compiler_failure
 from sandbox.launch import build, launcher
 from sandbox.launch.kernel import launch_error
 from sandbox.trace import provenance
@@ -94,9 +94,12 @@ class LaunchPass:
             compiling = launcher.Background(compile_real) if compile_real else None
             try:
                 checked = check()
-            except RunError:
-                raise
             except Exception as e:
+                real = self.real_compile_failure(compiling)
+                if real is not None:  # the kernel itself does not compile: that, not the check's echo of it
+                    raise real from None
+                if isinstance(e, RunError):
+                    raise
                 if "CompilationError" not in type(e).__name__:
                     raise launch_error(e, self.path) from None
                 why = INSTRUMENTED_BUILD_FAILED
@@ -107,6 +110,12 @@ class LaunchPass:
                 self.compiled_beside_ms = compiling.ms if compiling is not None else 0.0
                 return checked, True
         return self.unseen_on_gpu(why, launch), False
+
+    def real_compile_failure(self, compiling):
+        """The real launch's compile (a Background, or None), if it failed inside Triton's compiler,
+        as the run's error; else None."""
+        error = compiling.wait() if compiling is not None else None
+        return launch_error(error, self.path, "compile") if compiler_failure(error, self.path) else None
 
     def unseen_on_gpu(self, why, launch):
         """What becomes of a launch (a Launch) the GPU tracer cannot check, `why`: each run says."""
