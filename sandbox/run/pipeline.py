@@ -253,6 +253,12 @@ class Run(LaunchPass):
             self.emit("sanitized", {})  # every access of this launch is in bounds: the worker remembers it
         except TraceBudgetExceeded as e:
             self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
+        except NotImplementedError as e:
+            if "interpreter" not in str(e):
+                raise launch_error(e, self.path) from None
+            # Neither tracer can follow it (inline assembly, say): the GPU runs it unchecked, and says so.
+            self.result["notes"].append(f"Not bounds-checked, nor traced: Triton's interpreter cannot run this "
+                                        f"kernel ({e}).")
         except Exception as e:
             raise launch_error(e, self.path) from None
 
