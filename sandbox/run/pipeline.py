@@ -253,14 +253,13 @@ class Run(LaunchPass):
             self.emit("sanitized", {})  # every access of this launch is in bounds: the worker remembers it
         except TraceBudgetExceeded as e:
             self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
-        except NotImplementedError as e:
-            if "interpreter" not in str(e):
+        except Exception as e:
+            lacking = interpreter_lacks(e)
+            if lacking is None:
                 raise launch_error(e, self.path) from None
             # Neither tracer can follow it (inline assembly, say): the GPU runs it unchecked, and says so.
             self.result["notes"].append(f"Not bounds-checked, nor traced: Triton's interpreter cannot run this "
-                                        f"kernel ({e}).")
-        except Exception as e:
-            raise launch_error(e, self.path) from None
+                                        f"kernel ({lacking}).")
 
     def check(self, inputs, before, poisoned):
         if not (self.options["check"] and self.spec["reference"]):
@@ -377,3 +376,15 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
         return run.result
+
+
+def interpreter_lacks(exc):
+    """What Triton's interpreter says it cannot run (its NotImplementedError, which it may wrap in an
+    InterpreterError), anywhere in `exc`'s chain; None if that is not why `exc` was raised."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, NotImplementedError) and "interpreter" in str(exc):
+            return str(exc)
+        exc = exc.__cause__ or exc.__context__
+    return None
