@@ -377,6 +377,7 @@ def test_a_solved_puzzle_reopens_on_the_solution_that_passed(browser, live_serve
             assert page.inner_text("#puzzle-done") == "done"
             assert page.locator("#draft-banner .draft-offer").count() == 0
         shot(page, "puzzle-reopened-solved")
+        page.once("dialog", lambda dialog: dialog.accept())  # the passing kernel is replaced only when asked
         page.click("#puzzle-start-over")
         assert page.evaluate("window.playground.getSpec().source") == puzzle["starter"]
         assert page.inner_text("#puzzle-progress").startswith("Solved in this browser.")

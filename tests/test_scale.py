@@ -230,10 +230,11 @@ def test_a_class_made_on_one_web_process_counts_the_runs_its_students_make_throu
             assert state["name"] == name  # kept before the result reached the page: no wait here
             assert state["puzzles"]["constant_add"]["state"] == ("solved" if name == "Ann" else "trying")
             assert state["puzzles"]["constant_add"]["attempts"] == 1
-        wait_for(lambda: len([d for e, d in dashboard.events if e == "class_progress"]) == 2, 10,
-                 "the dashboard on A to hear of both submissions")
-        assert all(d == {"code": code} for e, d in dashboard.events if e == "class_progress")
+        heard = lambda: [d for e, d in dashboard.events if e == "class_progress"]  # noqa: E731
+        wait_for(lambda: len(heard()) == 4, 10, "the dashboard on A to hear of both joins and both submissions")
+        assert all(d == {"code": code} for d in heard())
         time.sleep(1)  # a duplicate would come soon after
+        assert len(heard()) == 4
         for page in pages.values():
             assert all(len(page.results(run_id)) == 1 for run_id in page.mine) and page.strangers() == []
         assert teacher.call("GET", f"/api/classes/{code}/students/{state['id']}/latest/constant_add")["source"] == \
