@@ -134,16 +134,22 @@ def triton_version():
         return "(unknown)"
 
 
-def compiler_stage(exc):
-    """The stage name of Triton's compiler in which `exc` (or an exception it was raised from) was
-    raised, or None when it did not come from inside Triton's compiler."""
+def error_chain(exc):
+    """`exc`, then what it was raised from or during, innermost last (each once)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def compiler_stage(exc):
+    """The stage name of Triton's compiler in which `exc` (or an exception it was raised from) was
+    raised, or None when it did not come from inside Triton's compiler."""
+    for raised in error_chain(exc):
+        for frame in reversed(traceback.extract_tb(raised.__traceback__)):
             if frame.name in COMPILER_STAGES and f"{os.sep}triton{os.sep}backends{os.sep}" in frame.filename:
                 return frame.name
-        exc = exc.__cause__ or exc.__context__
     return None
 
 

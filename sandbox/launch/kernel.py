@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
-from sandbox.errors import RunError, compiler_failure, explain, hint_for
+from sandbox.errors import RunError, compiler_failure, error_chain, explain, hint_for
 from sandbox.launch import host_driver
 
 _module_ids = itertools.count()
@@ -107,13 +107,10 @@ def load_module(path, interpret, phase="build"):
 def user_line(exc, path):
     """The deepest line of the user's source in an exception's traceback (or its causes)."""
     line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        for frame in traceback.extract_tb(exc.__traceback__):
+    for raised in error_chain(exc):
+        for frame in traceback.extract_tb(raised.__traceback__):
             if frame.filename == path:
                 line = frame.lineno
-        exc = exc.__cause__ or exc.__context__
     return line
 
 

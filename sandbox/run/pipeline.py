@@ -19,7 +19,7 @@ import triton
 
 from sandbox import gpus
 from sandbox import result as results
-from sandbox.errors import RunError
+from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, script, sweep
 from sandbox.run import check as checking
@@ -381,10 +381,5 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
 def interpreter_lacks(exc):
     """What Triton's interpreter says it cannot run (its NotImplementedError, which it may wrap in an
     InterpreterError), anywhere in `exc`'s chain; None if that is not why `exc` was raised."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, NotImplementedError) and "interpreter" in str(exc):
-            return str(exc)
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return next((str(e) for e in error_chain(exc) if isinstance(e, NotImplementedError) and "interpreter" in str(e)),
+                None)

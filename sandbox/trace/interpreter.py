@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from triton.runtime import interpreter
 
-from sandbox.errors import RunError
+from sandbox.errors import RunError, error_chain
 from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
 from sandbox.trace.record import (LIMITS, VERBS, Coverage, ProgramSample, TensorRange, access_bytes,
                                   device_assert_error, fix_hint, out_of_bounds_error, runs_of, trace_of)
@@ -58,12 +58,6 @@ def _array(handle_or_array):
     if isinstance(handle_or_array, np.ndarray):
         return handle_or_array
     return np.asarray(handle_or_array.data)
-
-
-def _error_chain(exc):
-    while exc is not None:
-        yield exc
-        exc = exc.__cause__ or exc.__context__
 
 
 # ---------------------------------------------------------------- the tracer
@@ -199,7 +193,7 @@ class Tracer:
         self.saved = {}
         interpreter.interpreter_builder.options = self.options
         self.hygiene.__exit__(None, None, None)
-        error = next((e for e in _error_chain(exc) if isinstance(e, RunError)), None)
+        error = next((e for e in error_chain(exc) if isinstance(e, RunError)), None)
         if error is not None and error.type == "OutOfBounds" and self.record and self.sample is not None:
             error.trace = self.result(self.grid)  # what ran up to and including the offending access
         self.finish_program()
