@@ -10,6 +10,14 @@ One worker per GPU: the worker takes the first GPU its CUDA_VISIBLE_DEVICES name
 first), as one slot of the embedded pool would. The solo pool runs the task in the worker's main
 thread, which waits on the sandbox worker's pipe; a second thread beats the heartbeat the web
 processes watch (app.dispatch.runstate). This process is plain Python, never gevent's.
+
+A worker takes runs only while its sandbox worker is warm, as a slot of the embedded pool does
+(Slot.keep_worker: a sandbox worker that will not start is tried again after 1 s, then ever less
+often, up to a minute). It does not consume from the broker until its first sandbox worker is ready,
+brings it back after each run before taking the next, and a run that reaches it while its sandbox
+worker cannot start (one that died while idle) goes back to the broker for another worker. Its
+heartbeat says all along that it is dead, why, and when it tries again: the web processes' /healthz
+and /metrics report it.
 """
 import functools
 import logging
@@ -26,7 +34,7 @@ from celery import signals
 from app.config import from_environment
 from app.dispatch.interface import deliver
 from app.dispatch.jobs import Job
-from app.dispatch.remote import TASK, make_celery
+from app.dispatch.remote import QUEUE, TASK, make_celery
 from app.dispatch.runstate import HEARTBEAT_S, SOCKETIO_CHANNEL, RunState
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
 
@@ -58,12 +66,14 @@ class WorkerHost:
         assigned = gpu_assignments()
         self.slot = Slot(f"{socket.gethostname()}/{os.getpid()}", config, SlotShared(), assigned[0] if assigned else None)
         self.run_id, self.job = None, None  # the run it runs now
-        self.stopping = threading.Event()
+        self.stopping = threading.Event()  # the heartbeat's end: once the run under way is done
+        self.shutting_down = threading.Event()  # asked to stop: no more waiting for a sandbox worker
         self.heart = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
 
     def start(self):
-        self.slot.ensure_worker()  # warm before the first run is taken
+        """Before Celery consumes: the heartbeat, then a warm sandbox worker (however long that takes)."""
         self.heart.start()
+        self.slot.keep_worker(self.shutting_down)
 
     def stop(self):
         self.stopping.set()
@@ -88,17 +98,28 @@ class WorkerHost:
             self.stopping.wait(HEARTBEAT_S)
 
     def handle(self, message):
-        """One run, if no one took it before (a message delivered again, a run withdrawn or given up)."""
+        """One run, if no one took it before (a message delivered again, a run withdrawn or given up)
+        and this worker can run it; then a warm sandbox worker again before the next message."""
+        if not self.slot.has_worker():
+            return self.leave(message)
         if not self.state.take(message["run_id"], message["owner"], self.id, message.get("address")):
             return
         listener = functools.partial(self.listener, message["client"], message.get("reply_to"))
         job = Job.arrived(message, listener, self.state.now() - message["queued_at"])
         self.run_id, self.job = job.run_id, job
         try:
-            self.slot.ensure_worker()
             self.slot.handle(job)
         finally:
             self.run_id, self.job = None, None
+        self.slot.keep_worker(self.shutting_down)
+
+    def leave(self, message):
+        """The sandbox worker died while idle: the run goes back to the broker's queue at once for
+        another worker (behind the runs queued since: a message taken cannot be put back at the
+        head), and this worker takes no other message until its sandbox worker starts again."""
+        if self.state.taken_by(message["run_id"]) is None:
+            celery.send_task(TASK, args=[message], task_id=message["run_id"], queue=QUEUE)
+        self.slot.keep_worker(self.shutting_down)
 
     def listener(self, client, reply_to, run_id, type, content):
         """A run's event to its client (a part too: its web process needs nothing of it); the
@@ -122,6 +143,12 @@ def start_host(**_):
     global host
     host = WorkerHost(from_environment())
     host.start()
+
+
+@signals.worker_shutting_down.connect
+def host_shutting_down(**_):
+    if host is not None:
+        host.shutting_down.set()
 
 
 @signals.worker_shutdown.connect

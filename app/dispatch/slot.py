@@ -286,19 +286,30 @@ class Slot:
     def serve(self, jobs, stopping):
         """Take jobs from the queue `jobs` until it closes or `stopping` is set (the pool's thread)."""
         self.jobs = jobs
-        while not stopping.is_set():
-            if not self.ensure_worker():
-                stopping.wait(restart_delay_s(self.failed_starts))
-                continue
+        while self.keep_worker(stopping):
             job = jobs.get()
             if job is None:
                 break
             self.handle(job)
 
+    def keep_worker(self, stopping):
+        """Wait until this slot has a warm worker, trying a worker that will not start again after
+        restart_delay_s; False once `stopping` is set. A slot takes a job only when this is True: a
+        job never waits on a worker that cannot start while another slot could run it."""
+        while not stopping.is_set():
+            if self.ensure_worker():
+                return True
+            stopping.wait(restart_delay_s(self.failed_starts))
+        return False
+
+    def has_worker(self):
+        """A worker started and not dead (it may have died since its last job: ensure_worker restarts it)."""
+        return self.worker is not None and self.worker.proc.poll() is None
+
     def ensure_worker(self):
         """A warm worker, started (or restarted) if need be; False if it would not start."""
         try:
-            if self.worker is None or self.worker.proc.poll() is not None:
+            if not self.has_worker():
                 self._start_worker()
             self.failed_starts, self.start_error = 0, None
             return True
