@@ -9,13 +9,15 @@ driver gave it, which need not be its index.
 Inside a run's jail CUDA counts only the GPUs whose nodes it can open: with only /dev/nvidia1
 there, that GPU is CUDA's device 0 and CUDA_VISIBLE_DEVICES=1 names no GPU at all (cuInit answers
 CUDA_ERROR_NO_DEVICE). A UUID names the same GPU inside the jail and out, so a jailed run is given
-its GPUs by UUID (by_uuid).
+its GPUs by UUID (by_uuid). The driver's /proc entries of the other GPUs (their model, UUID, bus)
+are covered in its jail (others_entries).
 """
 import os
 import re
 from dataclasses import dataclass
 
-PROC_GPUS = "/proc/driver/nvidia/gpus"  # one directory per GPU, named by its PCI bus id
+DRIVER = "/proc/driver/nvidia"
+PROC_GPUS = DRIVER + "/gpus"  # one directory per GPU, named by its PCI bus id
 GPU_NODE = re.compile(r"nvidia(\d+)")
 
 
@@ -84,3 +86,25 @@ def by_uuid(gpus, visible):
     if not found or not all(g.uuid for g in found):
         return visible
     return ",".join(g.uuid for g in found)
+
+
+def others_entries(nodes, driver=DRIVER):
+    """The driver's /proc entries of the GPUs a run may not use: gpus/<bus id>/ and (MIG's)
+    capabilities/gpu<minor>/ of each GPU whose device node is not among `nodes` (the /dev names the
+    run is given: sandbox.jail.isolation.gpu_devices). An entry whose minor cannot be read is
+    counted another's: only what is known to be the run's own GPU shows. None without the driver."""
+    held = {int(m.group(1)) for m in map(GPU_NODE.fullmatch, nodes) if m}
+    try:
+        buses = sorted(os.listdir(os.path.join(driver, "gpus")))
+    except OSError:
+        return []
+    hidden = []
+    for bus in buses:
+        minor = _information(os.path.join(driver, "gpus", bus, "information")).get("Device Minor", "")
+        if minor.isdigit() and int(minor) in held:
+            continue
+        hidden.append(os.path.join(driver, "gpus", bus))
+        capabilities = os.path.join(driver, "capabilities", f"gpu{minor}")
+        if minor.isdigit() and os.path.isdir(capabilities):
+            hidden.append(capabilities)
+    return hidden

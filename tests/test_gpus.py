@@ -1,6 +1,7 @@
 """Every GPU of a host: the web process counts them without CUDA (sandbox.gpus), starts one warm worker
 per GPU pinned to it (CUDA_VISIBLE_DEVICES, PCI bus order), a run's /dev holds only its worker's
 GPU, and the result and /healthz say which GPU (index and name)."""
+import json
 import os
 import threading
 import time
@@ -52,6 +53,25 @@ def test_cuda_visible_devices_entries_are_placed_by_index_or_uuid(tmp_path):
     assert [g.index for g in gpus.selected(host, "GPU-c")] == [2]  # a unique prefix, as CUDA takes it
     assert gpus.selected(host, None) is None  # unset: every GPU
     assert gpus.selected(host, "MIG-1234") is None and gpus.selected(host, "7") is None  # cannot place: every GPU
+
+
+def test_a_run_is_shown_only_its_own_gpus_driver_entries(tmp_path):
+    """The driver's entries of every GPU whose node the run is not given are covered in its jail:
+    gpus/<bus>/ and MIG's capabilities/gpu<minor>/; one whose minor cannot be read is covered too."""
+    driver = tmp_path / "nvidia"
+    fake_driver(driver / "gpus", CARDS)
+    for minor in (0, 1):
+        os.makedirs(driver / "capabilities" / f"gpu{minor}" / "mig")
+    os.makedirs(driver / "gpus" / "0000:e0:00.0")  # its information unreadable: whose it is, unknown
+    control = ["nvidia-caps", "nvidia-uvm", "nvidiactl"]
+    hidden = lambda nodes: [os.path.relpath(p, driver) for p in gpus.others_entries(nodes, str(driver))]  # noqa: E731
+    assert hidden(control + ["nvidia1"]) == ["gpus/0000:3b:00.0", "capabilities/gpu0", "gpus/0000:c8:00.0",
+                                             "gpus/0000:e0:00.0"]
+    assert hidden(control + ["nvidia0", "nvidia3"]) == ["gpus/0000:18:00.0", "capabilities/gpu1", "gpus/0000:e0:00.0"]
+    assert hidden(control) == ["gpus/0000:18:00.0", "capabilities/gpu1", "gpus/0000:3b:00.0", "capabilities/gpu0",
+                               "gpus/0000:c8:00.0", "gpus/0000:e0:00.0"]  # a run with no GPU node sees no GPU's
+    assert hidden(["nvidia10", "nvidia1"]) == hidden(["nvidia1"])  # nvidia10 is not nvidia1
+    assert gpus.others_entries(["nvidia0"], str(tmp_path / "absent")) == []  # no driver: nothing to cover
 
 
 @pytest.fixture
@@ -200,3 +220,43 @@ def test_a_worker_whose_runs_find_no_gpu_makes_healthz_say_which_gpu_and_why(mak
     problem, = body["problems"]
     assert problem.startswith(f"worker 1 (GPU {missing}) cannot start: a run process failed to warm up: "
                               f"RuntimeError: No CUDA GPUs are available ("), problem
+
+
+DRIVER_ENTRIES = '''
+import json, os
+import torch
+shown = [bus for bus in sorted(os.listdir("/proc/driver/nvidia/gpus"))
+         if os.path.exists(f"/proc/driver/nvidia/gpus/{bus}/information")]
+mine = "GPU-" + str(torch.cuda.get_device_properties(0).uuid)
+print("entries", json.dumps({"shown": shown, "own": [mine in open(f"/proc/driver/nvidia/gpus/{bus}/information").read()
+                                                   for bus in shown]}))
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_devices() < 2, reason="needs two GPUs")
+def test_a_run_reads_only_its_own_gpus_driver_entries(make_app):
+    """Two runs at once, one per GPU, through the real jail: each reads the driver's entries of its
+    own GPU only (the other's gpus/<bus>/ is covered), and the two are different GPUs."""
+    app = make_app(RUN_TIMEOUT_S=60.0)
+    dispatcher = app.extensions["dispatcher"]
+    results, done = [], threading.Event()
+
+    def listener(_run_id, type, content):
+        if type == "result":
+            results.append(content["result"])
+            if len(results) == 2:
+                done.set()
+
+    for owner in ("alice", "bob"):
+        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES + DRIVER_ENTRIES, trace=False), owner, listener=listener)
+    assert done.wait(120)
+    assert [r["status"] for r in results] == ["ok", "ok"], [r["error"] for r in results]
+    assert {r["device"]["index"] for r in results} == {0, 1}
+    seen = []
+    for result in results:
+        line = next(line for line in result["stdout"].splitlines() if line.startswith("entries"))
+        entries = json.loads(line[len("entries "):])
+        assert len(entries["shown"]) == 1 and entries["own"] == [True], line
+        seen += entries["shown"]
+    assert len(set(seen)) == 2

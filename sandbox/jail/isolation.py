@@ -27,7 +27,7 @@ import socket
 import sys
 from dataclasses import dataclass
 
-from sandbox import settings
+from sandbox import gpus, settings
 
 # The namespace flags are the same on every Linux architecture; Python 3.12+ names them in os.
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = (
@@ -276,7 +276,7 @@ def _within(path, directory):
 def build_root(mountpoint, scratch, uid, devices, hidden, shared=None):
     """A new root, as bubblewrap and nsjail build one: a tmpfs holding read-only binds of what a
     run needs, its scratch dir as /tmp (its only writable place), a /dev of a few nodes, a private
-    /dev/shm, its own /proc; then pivot_root into it and drop the old root entirely. `shared` (a
+    /dev/shm, its own /proc (the other GPUs' driver entries covered); then pivot_root into it and drop the old root entirely. `shared` (a
     directory under the hidden run root) is bound read-only at SHARED_AT, the one part of it shown."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=0755")
@@ -307,6 +307,8 @@ def build_root(mountpoint, scratch, uid, devices, hidden, shared=None):
     for path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):  # what root could still write
         if os.path.exists(new(path)):
             _bind(new(path), new(path), readonly=True)
+    for path in gpus.others_entries(devices):  # the other GPUs' model, UUID and bus: covered, empty
+        _mount("tmpfs", new(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
     os.chdir(mountpoint)
     _check(libc.syscall(syscall_number("pivot_root"), b".", b"."), "pivot_root")
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
@@ -360,7 +362,6 @@ def gpu_devices():
     the node of the GPU its worker was given (CUDA_VISIBLE_DEVICES, set per worker by the dispatcher
     and placed at /dev/nvidia<minor> by sandbox.gpus), so that a run can open no other GPU. Where the
     worker's GPUs cannot be placed (no variable, a MIG instance) every GPU's node."""
-    from sandbox import gpus
     try:
         names = os.listdir("/dev")
     except OSError:
