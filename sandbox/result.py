@@ -44,7 +44,7 @@ LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": 
           "bounds": (str,)}
 BOUNDS = ("ok", "out_of_bounds", "failed", "unchecked")
 CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (bool,), "lines": (list,),
-         "points": (list,), "points_total": (int,)}
+         "styles": (list, type(None)), "points": (list,), "points_total": (int,)}
 # The server's own bounds check of a script's shown launch (sandbox.grading.recheck): `bounds` as a launch's.
 SERVER_CHECK = {"launch": (int, type(None)), "bounds": (str,), "message": OPTIONAL_STR}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}

@@ -1,13 +1,15 @@
 """What the page's figures and words get right: the program grid's and Compare's row labels clear of
 their axis title and of each other, Compare's maps in their programs' colours, the diagram's tooltip
 gone once the keyboard moves the selection, a benchmark of one point ticked at it without SI milli
-labels, integer offsets in the Step tab as integers, error text without literal backticks, a Stop
-titled "stopped"."""
+labels and its lines in the program's own styles, integer offsets in the Step tab as integers, error
+text without literal backticks, a Stop titled "stopped"."""
 import pytest
 
 from tests.support.results_by_hand import error_result, result
 from tests.support.browser import page_without_errors
 from tests.test_browser import inject_result, open_diagram, open_playground, overlap, run_and_wait
+from tests.test_page_script import script_page
+from tests.test_script import BENCHMARKED
 from tests.test_stepper import step_through
 
 pytestmark = pytest.mark.browser
@@ -79,7 +81,7 @@ def test_compares_maps_are_in_colour_with_their_labels_clear(page, live_server):
 def test_a_benchmark_of_one_point_ticks_at_it_without_milli_labels(page, live_server):
     open_playground(page, live_server + "/examples/vector_add")
     chart = {"name": "vector-add-performance", "x": "size", "y": "GB/s", "x_log": True, "y_log": False,
-             "lines": ["Triton", "Torch"], "points": [[4096, [0.04, 0.0095]]], "points_total": 16}
+             "lines": ["Triton", "Torch"], "styles": None, "points": [[4096, [0.04, 0.0095]]], "points_total": 16}
     inject_result(page, result(benchmarks=[chart]))
     page.click("[data-tab=timings]")
     plot = ".benchmark-chart .js-plotly-plot"
@@ -88,6 +90,28 @@ def test_a_benchmark_of_one_point_ticks_at_it_without_milli_labels(page, live_se
     ys = [label["text"] for label in boxes(page, f"{plot} .ytick text")]
     assert xs == ["4,096"], xs   # the point's size, not 4095.8 … 4096.2
     assert ys and not [y for y in ys if y.endswith("m") or "µ" in y], ys   # 0.04, not "40m"
+    assert ys[0] == "0", ys   # from zero
+
+
+def test_a_benchmark_plot_draws_the_programs_line_styles(page, live_server):
+    """A script whose perf_report Benchmark gives `styles` (matplotlib's colours and line styles): the
+    plot draws each line in its colour and dash, as matplotlib would; the single point ticked at it."""
+    script_page(page, live_server, BENCHMARKED)
+    assert run_and_wait(page) == "ok"
+    page.click("[data-tab=timings]")
+    plot = ".benchmark-chart[data-benchmark='sizes'] .js-plotly-plot"
+    page.wait_for_selector(f"{plot} .scatterlayer .trace")
+    drawn = page.eval_on_selector_all(f"{plot} .scatterlayer .trace .point", """points => points.map(p =>
+        getComputedStyle(p).fill)""")
+    assert drawn[:1] == ["rgb(255, 127, 14)"], drawn  # "tab:orange": the one point that is a number
+    legend = page.eval_on_selector_all(f"{plot} .legend .traces .js-line", """lines => lines.map(l =>
+        [getComputedStyle(l).stroke, l.style.strokeDasharray || "none"])""")
+    assert legend[0] == ["rgb(255, 127, 14)", "none"], legend
+    assert legend[1][0] == "rgb(0, 128, 0)" and legend[1][1] != "none", legend  # "green", "--"
+    assert [t["text"] for t in boxes(page, f"{plot} .xtick text")] == ["64"]
+    ys = [t["text"] for t in boxes(page, f"{plot} .ytick text")]
+    assert ys[0] == "0" and len(ys) >= 3, ys  # one value, shown from zero: not a zoomed window around it
+    page.locator(".benchmark-chart").screenshot(path=f"{SHOTS}/benchmark-styles.png")
 
 
 def test_error_text_shows_code_not_backticks_and_a_stop_is_stopped(page, live_server):

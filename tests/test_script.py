@@ -363,7 +363,8 @@ import triton
 
 @triton.testing.perf_report(triton.testing.Benchmark(
     x_names=["size"], x_vals=[64, 128, 256], x_log=True, line_arg="provider", line_vals=["ok", "broken"],
-    line_names=["Torch", "Broken"], ylabel="GB/s", plot_name="sizes", args={}))
+    line_names=["Torch", "Broken"], styles=[("tab:orange", "-"), ("green", "--")], ylabel="GB/s", plot_name="sizes",
+    args={}))
 def benchmark(size, provider):
     x = torch.randn(size)
     ms = triton.testing.do_bench(lambda: x * 2)
@@ -379,13 +380,25 @@ def test_a_benchmark_plot_is_the_results_data(app, points):
     result, _ = run_script(app, BENCHMARKED, benchmarks=points)
     assert result["status"] == "ok", result["error"]
     [chart] = result["benchmarks"]
-    assert {k: chart[k] for k in ("name", "x", "y", "x_log", "y_log", "lines", "points_total")} == {
+    assert {k: chart[k] for k in ("name", "x", "y", "x_log", "y_log", "lines", "styles", "points_total")} == {
         "name": "sizes", "x": "size", "y": "GB/s", "x_log": True, "y_log": False, "lines": ["Torch", "Broken"],
-        "points_total": 3}
+        "styles": [["#ff7f0e", "solid"], ["green", "dash"]], "points_total": 3}
     sizes = [64] if points == "first" else [64, 128, 256]
     assert [x for x, _ in chart["points"]] == sizes
     assert all(ys[0] > 0 and ys[1] is None for _, ys in chart["points"])  # a NaN is no point
     assert result["stdout"].count("\n") == len(sizes) + 2  # the table: its name, its header, a row per point
+
+
+def test_a_benchmarks_styles_are_kept_as_the_page_draws_them_and_nothing_else():
+    """matplotlib's colours and line styles, as CSS and plotly name them; what is neither is null,
+    never passed on (the program wrote it)."""
+    from sandbox.run.benchmarks import styles
+    assert styles(None, 2) is None and styles([], 2) is None
+    assert styles([("b", "-."), ("C0", ":"), ((1.0, 0.5, 0), "dotted"), ("#A0B0C0", "solid")], 4) == [
+        ["#0000ff", "dashdot"], ["#1f77b4", "dot"], ["#ff8000", "dot"], ["#a0b0c0", "solid"]]
+    assert styles([("url(javascript:alert(1))", "x"), ("red;fill:url(#a)", 3), "blue", ((2, 0, 0), None)], 4) == [
+        [None, None], [None, None], [None, None], [None, None]]
+    assert styles([("red", "-"), ("blue", "--"), ("green", ":")], 2) == [["red", "solid"], ["blue", "dash"]]
 
 
 def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):

@@ -1,6 +1,7 @@
 """A script's benchmarks as the playground runs them: triton.testing.do_bench in the interpreter, and
 triton.testing.perf_report's tables and plots (`result.benchmarks`, docs/result.md)."""
 import math
+import re
 import time
 
 import torch
@@ -81,9 +82,44 @@ def chart(bench, x_names, rows, points):
     width = len(x_names)
     return {"name": str(bench.plot_name)[:MAX_TEXT], "x": str(bench.xlabel or x_names[0])[:MAX_TEXT],
             "y": str(bench.ylabel)[:MAX_TEXT], "x_log": bool(bench.x_log), "y_log": bool(bench.y_log),
-            "lines": [str(name)[:MAX_TEXT] for name in bench.line_names],
+            "lines": [str(name)[:MAX_TEXT] for name in bench.line_names], "styles": styles(bench.styles, len(bench.line_names)),
             "points": [[number(row[0]), [number(v) for v in row[width:]]] for row in rows[:MAX_CHART_POINTS]],
             "points_total": points}
+
+
+# matplotlib's colours that CSS does not name: its one-letter base colours and its default cycle.
+TABLEAU = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+MATPLOTLIB_COLORS = {"b": "#0000ff", "g": "#008000", "r": "#ff0000", "c": "#00bfbf", "m": "#bf00bf", "y": "#bfbf00",
+                     "k": "#000000", "w": "#ffffff",
+                     **{f"C{i}": hex for i, hex in enumerate(TABLEAU)},
+                     **{f"tab:{name}": hex for name, hex in zip(("blue", "orange", "green", "red", "purple", "brown",
+                                                                 "pink", "gray", "olive", "cyan"), TABLEAU)}}
+# matplotlib's line styles, as plotly names them.
+DASHES = {"-": "solid", "solid": "solid", "--": "dash", "dashed": "dash", "-.": "dashdot", "dashdot": "dashdot",
+          ":": "dot", "dotted": "dot"}
+CSS_COLOR = re.compile(r"#[0-9a-f]{3}(?:[0-9a-f]{3})?|[a-z]{3,24}")
+
+
+def styles(given, lines):
+    """A Benchmark's `styles` ([(colour, line style), ...], one per line, as matplotlib takes them)
+    as the page draws them: [[a CSS colour or None, a plotly dash or None], ...] for its first
+    `lines`; None where it gave none."""
+    if not isinstance(given, (list, tuple)) or not given:
+        return None
+    return [[css_color(style[0]), DASHES.get(style[1]) if isinstance(style[1], str) else None]
+            if isinstance(style, (list, tuple)) and len(style) == 2 else [None, None] for style in given[:lines]]
+
+
+def css_color(color):
+    """A matplotlib colour as CSS writes it: its name or #hex, an RGB tuple of 0–1 as #hex; None
+    for anything else (the page draws that line in its own colour)."""
+    if isinstance(color, (list, tuple)) and len(color) in (3, 4) and all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) and 0 <= c <= 1 for c in color):
+        return "#" + "".join(f"{round(c * 255):02x}" for c in color[:3])
+    if not isinstance(color, str):
+        return None
+    color = MATPLOTLIB_COLORS.get(color, color).lower()
+    return color if CSS_COLOR.fullmatch(color) else None
 
 
 def table_text(header, rows):

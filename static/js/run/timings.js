@@ -200,6 +200,16 @@ function chartAxis(title, log, values, atPoints) {
   return { ...axis, range, tickmode: "array", tickvals: ticks, ticktext: ticks.map(formatCount), dtick: undefined };
 }
 
+// The values' axis of a chart of one point (or of values all one): from zero (a decade either side
+// on a log axis), so that a measurement reads as a size, not as a zoomed window around itself.
+function valueAxis(title, log, values, fromZero) {
+  const axis = chartAxis(title, log, values, false);
+  if (!fromZero || !values.length) return axis;
+  const [lo, hi] = [Math.min(...values), Math.max(...values)];
+  if (log) return lo > 0 ? { ...axis, range: [Math.log10(lo) - 1, Math.log10(hi) + 1] } : axis;
+  return { ...axis, range: lo === 0 && hi === 0 ? [-1, 1] : [Math.min(0, lo * 1.25), Math.max(0, hi * 1.25)] };
+}
+
 function chartLayout(chart) {
   const xs = chart.points.map(([x]) => x);
   const ys = chart.points.flatMap(([, values]) => values).filter((v) => typeof v === "number");
@@ -207,15 +217,28 @@ function chartLayout(chart) {
     height: 280, margin: { l: 56, r: 16, t: 8, b: 40 },
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
     font: { family: getComputedStyle(document.body).fontFamily, size: 11, color: cssVar("--text") },
-    xaxis: chartAxis(chart.x, chart.x_log, xs, xs.length < 3), yaxis: chartAxis(chart.y, chart.y_log, ys, false),
+    xaxis: chartAxis(chart.x, chart.x_log, xs, xs.length < 3),
+    yaxis: valueAxis(chart.y, chart.y_log, ys, xs.length === 1 || new Set(ys).size === 1),
     legend: { orientation: "h", x: 0, y: -0.25, xanchor: "left", yanchor: "top" }, hovermode: "closest",
   };
+}
+
+// A line's style as the program's Benchmark gave it (result.benchmarks[].styles: a CSS colour and a
+// plotly dash, each checked again here, as anything the program wrote), else plotly's own.
+const DASHES = new Set(["solid", "dash", "dashdot", "dot"]);
+function lineStyle(style) {
+  const [color, dash] = Array.isArray(style) ? style : [];
+  const line = {};
+  if (typeof color === "string" && CSS.supports("color", color)) line.color = color;
+  if (DASHES.has(dash)) line.dash = dash;
+  return { line, marker: line.color ? { color: line.color } : {} };
 }
 
 function chartCard(chart) {
   const host = h("div", { class: "benchmark-plot" });
   const traces = chart.lines.map((name, i) => ({
     type: "scatter", mode: "lines+markers", name, x: chart.points.map(([x]) => x), y: chart.points.map(([, ys]) => ys[i]),
+    ...lineStyle(chart.styles?.[i]),
   }));
   pendingCharts.push({ host, traces, layout: chartLayout(chart) });
   const shown = chart.points.length < chart.points_total
