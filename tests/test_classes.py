@@ -238,6 +238,34 @@ def test_times_within_each_others_noise_share_a_rank(tmp_path):
     assert [(e["student"], e["rank"]) for e in board["entries"]] == [("Ann", 1), ("Bob", 1), ("Cy", 3), ("Dee", None)]
 
 
+def test_a_leaderboard_entry_submitted_after_the_due_time_is_late(tmp_path):
+    """Each entry is one kernel: late where it was submitted after the puzzle's due time, whatever
+    the student's other kernels; with no due time, none is."""
+    import json
+    import time
+    from app.course import classes, reports, submissions
+    from app.db import connect, init_db
+    path = str(tmp_path / "board.sqlite")
+    init_db(path)
+    db = connect(path)
+    code, _ = classes.create(db, "Race", [{"name": "constant_add", "due": None}], leaderboard=True)
+    verdict = {"name": "constant_add", "ok": True, "tests": [], "diff": None, "timing": None}
+
+    def submit(name):
+        member = classes.Membership(code, classes.join(db, code, name))
+        assert submissions.record(path, member, "constant_add", "source", {"puzzle": verdict},
+                                  submissions.Quota(1 << 20, 1 << 20, 0))
+
+    submit("Ann")
+    due = time.time()
+    time.sleep(0.05)
+    submit("Bob")
+    assert [e["late"] for e in reports.leaderboard(db, classes.find(db, code), "constant_add")["entries"]] == [False, False]
+    db.execute("UPDATE class SET puzzles = ? WHERE code = ?", (json.dumps([{"name": "constant_add", "due": due}]), code))
+    board = reports.leaderboard(db, classes.find(db, code), "constant_add")
+    assert [(e["student"], e["late"]) for e in board["entries"]] == [("Ann", False), ("Bob", True)]
+
+
 @pytest.mark.gpu
 def test_the_leaderboard_ranks_gpu_times(app, client):
     code = client.post("/api/classes", json={"title": "Race", "puzzles": ["constant_add"], "leaderboard": True}).json["code"]

@@ -100,6 +100,11 @@ def test_a_class_live_in_three_browsers(browser, live_server):
                           timeout=5000)
     board = teacher.request.get(f"{live_server}/api/classes/{code}/leaderboard/constant_add").json()
     assert len(bob.query_selector_all(".class-board-why")) == (1 if board["why"] else 0)  # said once, not per puzzle
+    # Her kernel came after the due time: late on the leaderboards too, Bob's and the teacher's.
+    entry = bob.locator('.class-board[data-puzzle="constant_add"] li', has_text="Ann")
+    assert entry.locator(".class-late").inner_text() == "late"
+    dashboard.wait_for_selector('.class-board[data-puzzle="constant_add"] li.late .class-late', timeout=5000)
+    bob.locator("#class-boards").screenshot(path=f"{SHOTS}/class-leaderboard-late.png")
     # Bob's own failing run, by his browser's session: his class page marks it, late, as it lands.
     spec = bob.context.request.get(f"{live_server}/api/puzzles/constant_add").json()["spec"]
     assert bob.context.request.post(f"{live_server}/api/run", data={**spec, "source": CONSTANT_ADD["starter"]}).ok

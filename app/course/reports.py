@@ -98,13 +98,16 @@ def leaderboard(db, found, puzzle, interpreted=lambda: False):
     """The class's correct kernels of `puzzle`, each student's fastest, ranked by the grader's GPU
     time: a kernel whose time's noise band (p20..p80) overlaps the one ranked before it shares its
     rank. Times of Triton's interpreter rank nothing (`ranked` false, `why` says so, before the first
-    correct kernel too where the server's workers run the interpreter: `interpreted()`, asked only then)."""
+    correct kernel too where the server's workers run the interpreter: `interpreted()`, asked only then).
+    An entry is `late` where the puzzle has a due time and that kernel was submitted after it."""
+    due = next((p["due"] for p in found["puzzles"] if p["name"] == puzzle), None)
     best = {}
     for row in db.execute("SELECT s.id, s.name, m.timing, m.created FROM submission m JOIN student s ON s.id = m.student_id "
                           "WHERE s.class_code = ? AND s.removed = 0 AND m.puzzle = ? AND m.ok = 1 ORDER BY m.id",
                           (found["code"], puzzle)):
         timing = json.loads(row["timing"]) if row["timing"] else None
-        entry = {"student": row["name"], "at": row["created"], "timing": timing}
+        entry = {"student": row["name"], "at": row["created"], "timing": timing,
+                 "late": due is not None and row["created"] > due}
         kept = best.get(row["id"])
         if kept is None or (ranked_time(timing) or float("inf")) < (ranked_time(kept["timing"]) or float("inf")):
             best[row["id"]] = entry

@@ -155,9 +155,10 @@ async function leaderboards(info) {
     why ? h("p", { class: "class-push-note class-board-why" }, why) : null,
     boards.map(([p, { ok, answer }]) => {
       if (!ok) return null;
-      const rows = answer.entries.map((entry) => h("li", {},
+      const rows = answer.entries.map((entry) => h("li", { class: entry.late ? "late" : null },
         entry.rank === null ? "" : h("b", {}, `#${entry.rank} `), entry.student,
-        entry.rank === null ? "" : ` · ${formatMs(entry.timing.kernel_ms.median)} (p20–p80 ${formatMs(entry.timing.kernel_ms.p20)}–${formatMs(entry.timing.kernel_ms.p80)})`));
+        entry.rank === null ? "" : ` · ${formatMs(entry.timing.kernel_ms.median)} (p20–p80 ${formatMs(entry.timing.kernel_ms.p20)}–${formatMs(entry.timing.kernel_ms.p80)})`,
+        lateMark(entry)));
       return h("div", { class: "class-board", dataset: { puzzle: p.name } }, h("h3", {}, `${p.title}: leaderboard`),
         rows.length ? h("ol", {}, rows) : h("p", { class: "class-push-note" }, "No correct kernel yet."));
     }));
