@@ -371,3 +371,20 @@ def test_from_link_reaches_the_worker_as_the_jobs_provenance(app, client, spec, 
     assert response.status_code == 200 and response.get_json()["status"] == "ok"
     assert [job["content"]["provenance"] for job in sent_jobs] == ["foreign", "own", "foreign"]
     assert all("from_link" not in job["content"]["spec"] for job in sent_jobs)
+
+
+@pytest.mark.integration
+def test_a_worker_that_died_while_idle_is_replaced_before_the_next_run(make_app):
+    """Nothing watches an idle worker: the next job finds it dead and starts a new one for itself,
+    instead of being written to a dead pipe and lost."""
+    import signal
+    from tests.support.kernels import vector_add_spec
+    app = make_app(WORKERS=1, PUZZLE_WARMUP=0, SHARED_KERNELS=0)
+    pool = app.extensions["dispatcher"]
+    slot = pool.slots[0]
+    dead = slot.worker.proc.pid
+    os.kill(dead, signal.SIGKILL)
+    wait_for(lambda: slot.worker.proc.poll() is not None, 10, "the worker to die")
+    result = pool.run(vector_add_spec(n=4096), "alice")
+    assert result["status"] == "ok", result["error"]
+    assert slot.worker.proc.pid != dead and health(app)["workers"][0]["state"] == "ready"

@@ -335,6 +335,7 @@ class Slot:
         if self.worker is not None and self.worker.broken:  # it sent a line past the limits while idle
             log.warning("worker slot %s replaces its worker, which sent %s", self.index, self.worker.broken)
             self._replace_worker()
+        if not self.has_worker():  # replaced just now, or it died while idle (nothing watches an idle one)
             self.ensure_worker()
         if self.worker is None:
             return job.fail(RunError("sandbox", "no worker could be started for this run; try again"))
