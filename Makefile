@@ -14,7 +14,17 @@ TORCH_INDEX := $(if $(or $(shell command -v nvidia-smi 2>/dev/null),$(PIP_SOURCE
 # the pure page modules' tests (tests/js), where node is installed; they read the server's schema with $(PY)
 NODE_TEST = $(if $(shell command -v node 2>/dev/null),PYTHON=$(PY) node --test tests/js/,@echo "no node: the page modules' tests (tests/js) skipped")
 
-.PHONY: run worker test test-unit bench install docs
+# Triton versions beside the default (requirements.txt's): `make run TRITON_VERSIONS="3.8.0 3.7.1"`. Each is
+# installed once, without its dependencies (torch is the environment's), into a directory of its own,
+# TRITONS_DIR/<version>, which its workers find first (sandbox/tritons.py). Wheels are large: pip's cache keeps them.
+TRITONS_DIR ?= instance/tritons
+DEFAULT_TRITON := $(shell sed -n 's/^triton==//p' requirements.txt)
+# The second version `make test` runs through real workers: whichever of these two is not the default.
+TEST_TRITON ?= $(if $(filter 3.7.1,$(DEFAULT_TRITON)),3.9.0,3.7.1)
+export TRITON_VERSIONS TRITONS_DIR WORKER_TRITON
+tritons_of = $(foreach v,$(filter-out $(DEFAULT_TRITON),$(1)),$(TRITONS_DIR)/$(v)/.installed)
+
+.PHONY: run worker test test-unit bench install docs tritons
 
 # what the server needs (requirements.txt); not quiet: the first install takes minutes (torch)
 $(VENV)/.installed: requirements.txt
@@ -37,18 +47,27 @@ $(VENV)/.dev-installed: requirements-dev.txt requirements-scale.txt requirements
 
 install: $(VENV)/.installed
 
+$(TRITONS_DIR)/%/.installed: | $(VENV)/.installed
+	$(PY) -m pip install --no-deps --target $(TRITONS_DIR)/$* triton==$*
+	touch $@
+
+# the versions TRITON_VERSIONS (and WORKER_TRITON) name, into TRITONS_DIR
+tritons: $(call tritons_of,$(TRITON_VERSIONS) $(WORKER_TRITON))
+
 # gunicorn with one gevent worker process (app/serve.py); settings from the environment: make run PORT=9000
-run: install $(if $(REDIS_URL)$(DATABASE_URL),$(VENV)/.scale-installed)
+run: install tritons $(if $(REDIS_URL)$(DATABASE_URL),$(VENV)/.scale-installed)
 	$(PY) -m app.serve
 
-# scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker); app/dispatch/celery_worker.py
-worker: $(VENV)/.scale-installed
+# scale out: one Celery worker (REDIS_URL, one per GPU: CUDA_VISIBLE_DEVICES=3 make worker; one per Triton
+# version: WORKER_TRITON=3.8.0 make worker); app/dispatch/celery_worker.py
+worker: $(VENV)/.scale-installed tritons
 	$(PY) -m app.dispatch.celery_worker
 
-# everything: unit, integration (real workers, servers, the corpora), browser, and gpu on a GPU host
-test: $(VENV)/.dev-installed
+# everything: unit, integration (real workers, servers, the corpora), browser, and gpu on a GPU host; the
+# tests of several Triton versions run the default and TEST_TRITON (tests/test_tritons.py)
+test: $(VENV)/.dev-installed $(call tritons_of,$(TEST_TRITON))
 	$(NODE_TEST)
-	$(PY) -m pytest -q
+	TEST_TRITON=$(TEST_TRITON) $(PY) -m pytest -q
 
 # the inner loop, under a minute: no worker process, no browser, no network (tests/conftest.py)
 test-unit: $(VENV)/.dev-installed

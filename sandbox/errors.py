@@ -134,6 +134,32 @@ def triton_version():
         return "(unknown)"
 
 
+# What a kernel uses that this Triton lacks, as Python says it: a name its modules do not have.
+LACKED = re.compile(r"module '(?P<module>triton(?:\.\w+)*)' has no attribute '(?P<name>\w+)'"
+                    r"|cannot import name '(?P<imported>\w+)' from '(?P<origin>triton(?:\.\w+)*)'")
+
+
+def lacked_by_triton(exc, phase, line=None):
+    """`exc` (anywhere in its chain) says the kernel uses a name this Triton's modules lack (a
+    function a newer release added, one an older had): the run's error naming the version, its field
+    options.triton (the version picker). None for any other error."""
+    for raised in error_chain(exc):
+        found = LACKED.search(str(raised))
+        if found is not None:
+            break
+    else:
+        return None
+    module, name = found["module"] or found["origin"], found["name"] or found["imported"]
+    shown = {"triton.language": "tl"}.get(module, module)
+    version = triton_version()
+    return RunError(phase, f"Triton {version} has no {shown}.{name}: this kernel uses something this version lacks "
+                           f"({module} has no attribute '{name}')", type=type(raised).__name__, line=line,
+                    field="options.triton",
+                    hint=f"Another Triton release may have it (newer releases add functions and drop old "
+                         f"ones): choose one beside num_warps (options.triton; GET /api/spec lists this "
+                         f"server's). This run used Triton {version}.")
+
+
 def error_chain(exc):
     """`exc`, then what it was raised from or during, innermost last (each once)."""
     seen = set()

@@ -12,6 +12,7 @@ import math
 import re
 
 from sandbox import settings
+from sandbox.tritons import VERSION as TRITON_VERSION
 from sandbox.errors import Refused, unknown_fields
 
 VERSION = 1
@@ -29,6 +30,7 @@ DEFAULT_OPTIONS = {
     "step_pid": None,             # [x, y, z]: replay only this program, line by line, with its locals
     "launch": None,               # script mode: the index of the launch to trace, time and compile
     "benchmarks": "first",        # script mode: run each perf_report benchmark at its "first" point, or "all"
+    "triton": None,               # the Triton release to run on ("3.9.0"), one the server has; None: its default
 }
 MODES = ("form", "script")  # a kernel and its launch form, or a whole program that launches kernels itself
 BENCHMARKS = ("first", "all")
@@ -83,7 +85,7 @@ def schema():
              "num_stages": {"min": NUM_STAGES[0], "max": NUM_STAGES[1]},
              "device": {"choices": list(DEVICES)},
              "sweep": {"max_configs": MAX_SWEEP_CONFIGS}, "trace_pid": PROGRAM_ID, "step_pid": PROGRAM_ID,
-             "benchmarks": {"choices": list(BENCHMARKS)}}
+             "benchmarks": {"choices": list(BENCHMARKS)}, "triton": {"pattern": TRITON_VERSION.pattern}}
     return {"version": VERSION, "max_source_bytes": MAX_SOURCE_BYTES, "program_id": PROGRAM_ID,
             "expression_names": expression_names(),
             "options": {name: {"default": default, **rules.get(name, {}), "modes": option_modes(name)}
@@ -259,6 +261,11 @@ def _check_common_options(options):
     for key in ("check", "bench", "trace", "ir", "sanitize"):
         _expect(isinstance(options[key], bool), f"options.{key} must be true or false", f"options.{key}")
     _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
+    _expect(options["triton"] is None or isinstance(options["triton"], str) and TRITON_VERSION.match(options["triton"]),
+            "options.triton must be a Triton release such as \"3.9.0\" (GET /api/spec lists this server's), or null "
+            "for the server's default", "options.triton")
+    if options["triton"] is None:
+        del options["triton"]  # a spec that names no version is as it was before versions (its content, its link)
     pid = options["trace_pid"]
     _expect(pid is None or is_program_id(pid),
             "options.trace_pid must be a program id such as [2, 0, 0], or null", "options.trace_pid")
@@ -339,11 +346,11 @@ def timing_key(spec):
 
 
 # The options that change what a run compiles (the kernel's build, its instrumented build, the IR's target).
-COMPILE_OPTIONS = ("num_warps", "num_stages", "device", "arch", "trace", "sanitize", "trace_pid")
+COMPILE_OPTIONS = ("num_warps", "num_stages", "device", "arch", "trace", "sanitize", "trace_pid", "triton")
 
 
 def compile_key(spec):
     """What decides what a normalized spec's run compiles: the launch and the compile options. A run
     whose key equals a finished compile-ahead's finds everything that compile built."""
-    options = [spec["options"][name] for name in COMPILE_OPTIONS]
+    options = [spec["options"].get(name) for name in COMPILE_OPTIONS]
     return hashlib.sha256(json.dumps([launch_key(spec), options], sort_keys=True).encode()).hexdigest()

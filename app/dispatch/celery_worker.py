@@ -33,10 +33,11 @@ from celery import signals
 
 from app.config import from_environment
 from app.dispatch.interface import deliver
-from app.dispatch.jobs import Job
-from app.dispatch.remote import QUEUE, TASK, make_celery
+from app.dispatch.jobs import Job, triton_asked
+from app.dispatch.remote import QUEUE, TASK, make_celery, queue_for
 from app.dispatch.runstate import HEARTBEAT_S, SOCKETIO_CHANNEL, RunState
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
+from sandbox import tritons
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,8 @@ class WorkerHost:
         queue = socketio.RedisManager(config["REDIS_URL"], channel=SOCKETIO_CHANNEL, write_only=True)
         self.emit = lambda event, data, to: queue.emit(event, data, namespace="/", to=to)  # noqa: E731
         assigned = gpu_assignments()
-        self.slot = Slot(f"{socket.gethostname()}/{os.getpid()}", config, SlotShared(), assigned[0] if assigned else None)
+        self.slot = Slot(f"{socket.gethostname()}/{os.getpid()}", config, SlotShared(), assigned[0] if assigned else None,
+                         worker_triton(config))
         self.run_id, self.job = None, None  # the run it runs now
         self.stopping = threading.Event()  # the heartbeat's end: once the run under way is done
         self.shutting_down = threading.Event()  # asked to stop: no more waiting for a sandbox worker
@@ -84,7 +86,8 @@ class WorkerHost:
     def info(self):
         ready = self.slot.ready or {}
         return {**self.slot.info(), "worker": self.id, "host": socket.gethostname(), "host_pid": os.getpid(),
-                "gpu": self.slot.gpu, "run_id": self.run_id, "isolation": ready.get("isolation")}
+                "gpu": self.slot.gpu, "run_id": self.run_id, "isolation": ready.get("isolation"),
+                "triton_default": self.slot.triton_dir is None}
 
     def _beat(self):
         while not self.stopping.is_set():
@@ -118,7 +121,8 @@ class WorkerHost:
         another worker (behind the runs queued since: a message taken cannot be put back at the
         head), and this worker takes no other message until its sandbox worker starts again."""
         if self.state.taken_by(message["run_id"]) is None:
-            celery.send_task(TASK, args=[message], task_id=message["run_id"], queue=QUEUE)
+            celery.send_task(TASK, args=[message], task_id=message["run_id"],
+                             queue=queue_for(triton_asked(message["spec"])))  # its version's queue
         self.slot.keep_worker(self.shutting_down)
 
     def listener(self, client, reply_to, run_id, type, content):
@@ -170,10 +174,28 @@ COMMAND = ["-m", "celery", "-A", "app.dispatch.celery_worker", "worker", "-P", "
            "--without-mingle", "--without-gossip", "--without-heartbeat", "--loglevel", "INFO"]
 
 
+def worker_triton(config):
+    """(the Triton version this worker runs, where it is installed: None for its environment's own)."""
+    version = config["WORKER_TRITON"]
+    if version is None or version == tritons.default_version():
+        return tritons.default_version(), None
+    return version, tritons.directory(version, config)
+
+
+def queues(config):
+    """The broker's queues this worker takes runs from: its version's, and, running its host's
+    default, the runs that name no version (app.dispatch.remote.queue_for)."""
+    version, directory = worker_triton(config)
+    return [queue_for(version)] + ([QUEUE] if directory is None else [])
+
+
 def main():
-    if not from_environment()["REDIS_URL"]:
+    config = from_environment()
+    if not config["REDIS_URL"]:
         raise SystemExit("a Celery worker needs REDIS_URL, the Redis its web processes use")
-    os.execv(sys.executable, [sys.executable, *COMMAND])
+    if config["WORKER_TRITON"] is not None and not tritons.VERSION.match(config["WORKER_TRITON"]):
+        raise SystemExit(f"WORKER_TRITON: {config['WORKER_TRITON']!r} is not a Triton release such as 3.8.0")
+    os.execv(sys.executable, [sys.executable, *COMMAND, "-Q", ",".join(queues(config))])
 
 
 if __name__ == "__main__":

@@ -42,6 +42,10 @@ class Dispatcher(Protocol):
     def health(self) -> dict:
         """/healthz's body (health_of)."""
 
+    def tritons(self) -> list:
+        """The Triton versions this dispatch runs (sandbox.tritons.describe), each with `live`: whether
+        a worker of it is live now."""
+
 
 EVENT_NAMES = {"status": "run_status", "stdout": "run_stdout", "partial": "run_partial", "result": "run_result",
                "compiled": "compile_result"}
@@ -70,6 +74,31 @@ class OwnerQueueFull(QueueFull):
 class AddressQueueFull(OwnerQueueFull):
     """The client's address already has QUEUE_PER_ADDRESS runs waiting (429): neither dropping the
     cookie nor opening more connections fills the queue."""
+
+
+class TritonUnknown(Refused):
+    """The spec names a Triton version this server does not run (400, options.triton)."""
+
+
+class TritonUnavailable(Refused):
+    """The spec's Triton version has no live worker now (503): each of its workers failed to start."""
+
+    status, phase = 503, "sandbox"
+
+
+def route_triton(asked, default, workers):
+    """The Triton version that runs a spec naming `asked` (None: the default): `workers` maps each
+    version the server runs to why none of its workers is live (None while one is). Refuses a
+    version the server does not run and one with no live worker, naming the versions it has."""
+    version = asked or default
+    have = ", ".join(f"{v}{' (the default)' if v == default else ''}" for v in workers) or "none"
+    if version not in workers:
+        raise TritonUnknown(f"this server does not run Triton {version}; it runs {have} (GET /api/spec lists them)",
+                            "options.triton")
+    if workers[version] is not None:
+        raise TritonUnavailable(f"no worker of Triton {version} is running now ({workers[version]}); "
+                                f"this server runs {have}", "options.triton")
+    return version
 
 
 class RunLost(Refused):

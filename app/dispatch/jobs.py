@@ -32,6 +32,13 @@ def ordinal(n):
     return f"{n}{suffix}"
 
 
+def triton_asked(spec):
+    """The Triton version a spec names (options.triton), None for the server's default; the
+    dispatcher puts the version that runs it in its job's `triton`."""
+    options = spec.get("options") if isinstance(spec, dict) else None
+    return options.get("triton") if isinstance(options, dict) else None
+
+
 def provenance(spec, owner, from_link=False):
     """Whose code a job runs, decided here for every job and compile ahead, whatever its route:
     OWN only when nothing says otherwise. Anyone else's (FOREIGN): what the page declares someone
@@ -58,6 +65,7 @@ class Job:
         self.address = address  # the client's address (app.owners.address_key); None: the server's own work
         # Whose code it runs: someone else's is lent nothing kept for its owner and keeps nothing (store).
         self.provenance = provenance(spec, owner, from_link)
+        self.triton = triton_asked(spec)  # the version whose worker takes it (the dispatcher names the default's)
         self.queued_at = time.monotonic()
         self.finished = False  # its one result was given
         self.stdout = []  # what the run printed, as relayed: the result carries it whole
@@ -80,7 +88,7 @@ class Job:
         if self.store is None:
             return None
         try:
-            return self.store, launch_key(self.spec)
+            return self.store, self.triton, launch_key(self.spec)
         except (TypeError, ValueError, KeyError):
             return None
 
@@ -135,6 +143,7 @@ class CompileRequest:
         self.compile_id = protocol.new_id()
         self.spec, self.owner, self.client, self.address = spec, owners.key(owner), client, address
         self.provenance = provenance(spec, owner, from_link)
+        self.triton = triton_asked(spec)
         self.queued_at = time.monotonic()
 
     @property
@@ -186,7 +195,7 @@ class JobQueue:
             if len(self.waiting) >= self.limit:
                 raise QueueFull(f"the server is busy ({len(self.waiting)} runs waiting); try again in a moment")
             self.waiting.append(job)
-            self.changed.notify()
+            self.changed.notify_all()  # the slots of every version wait on it
             return len(self.waiting)
 
     def put_compile(self, request):
@@ -199,25 +208,28 @@ class JobQueue:
             if len(self.compiles) >= self.limit:
                 raise QueueFull(f"the server is busy ({len(self.compiles)} compiles waiting); your run will compile")
             self.compiles[request.owner] = request
-            self.changed.notify()
+            self.changed.notify_all()  # the slots of every version wait on it
 
-    def get(self):
-        """The oldest waiting person's run, once there is one, else the oldest of the server's own
-        work, else the oldest compile ahead; None once the queue is closed."""
+    def get(self, triton=None):
+        """The oldest waiting person's run for Triton `triton` (a worker runs one version), once there
+        is one, else the oldest of the server's own work, else the oldest compile ahead; None once
+        the queue is closed."""
         with self.changed:
-            while not self.waiting and not self.compiles and not self.closed:
+            while not self.closed:
+                waiting = [job for job in self.waiting if job.triton == triton]
+                compiles = [owner for owner, request in self.compiles.items() if request.triton == triton]
+                if waiting:
+                    job = next((job for job in waiting if not job.server_work), waiting[0])
+                    self.waiting.remove(job)
+                    return job
+                if compiles:
+                    return self.compiles.pop(compiles[0])
                 self.changed.wait()
-            if self.closed:
-                return None
-            if not self.waiting:
-                return self.compiles.popitem(last=False)[1]
-            job = next((job for job in self.waiting if not job.server_work), self.waiting[0])
-            self.waiting.remove(job)
-            return job
+            return None
 
-    def people_waiting(self):
+    def people_waiting(self, triton=None):
         with self.changed:
-            return sum(1 for job in self.waiting if not job.server_work)
+            return sum(1 for job in self.waiting if not job.server_work and job.triton == triton)
 
     def requeue(self, job):
         """The server's own work, set aside for a person's run, waits again at the head of its kind
@@ -225,7 +237,7 @@ class JobQueue:
         with self.changed:
             job.queued_at = time.monotonic()
             self.waiting.appendleft(job)
-            self.changed.notify()
+            self.changed.notify_all()  # the slots of every version wait on it
 
     def withdraw(self, which):
         """Take the waiting jobs for which which(job) is true out of the queue; returns them."""

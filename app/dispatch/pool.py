@@ -8,9 +8,10 @@ import time
 
 from app.dispatch import memory
 from app.dispatch.metrics import DispatchMetrics
-from app.dispatch.interface import QueueFull, RunLost, health_of, wait_bound_s
+from app.dispatch.interface import QueueFull, RunLost, health_of, route_triton, wait_bound_s
 from app.dispatch.jobs import CompileRequest, Job, JobQueue, ordinal, stopped
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
+from sandbox import tritons
 from sandbox.spec import compile_key
 
 COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
@@ -19,8 +20,9 @@ CPU_WORKERS = 2
 
 
 class Pool:
-    """The embedded dispatch (app.dispatch.interface.Dispatcher): WORKERS slots in this process, each
-    a thread serving the one queue."""
+    """The embedded dispatch (app.dispatch.interface.Dispatcher): WORKERS slots of the default Triton in
+    this process, and one of each version TRITON_VERSIONS adds, each a thread serving the one queue's
+    runs of its version."""
 
     def __init__(self, config, deliver=None):
         self.config = config
@@ -38,7 +40,12 @@ class Pool:
         self.run_memory = memory.apply(config, count)  # before any worker is started with it
         shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
                             compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"))
-        self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None) for i in range(count)]
+        versions = tritons.server_versions(config)
+        self.default_triton = versions[0][0]
+        # The default's workers, then one of each version added (on a GPU host, round-robin over the GPUs too).
+        chosen = [versions[0]] * count + versions[1:]
+        self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None, triton)
+                      for i, triton in enumerate(chosen)]
         self.started_at = time.time()
 
     def start(self):
@@ -54,6 +61,7 @@ class Pool:
         if listener is None:
             listener = functools.partial(self.deliver, client) if self.deliver else (lambda *_: None)
         job = Job(spec, listener, owner, client, from_link, address)
+        job.triton = self.route(job.triton)
         self.metrics.watch(job)
         with job.notifying:  # a free slot may take the job at once: its "starting" waits for this "queued"
             place = self.jobs.put(job)
@@ -66,11 +74,31 @@ class Pool:
         """The rule that keeps the server's own work out of a person's way: a person's run waiting
         with no idle worker for it preempts a worker busy with the server's own work (which goes
         back to the queue, behind every person's run)."""
-        short = self.jobs.people_waiting() - sum(1 for slot in self.slots if slot.idle())
+        for version in {slot.triton for slot in self.slots}:
+            slots = [slot for slot in self.slots if slot.triton == version]
+            short = self.jobs.people_waiting(version) - sum(1 for slot in slots if slot.idle())
+            for slot in slots:
+                if short <= 0:
+                    break
+                short -= slot.preempt()
+
+    def route(self, asked):
+        """The version whose workers take a run asking for Triton `asked` (app.dispatch.interface.route_triton)."""
+        return route_triton(asked, self.default_triton, self.why_not_live())
+
+    def why_not_live(self):
+        """{version: None while one of its workers is live, else why none is}."""
+        why = {}
         for slot in self.slots:
-            if short <= 0:
-                return
-            short -= slot.preempt()
+            if slot.state != "dead":
+                why[slot.triton] = None
+            elif why.get(slot.triton, "") is not None:
+                why[slot.triton] = f"its worker cannot start: {slot.start_error or 'no reason given'}"
+        return why
+
+    def tritons(self):
+        why = self.why_not_live()
+        return [{**tritons.describe(version, self.default_triton), "live": why[version] is None} for version in why]
 
     def withdraw_client(self, client):
         """Drop the waiting runs and compiles of a client that left (a run already running finishes);
@@ -85,6 +113,7 @@ class Pool:
         request = CompileRequest(spec, owner, client, address, from_link)
         if request.store is None:
             return None
+        request.triton = self.route(request.triton)
         try:
             self.queue_compile(request, client, spec)
         except QueueFull:

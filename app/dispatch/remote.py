@@ -25,15 +25,22 @@ import redis
 from celery import Celery
 
 from app.dispatch.interface import (AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of,
-                                    wait_bound_s)
+                                    route_triton, wait_bound_s)
 from app.dispatch.jobs import Job, address_full_message, ordinal, owner_full_message, stopped
 from app.dispatch.runstate import REPLY_KEEP_S, WITHDRAWN, RunState
 from sandbox import result as results
+from sandbox import tritons
 from sandbox.errors import RunError
 
 log = logging.getLogger(__name__)
 TASK, QUEUE = "playground.run", "playground-runs"
 WATCH_S = 1.0
+
+
+def queue_for(triton):
+    """The broker's queue of the runs naming Triton `triton`: each worker takes those of its version,
+    and a worker of its host's default also those naming none (QUEUE)."""
+    return QUEUE if triton is None else f"{QUEUE}@{triton}"
 
 
 def make_celery(redis_url):
@@ -89,6 +96,7 @@ class CeleryDispatcher:
         """Queue a run; its events go from its worker to the Socket.IO client `client`, but for its
         result, which goes to listener(run_id, "result", content) in this process where one is given."""
         job = Job(spec, listener, owner, client, from_link, address)
+        self.route(job.triton)
         try:
             # Runs older than a run can wait and run are gone from the line (their web process died).
             stale_before = self.state.now() - wait_bound_s(self.config)
@@ -112,7 +120,7 @@ class CeleryDispatcher:
         try:
             reply_to = {"reply_to": self.inbox} if listener is not None else {}
             self.celery.send_task(TASK, args=[{**job.message(), "queued_at": self.state.now(), **reply_to}],
-                                  task_id=job.run_id, queue=QUEUE)
+                                  task_id=job.run_id, queue=queue_for(job.triton))
         except Exception as e:  # the broker is down, or the spec cannot be encoded: nothing ran
             log.exception("run %s could not be sent to a worker", job.run_id)
             if self.state.take(job.run_id, job.owner, WITHDRAWN, job.address):
@@ -164,6 +172,27 @@ class CeleryDispatcher:
                 self.state.take(run_id, waiting.job.owner, WITHDRAWN, waiting.job.address)
             raise RunLost(f"the server could not finish this run within {bound_s:g} s; try again")
         return result
+
+    def route(self, asked):
+        """Refuse a run naming a Triton version no live worker announces (its heartbeat: app.dispatch.
+        celery_worker); a run naming none waits for a worker of its host's default, as before."""
+        if asked is None:
+            return None
+        try:
+            workers = self.state.workers()
+        except redis.RedisError as e:
+            raise QueueFull(f"the server cannot reach its queue ({e}); try again in a moment") from None
+        default = next((w["triton"] for w in workers if w.get("triton_default")), None)
+        return route_triton(asked, default, {w["triton"]: None for w in workers if w.get("triton")})
+
+    def tritons(self):
+        try:
+            workers = self.state.workers()
+        except redis.RedisError:
+            return []
+        default = next((w["triton"] for w in workers if w.get("triton_default")), tritons.default_version())
+        versions = dict.fromkeys(w["triton"] for w in workers if w.get("triton"))
+        return [{**tritons.describe(version, default), "live": True} for version in versions]
 
     def health(self):
         try:

@@ -22,7 +22,7 @@ from typing import Callable
 
 from app.dispatch.jobs import CompileRequest, stopped
 from app.gallery import list_examples, load_example
-from sandbox import gpus, protocol, settings
+from sandbox import gpus, protocol, settings, tritons
 from sandbox.errors import RunError, StartError
 from sandbox.spec import timing_key as spec_timing_key
 
@@ -36,13 +36,15 @@ WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_
               "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS"}
 
 
-def worker_env(config, gpu=None):
-    """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's)."""
+def worker_env(config, gpu=None, triton_dir=None):
+    """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's);
+    `triton_dir`: where the Triton it runs is installed (sandbox.tritons), None for the default."""
     env = {k: v for k, v in os.environ.items() if k in WORKER_ENV}
     env.update({name: str(config[name]) for name in settings.WORKER_SETTINGS if config.get(name) is not None})
     # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
     # host without an installed environment brings them; it names code, nothing secret).
-    python_path = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    # A version of Triton of its own comes before them (its runs see that directory, read-only).
+    python_path = os.pathsep.join(filter(None, [ROOT, triton_dir, os.environ.get("PYTHONPATH")]))
     # Hidden from runs, wherever the jail would otherwise show them: the database's directory and
     # the instance folder (the generated SECRET_KEY).
     hidden = [os.path.dirname(os.path.abspath(config["DATABASE"] or "instance/x")), config.get("INSTANCE_PATH")]
@@ -214,10 +216,12 @@ class SlotShared:
 
 class Slot:
     """A worker slot: keeps one worker alive and feeds it jobs, one at a time. `gpu`: the
-    CUDA_VISIBLE_DEVICES of its worker (None on a host without a GPU)."""
+    CUDA_VISIBLE_DEVICES of its worker (None on a host without a GPU); `triton`: the Triton version
+    its worker runs and where it is installed (sandbox.tritons.server_versions; None: the default)."""
 
-    def __init__(self, index, config, shared, gpu=None):
+    def __init__(self, index, config, shared, gpu=None, triton=(None, None)):
         self.index, self.config, self.shared, self.gpu = index, config, shared, gpu
+        self.triton, self.triton_dir = triton
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
         self.start_failures = 0  # every failed start, for the operator's count (GET /metrics)
@@ -254,7 +258,7 @@ class Slot:
                 "device": self.ready and self.ready["device"], "shared_kernels": worker and worker.warming,
                 "start_error": self.start_error, "next_start_s": self.next_start_s(),
                 "start_failures": self.start_failures, "busy_total_s": round(self.busy_total(), 3),
-                "preemptions": self.preemptions}
+                "preemptions": self.preemptions, "triton": self.triton}
 
     def next_start_s(self):
         """Seconds until a dead slot tries to start a worker again; None while it is not dead."""
@@ -263,12 +267,19 @@ class Slot:
 
     def _start_worker(self):
         self.state = "starting"
-        self.worker = WorkerProcess(worker_env(self.config, self.gpu), message_limits(self.config),
+        if self.triton_dir is not None and not tritons.installed(self.triton, self.config):
+            raise StartError(tritons.not_installed(self.triton, self.config))
+        self.worker = WorkerProcess(worker_env(self.config, self.gpu, self.triton_dir), message_limits(self.config),
                                     self.shared.on_compiled)
         msg = self.worker.next(self.config["WORKER_START_TIMEOUT_S"])
         if not isinstance(msg, dict) or msg["type"] != "ready":
             self.worker.kill()
             raise StartError(start_failure(msg, self.worker.proc.returncode, self.config["WORKER_START_TIMEOUT_S"]))
+        if self.triton is not None and msg["content"].get("triton") != self.triton:
+            self.worker.kill()  # its directory holds no whole install: its Python found another Triton
+            raise StartError(f"the worker for Triton {self.triton} imported Triton {msg['content'].get('triton')}: "
+                             f"{self.triton_dir} holds no whole install of it")
+        self.triton = msg["content"].get("triton")
         self.ready = msg["content"]
         if self.config["SHARED_KERNELS"]:
             self._send_gallery()
@@ -287,7 +298,7 @@ class Slot:
         """Take jobs from the queue `jobs` until it closes or `stopping` is set (the pool's thread)."""
         self.jobs = jobs
         while self.keep_worker(stopping):
-            job = jobs.get()
+            job = jobs.get(self.triton)
             if job is None:
                 break
             self.handle(job)

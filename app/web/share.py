@@ -6,6 +6,8 @@ a stored snippet is loaded with only its valid fields (rows saved before the sch
 import hashlib
 import json
 
+from flask import current_app
+
 from app import db as database
 from app.db import get_db
 from sandbox import result
@@ -86,7 +88,18 @@ def schema():
     ui = {"pane": {"choices": list(PANES)}, "pid": PROGRAM_ID, "row_width": {"min": 1, "max": MAX_ROW_WIDTH},
           "ir_stage": {"choices": list(IR_STAGES)}, "title": {"max_length": MAX_TITLE},
           "description": {"max_length": MAX_DESCRIPTION}}
-    return {**spec_schema(), "ui": ui, "empty_result": result.new(), "failure_words": result.FAILURE_WORDS}
+    return with_tritons({**spec_schema(), "ui": ui, "empty_result": result.new(),
+                         "failure_words": result.FAILURE_WORDS})
+
+
+def with_tritons(schema):
+    """The schema with the Triton versions this server runs (`tritons`: each one's release date,
+    whether it is the default and whether a worker of it is live), which options.triton may name."""
+    dispatcher = current_app.extensions.get("dispatcher")
+    versions = dispatcher.tritons() if dispatcher is not None else []
+    options = {**schema["options"], "triton": {**schema["options"]["triton"],
+                                               "choices": [v["version"] for v in versions]}}
+    return {**schema, "options": options, "tritons": versions}
 
 
 def field_name(key):

@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
-from sandbox.errors import RunError, compiler_failure, error_chain, explain, hint_for
+from sandbox.errors import RunError, compiler_failure, error_chain, explain, hint_for, lacked_by_triton
 from sandbox.launch import host_driver
 
 _module_ids = itertools.count()
@@ -139,6 +139,9 @@ def as_run_error(exc, path, phase="sandbox", doing="running your kernel"):
             failure.line = user_line(exc, path)
             failure.field = None if failure.line is not None else "source"
         return failure
+    lacked = lacked_by_triton(exc, phase, user_line(exc, path))
+    if lacked is not None:
+        return lacked
     kind, message = explain(exc)
     if raised_by_playground(exc, path):
         return RunError("sandbox", f"the playground failed while {doing} ({kind}: {message})", type="PlaygroundBug",

@@ -18,7 +18,7 @@ import tempfile
 import time
 import traceback
 
-from sandbox import protocol
+from sandbox import protocol, tritons
 from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
@@ -429,7 +429,8 @@ def main():
         if worker is not None:
             worker.zygote.stop()
         sys.exit(1)
-    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid()))
+    worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid(),
+                                 triton=tritons.default_version()))
     worker.serve()
     for spare in worker.spares:  # stdin closed: the server stopped this worker
         spare.finish(worker.kernel_caches)
@@ -447,7 +448,9 @@ def prepare(can_mount):
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     # This process's own Triton cache (the launcher utilities it builds before any fork), hidden
     # from runs: they compile into their scratch dirs, and their kernels are kept per owner.
-    cache = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "playground-worker-cache"))
+    # One per Triton version: a worker of another version never loads what this one built.
+    cache = os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(),
+                                                                   f"playground-worker-cache-{tritons.default_version()}"))
     os.makedirs(cache, mode=0o700, exist_ok=True)
     with contextlib.suppress(PermissionError):
         os.chmod(cache, 0o700)
@@ -468,4 +471,4 @@ def prepare(can_mount):
     sweep_scratch_dirs(settings.run_root)
     cgroups.sweep_cgroups(lambda pid: not os.path.exists(f"/proc/{pid}"))
     shared = SharedKernels(settings.shared_kernels) if settings.shared_kernels else None
-    return settings, KernelCaches(os.path.join(settings.run_root, "kernel-caches")), shared
+    return settings, KernelCaches(tritons.kept_dir(settings.run_root, "kernel-caches", triton.__version__)), shared

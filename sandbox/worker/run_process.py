@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sandbox import gpus, protocol, settings
+from sandbox import gpus, protocol, settings, tritons
 from sandbox.errors import StartError
 from sandbox.grading import grader, recheck
 from sandbox.jail import cgroups, isolation
@@ -66,7 +66,8 @@ class Settings:
         hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
         trace_limits = {"max_programs": value("TRACE_MAX_PROGRAMS"), "max_bytes": value("TRACE_MAX_BYTES"),
                         "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0}
-        shared = os.path.join(run_root, "shared-kernels") if value("SHARED_KERNELS") != 0 else None
+        shared = (tritons.kept_dir(run_root, "shared-kernels", tritons.default_version())
+                  if value("SHARED_KERNELS") != 0 else None)
         visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
         return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
                    value("RUN_TIMEOUT_S"), value("OUTPUT_LIMIT_BYTES"), trace_limits,

@@ -27,12 +27,12 @@ def wait_until_busy(app, timeout_s=20):
 
 
 @contextlib.contextmanager
-def running_app(directory, **config):
-    """A real app (its workers ready) with its database in `directory`, stopped afterwards: for a
-    module's own app (make_app is a test's)."""
+def running_app(directory, wait=wait_until_ready, **config):
+    """A real app (its workers ready: `wait(app)`) with its database in `directory`, stopped
+    afterwards: for a module's own app (make_app is a test's)."""
     from app import create_app
     app = create_app({"TESTING": True, "DATABASE": str(directory / "t.sqlite"), **config})
-    wait_until_ready(app)
+    wait(app)
     yield app
     app.extensions["dispatcher"].stop()
 
