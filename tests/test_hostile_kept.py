@@ -29,6 +29,7 @@ from tests.support import attacks as H
 from tests.support import ROOT
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
 from tests.support.hostile import puzzle_body
+from tests.support.tritons import kept_dir
 from tests.test_runs import collect_until_result
 
 FORGED_MS = 31337.0
@@ -108,7 +109,7 @@ def lent_to_own_run(browser):
 def kept_on_host(app, browser):
     with browser.session_transaction() as session:
         owner = session["owner"]
-    directory = os.path.join(app.config["RUN_ROOT"], "kernel-caches", owner_key(owner))
+    directory = os.path.join(kept_dir(app.config["RUN_ROOT"], "kernel-caches"), owner_key(owner))
     return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
 
 
@@ -245,7 +246,7 @@ def test_the_step_tab_of_someone_elses_link_plants_nothing_in_the_viewers_kernel
         step_through(viewer, [1])
         assert sent and all(body.get("from_link") is True for body in sent), sent
         run_root = app.config["RUN_ROOT"] or os.path.join(tempfile.gettempdir(), "playground-runs")
-        caches = os.path.join(run_root, "kernel-caches", "*", name)
+        caches = os.path.join(run_root, "kernel-caches", "*", "*", name)
         deadline = time.monotonic() + 5  # the collect follows the result
         while time.monotonic() < deadline and not glob.glob(caches):
             time.sleep(0.1)
@@ -408,7 +409,7 @@ def test_a_flood_of_compiles_ahead_keeps_no_more_than_its_budget_on_the_hosts_di
             time.sleep(0.25)
     time.sleep(5)  # the compiles under way finish
     elapsed_s = time.monotonic() - start
-    kept = glob.glob(os.path.join(app.config["RUN_ROOT"], "kernel-caches", "*", "bulky*", "k.cubin"))
+    kept = glob.glob(os.path.join(app.config["RUN_ROOT"], "kernel-caches", "*", "*", "bulky*", "k.cubin"))
     kept_mb = sum(os.path.getsize(path) for path in kept) / (1 << 20)
     assert kept, "no compile ahead kept anything: the flood measured nothing"
     assert kept_mb <= 4 + elapsed_s, f"{kept_mb:.0f} MB kept in {elapsed_s:.0f} s"

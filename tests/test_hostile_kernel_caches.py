@@ -16,6 +16,7 @@ from tests.support.hostile import (ENOENT, EPERM, SECRET, Denied, Expect, Return
                                    puzzle_body, result_summary, wait_for)
 from tests.support.hostile_targets import hostile, listeners, survives  # noqa: F401  (fixtures)
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
+from tests.support.tritons import kept_dir
 
 pytestmark = pytest.mark.integration  # every attack runs in a real jailed run process
 
@@ -49,7 +50,7 @@ def another_owners_kernels_are_out_of_reach(h):
     alice, bob = h.target.new_client(), h.target.new_client()
     compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, alice)
     assert compiled["status"] == "ok", result_summary(compiled)
-    root = os.path.join(h.run_root, "kernel-caches")
+    root = kept_dir(h.run_root, "kernel-caches")
     caches = wait_for(lambda: os.path.isdir(root) and [os.path.join(root, n) for n in os.listdir(root)
                                                        if not n.startswith(".")], 10)  # kept just after the reply
     assert caches, "the owner's run left no compiled kernel to look for"
@@ -92,7 +93,7 @@ def shared_kernels_written_replaced_or_poisoned(h):
     add, create an entry, replace, remove, chmod, remount) and through its own cache (the same key,
     every file and the group poisoned). Each write is refused, the shared files are unchanged, and both the next owner's run of the example and the attacker's own run
     compile what the worker compiled."""
-    shared = os.path.join(h.run_root, "shared-kernels")
+    shared = kept_dir(h.run_root, "shared-kernels")
     key = next(k for k in sorted(os.listdir(shared)) if os.path.exists(os.path.join(shared, k, "add_kernel.cubin")))
     example = load_example("vector_add")["spec"]
     before = h.target.run(example, h.target.new_client())
@@ -126,7 +127,7 @@ def graded_run_is_lent_no_kernels(h):
     app, student = h.target.app, h.target.new_client()
     compiled = h.target.run({**vector_add_spec(n=1024, block=256), "options": {"ir": True}}, student)
     assert compiled["status"] == "ok", result_summary(compiled)
-    own_cache = os.path.join(h.run_root, "kernel-caches", owner_key(owner_of(student)))
+    own_cache = os.path.join(kept_dir(h.run_root, "kernel-caches"), owner_key(owner_of(student)))
     theirs = set(wait_for(lambda: os.path.isdir(own_cache) and os.listdir(own_cache), 10) or ())
     assert theirs, "the student's run left no compiled kernel to be lent"
     context = h.context()

@@ -16,7 +16,7 @@ MAX_LINES = 500
 
 # sandbox/'s contracts, shared with the web process: pure Python, importing one another only.
 SANDBOX_CONTRACTS = {"sandbox", "sandbox.errors", "sandbox.gpus", "sandbox.launch_form", "sandbox.protocol",
-                     "sandbox.result", "sandbox.settings", "sandbox.spec"}
+                     "sandbox.result", "sandbox.settings", "sandbox.spec", "sandbox.tritons"}
 # A part of sandbox/ -> the parts it may import besides the contracts (each package's docstring).
 SANDBOX_LAYERS = {
     "sandbox.jail": set(),

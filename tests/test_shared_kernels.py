@@ -21,6 +21,7 @@ from sandbox.worker.kernel_cache import GROUP
 from sandbox.worker.shared_kernels import SharedKernels
 from tests.support.apps import wait_until_warmed
 from tests.support.kernels import VECTOR_ADD
+from tests.support.tritons import kept_dir
 from tests.test_ir import vector_add_args, write
 
 pytestmark = pytest.mark.integration  # starts workers and their warm-up
@@ -192,7 +193,7 @@ def owner_cache(app, client):
     the dispatcher does)."""
     with client.session_transaction() as session:
         owner = session["owner"]
-    path = os.path.join(app.config["RUN_ROOT"], "kernel-caches", hashlib.sha256(owner.encode()).hexdigest()[:32])
+    path = os.path.join(kept_dir(app.config["RUN_ROOT"], "kernel-caches"), hashlib.sha256(owner.encode()).hexdigest()[:32])
     return sorted(os.listdir(path)) if os.path.isdir(path) else []
 
 
@@ -248,7 +249,7 @@ def test_an_edited_example_still_compiles_into_its_owners_cache_only(warmed_app)
     author, reader = app.test_client(), app.test_client()
     run_twice(author, spec)
     kept = owner_cache(app, author)
-    shared = os.listdir(os.path.join(app.config["RUN_ROOT"], "shared-kernels"))
+    shared = os.listdir(kept_dir(app.config["RUN_ROOT"], "shared-kernels"))
     assert len(kept) == 2 and not set(kept) & set(shared)  # the IR's kernel, and what was derived from it
     # The same edit opened from the author's link: compiled for that run, kept by no one.
     run(reader, spec, from_link=True)

@@ -6,6 +6,7 @@ a kernel using what only the newer version has runs there and fails on the older
 worker keeps is kept per version."""
 import os
 import time
+import uuid
 
 import pytest
 
@@ -102,16 +103,27 @@ def test_a_kernel_using_what_only_the_newer_version_has_runs_there_and_fails_on_
 
 
 def test_kernels_are_kept_per_version(app, client):
-    """Each version's worker keeps its owners' kernels, and the gallery's, in a directory of its
-    own: the same kernel compiled by both is kept twice, never lent across."""
+    """Each version's worker keeps its owners' kernels in a directory of its own (kernel-caches/<version>):
+    no version is lent what another compiled."""
     extra, default = require_extra(), tritons.default_version()
     spec = vector_add_spec(n=1024, ir=True)
+    spec["source"] += f"\n# {uuid.uuid4().hex}: compiled by this owner, not lent from the gallery's\n"
     for version in (default, extra):
         assert run(client, {**spec, "options": {**spec["options"], "triton": version}})[1]["status"] == "ok"
     root = os.path.join(app.config["RUN_ROOT"], "kernel-caches")
-    kept = {version: os.listdir(os.path.join(root, version)) for version in (default, extra)}
     assert sorted(os.listdir(root)) == sorted([default, extra])
-    owner = set(kept[default]) & set(kept[extra]) - {".locks"}
-    assert owner, kept  # the one owner of this test's runs, under each version
-    entries = {v: set(os.listdir(os.path.join(root, v, next(iter(owner))))) for v in kept}
-    assert entries[default] and entries[extra] and not entries[default] & entries[extra]
+    owners = [name for name in os.listdir(os.path.join(root, default)) if name != ".locks"]
+    assert len(owners) == 1 and os.listdir(os.path.join(root, default, owners[0]))
+    assert sorted(os.listdir(os.path.join(app.config["RUN_ROOT"], "shared-kernels"))) == sorted([default, extra])
+
+
+def test_what_the_dispatcher_keeps_of_a_run_is_keyed_by_its_version():
+    """The bounds checks passed and the compiles ahead done are kept per Triton version too."""
+    from app.dispatch.jobs import Job
+    from sandbox.spec import compile_key, normalize
+    specs = [normalize(vector_add_spec(n=1024, **({"triton": v} if v else {}))) for v in (None, "3.8.0", "3.9.0")]
+    jobs = [Job(spec, None, "someone") for spec in specs]
+    for job, version in zip(jobs, (None, "3.8.0", "3.9.0")):
+        job.triton = version or "3.7.1"
+    assert len({job.launch for job in jobs}) == 3
+    assert len({compile_key(spec) for spec in specs}) == 3

@@ -56,3 +56,8 @@ def atomic_load_spec(**options):
             "inputs": {"x": "torch.arange(1, 65, dtype=torch.float32)", "out": "torch.empty(64)"},
             "args": {"x_ptr": "x", "out_ptr": "out", "n": "x.numel()", "BLOCK": 64},
             "grid": "(1,)", "reference": {"out": "torch.full((64,), 1.0)"}, "options": {"ir": False, **options}}
+
+
+def kept_dir(run_root, kind):
+    """Where the default version's workers keep data of `kind` ("kernel-caches", "shared-kernels")."""
+    return tritons.kept_dir(run_root, kind, tritons.default_version())
