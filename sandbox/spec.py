@@ -334,7 +334,7 @@ def launch_key(spec):
 
 
 def timing_key(spec):
-    """Where a reference's timing is kept for its owner (app.dispatch.slot.ReferenceTimes): its
+    """Where a reference's timing is kept for its owner (app.dispatch.kept.ReferenceTimes): its
     expressions, the inputs' expressions and seed, and the device asked for, taken from the spec the
     server sends and never from what a run reports, so that a run keeps a timing only where a later
     run of the same reference over the same inputs looks. None for a spec without a reference."""

@@ -65,10 +65,19 @@ def describe(version, default):
     return {"version": version, "released": RELEASED.get(version), "default": version == default}
 
 
-def not_installed(version, environ=os.environ):
-    """Why a worker of `version` cannot start, in a line."""
-    return (f"Triton {version} is not installed in {directory(version, environ)}: `make run "
-            f"TRITON_VERSIONS=\"{version}\"` (or `make tritons`) installs it")
+def check_installed(version, directory, error):
+    """Raise `error` (a line saying why) where `version`, to be found in `directory`, is not installed there."""
+    if directory is not None and not os.path.isdir(os.path.join(directory, f"triton-{version}.dist-info")):
+        raise error(f"Triton {version} is not installed in {directory}: `make run TRITON_VERSIONS=\"{version}\"` "
+                    f"(or `make tritons`) installs it")
+
+
+def imported_another(version, directory, announced):
+    """Why a worker started for `version` cannot serve it, having imported Triton `announced` (its
+    directory holds no whole install: its Python found another); None where it imported `version`."""
+    if announced == version:
+        return None
+    return f"the worker for Triton {version} imported Triton {announced}: {directory or 'its environment'} holds no whole install of it"
 
 
 def kept_dir(run_root, kind, version):

@@ -317,7 +317,7 @@ def test_every_routes_job_is_made_through_the_one_decision(queued):
 
 def test_foreign_code_is_lent_and_keeps_nothing_and_the_worker_maps_whose_code_once():
     from app.dispatch.jobs import CompileRequest, Job
-    from app.dispatch.slot import ReferenceTimes
+    from app.dispatch.kept import ReferenceTimes
     from sandbox.protocol import kept_for
     from sandbox.spec import normalize
     own = normalize(vector_add_spec(n=1024, block=256))

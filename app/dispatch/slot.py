@@ -8,7 +8,6 @@ will not start is tried again after a backoff (restart_delay_s). The slot is giv
 with other slots (SlotShared); the embedded pool (app.dispatch.pool) and a Celery worker
 (app.dispatch.celery_worker) each host slots.
 """
-import collections
 import dataclasses
 import logging
 import os
@@ -21,6 +20,7 @@ import time
 from typing import Callable
 
 from app.dispatch.jobs import CompileRequest, stopped
+from app.dispatch.kept import ReferenceTimes, SanitizedLaunches
 from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol, settings, tritons
 from sandbox.errors import RunError, StartError
@@ -38,12 +38,11 @@ WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_
 
 def worker_env(config, gpu=None, triton_dir=None):
     """`gpu`: the CUDA_VISIBLE_DEVICES of this worker (an index, in PCI bus order: nvidia-smi's);
-    `triton_dir`: where the Triton it runs is installed (sandbox.tritons), None for the default."""
+    `triton_dir`: where its Triton is installed (sandbox.tritons), None for the default."""
     env = {k: v for k, v in os.environ.items() if k in WORKER_ENV}
     env.update({name: str(config[name]) for name in settings.WORKER_SETTINGS if config.get(name) is not None})
-    # The project first, then wherever the server's Python finds its packages (PYTHONPATH is how a
-    # host without an installed environment brings them; it names code, nothing secret).
-    # A version of Triton of its own comes before them (its runs see that directory, read-only).
+    # The project, its own Triton's directory (its runs see it, read-only), then wherever the server's Python
+    # finds its packages (PYTHONPATH is how a host without an installed environment brings them; code, nothing secret).
     python_path = os.pathsep.join(filter(None, [ROOT, triton_dir, os.environ.get("PYTHONPATH")]))
     # Hidden from runs, wherever the jail would otherwise show them: the database's directory and
     # the instance folder (the generated SECRET_KEY).
@@ -66,64 +65,6 @@ def gpu_assignments(environ=os.environ):
         return [str(gpu.index) for gpu in host]
     entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
     return [str(gpu.index) if (gpu := gpus.find(host, entry)) else entry for entry in entries]
-
-
-class SanitizedLaunches:
-    """The launches that passed the bounds check, by (owner, sandbox.spec.launch_key), least recently
-    used first out. On a GPU that check is a pass over the whole launch in the interpreter (~0.15 s
-    for a vector add of 98k elements): re-running the same launch, as one does to time it again,
-    skips it, whichever worker takes the run."""
-
-    def __init__(self, capacity=4096):
-        self.keys, self.capacity, self.lock = collections.OrderedDict(), capacity, threading.Lock()
-
-    def __contains__(self, key):
-        with self.lock:
-            if key in self.keys:
-                self.keys.move_to_end(key)
-                return True
-            return False
-
-    def add(self, key):
-        with self.lock:
-            self.keys[key] = True
-            self.keys.move_to_end(key)
-            while len(self.keys) > self.capacity:
-                self.keys.popitem(last=False)
-
-
-class ReferenceTimes:
-    """The reference timings a worker slot's runs measured, least recently used first out: a run of
-    the same reference over the same inputs on the same worker is not timed again (~0.1–1 s), and
-    says so. Kept per owner's store (sandbox.protocol.kept_for: none for code not the owner's own,
-    whose reports are dropped), each under the key the slot computes from the spec it sent
-    (sandbox.spec.timing_key), never under one a run reports: a run can keep a timing only where a
-    later run of its very reference looks. Beside it, the run's own key (sandbox.run.pipeline.
-    reference_key: the inputs' shapes and dtypes as it made them), which the later run matches."""
-
-    def __init__(self, per_owner=16, owners=256):
-        self.times, self.per_owner, self.owners = collections.OrderedDict(), per_owner, owners
-
-    def lent(self, store, key):
-        """{the run's key: timing} kept for this store's runs of the spec whose timing_key is `key`."""
-        kept = self.times.get(store) if store is not None and key is not None else None
-        if kept is None or key not in kept:
-            return {}
-        self.times.move_to_end(store)
-        kept.move_to_end(key)
-        return dict([kept[key]])
-
-    def add(self, store, key, run_key, timing):
-        if store is None or key is None:
-            return
-        kept = self.times.setdefault(store, collections.OrderedDict())
-        kept[key] = (run_key, timing)
-        kept.move_to_end(key)
-        self.times.move_to_end(store)
-        while len(kept) > self.per_owner:
-            kept.popitem(last=False)
-        while len(self.times) > self.owners:
-            self.times.popitem(last=False)
 
 
 def message_limits(config):
@@ -219,9 +160,9 @@ class Slot:
     CUDA_VISIBLE_DEVICES of its worker (None on a host without a GPU); `triton`: the Triton version
     its worker runs and where it is installed (sandbox.tritons.server_versions; None: the default)."""
 
-    def __init__(self, index, config, shared, gpu=None, triton=(None, None)):
+    def __init__(self, index, config, shared, gpu=None, triton=None):
         self.index, self.config, self.shared, self.gpu = index, config, shared, gpu
-        self.triton, self.triton_dir = triton
+        self.triton, self.triton_dir = triton or (tritons.default_version(), None)
         self.state, self.worker, self.ready, self.runs, self.restarts = "starting", None, None, 0, 0
         self.failed_starts = 0  # worker starts that failed in a row: the next waits longer (restart_delay_s)
         self.start_failures = 0  # every failed start, for the operator's count (GET /metrics)
@@ -267,19 +208,14 @@ class Slot:
 
     def _start_worker(self):
         self.state = "starting"
-        if self.triton_dir is not None and not tritons.installed(self.triton, self.config):
-            raise StartError(tritons.not_installed(self.triton, self.config))
+        tritons.check_installed(self.triton, self.triton_dir, StartError)
         self.worker = WorkerProcess(worker_env(self.config, self.gpu, self.triton_dir), message_limits(self.config),
                                     self.shared.on_compiled)
         msg = self.worker.next(self.config["WORKER_START_TIMEOUT_S"])
-        if not isinstance(msg, dict) or msg["type"] != "ready":
+        if not isinstance(msg, dict) or msg["type"] != "ready" or msg["content"].get("triton") != self.triton:
             self.worker.kill()
-            raise StartError(start_failure(msg, self.worker.proc.returncode, self.config["WORKER_START_TIMEOUT_S"]))
-        if self.triton is not None and msg["content"].get("triton") != self.triton:
-            self.worker.kill()  # its directory holds no whole install: its Python found another Triton
-            raise StartError(f"the worker for Triton {self.triton} imported Triton {msg['content'].get('triton')}: "
-                             f"{self.triton_dir} holds no whole install of it")
-        self.triton = msg["content"].get("triton")
+            raise StartError(start_failure(msg, self.worker.proc.returncode, self.config["WORKER_START_TIMEOUT_S"],
+                                           self.triton, self.triton_dir))
         self.ready = msg["content"]
         if self.config["SHARED_KERNELS"]:
             self._send_gallery()
@@ -484,8 +420,11 @@ class Slot:
         self.worker = None
 
 
-def start_failure(msg, returncode, timeout_s):
-    """Why a worker sent `msg` (WorkerProcess.next's answer) instead of its ready message, in a line."""
+def start_failure(msg, returncode, timeout_s, triton=None, triton_dir=None):
+    """Why a worker sent `msg` (WorkerProcess.next's answer) instead of its ready message (or a ready
+    message from another Triton than `triton`, installed in `triton_dir`), in a line."""
+    if isinstance(msg, dict) and msg["type"] == "ready":
+        return tritons.imported_another(triton, triton_dir, msg["content"].get("triton"))
     if isinstance(msg, dict) and msg["type"] == "unstarted" and isinstance(msg["content"].get("error"), str):
         return msg["content"]["error"][:1000]
     if msg is None:
