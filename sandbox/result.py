@@ -43,6 +43,11 @@ LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": 
           "num_warps": (int,), "num_stages": (int,), "config": (dict, type(None)), "ms": OPTIONAL_NUMBER,
           "bounds": (str,)}
 BOUNDS = ("ok", "out_of_bounds", "failed", "unchecked")
+# The timeline run's part (sandbox.timeline): bars per program on its SM, regions per warp of a sample.
+TIMELINE = {"grid": (list,), "num_warps": (int,), "sm_count": (int,), "programs_total": (int,), "sampled": (bool,),
+            "regions": (list,), "bars": (list,), "programs": (list,), "clock": (dict,), "resolution": (dict,),
+            "total_ns": (int,), "kernel_ns": (int, type(None)), "overhead": OPTIONAL_NUMBER, "summary": (dict,),
+            "notes": (list,)}
 CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (bool,), "lines": (list,),
          "styles": (list, type(None)), "points": (list,), "points_total": (int,)}
 # The server's own bounds check of a script's shown launch (sandbox.grading.recheck): `bounds` as a launch's.
@@ -52,7 +57,7 @@ RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": E
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
           "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
           "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None)),
-          "claims": (list, type(None)), "server_check": SERVER_CHECK}
+          "claims": (list, type(None)), "server_check": SERVER_CHECK, "timeline": TIMELINE}
 
 # The sections of a script's result that are its program's own report, which no one checked (`claims`).
 # A script's program runs in the process that captures its launches and builds its result: anything
@@ -85,7 +90,7 @@ def failure_text(summary):
 
 # The sections of a result a run sends ahead, each once and as it is ready: a part's content is
 # exactly what the result's section of that name holds at the end.
-PARTS = ("check", "trace", "timings", "ir")
+PARTS = ("check", "trace", "timings", "ir", "timeline")
 
 
 def new(device=None):
@@ -93,7 +98,7 @@ def new(device=None):
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
-            "benchmarks": None, "claims": None, "server_check": None}
+            "benchmarks": None, "claims": None, "server_check": None, "timeline": None}
 
 
 def failed(error, device=None):

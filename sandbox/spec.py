@@ -31,13 +31,14 @@ DEFAULT_OPTIONS = {
     "launch": None,               # script mode: the index of the launch to trace, time and compile
     "benchmarks": "first",        # script mode: run each perf_report benchmark at its "first" point, or "all"
     "triton": None,               # the Triton release to run on ("3.9.0"), one the server has; None: its default
+    "timeline": False,            # GPU: run the kernel once more under Proton's instrumentation (result.timeline)
 }
 MODES = ("form", "script")  # a kernel and its launch form, or a whole program that launches kernels itself
 BENCHMARKS = ("first", "all")
 # What a script takes from its program instead of the spec: refused there, naming the field.
 FORM_ONLY_FIELDS = ("kernel", "inputs", "args", "grid", "reference")
 SCRIPT_ONLY_OPTIONS = ("launch", "benchmarks")  # not kept in a form run's spec: its content (and link) is as before
-FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol")
+FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol", "timeline")
 # The names every expression of a spec (inputs, args, grid, reference, flops) may read besides the
 # inputs, the arguments and what the source defines: these modules (sandbox.launch.build gives them),
 # the grid's `meta`, and Python's builtins.
@@ -227,6 +228,7 @@ def normalize(raw):
     _expect(type(options["num_warps"]) is int and options["num_warps"] in NUM_WARPS,
             f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}",
             "options.num_warps")
+    _expect(isinstance(options["timeline"], bool), "options.timeline must be true or false", "options.timeline")
     for key in ("atol", "rtol"):
         _expect(options[key] is None or _is_number(options[key]) and options[key] >= 0,
                 f"options.{key} must be a non-negative number, or null for the dtype's default", f"options.{key}")

@@ -29,6 +29,7 @@ from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
 from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
 from sandbox.trace import gpu as gpu_trace, stepper
+from sandbox.timeline.run import NO_GPU
 from sandbox.trace.interpreter import TraceBudgetExceeded
 
 
@@ -143,6 +144,8 @@ class Run(LaunchPass):
                 launch_ms, self.reference_time(bench.time_cpu, before), bench.bytes_moved(self.result["trace"], before),
                 build.flop_count(self.options["flops"], scope), kernel.autotuner)
             self.timings_ready()
+        if self.options["timeline"]:
+            self.notes.append(NO_GPU)
         self.compile_ir(kernel, args)
 
     def run_gpu(self):
@@ -184,7 +187,25 @@ class Run(LaunchPass):
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
                 before.values(), kernel.autotuner)
             self.timings_ready()
+        if self.options["timeline"]:
+            self.record_timeline(kernel, grids.last if grids else grid, args)
         self.compile_ir(kernel, args)
+
+    def record_timeline(self, kernel, grid, args):
+        """The timeline part (sandbox.timeline), from one more launch under Proton's instrumentation;
+        one that cannot be made leaves a note and the rest of the run as it was."""
+        from sandbox.timeline.run import timeline
+        self.status("bench", "recording a timeline of the kernel with Proton's instrumentation")
+        chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner else None
+        config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
+        kernel_ms = ((self.result["timings"] or {}).get("kernel_ms") or {}).get("median")
+        try:
+            self.result["timeline"] = timeline(self.spec, self.scratch, config, grid, args, kernel_ms)
+        except RunError as e:
+            self.notes.append(e.message)
+        except Exception as e:
+            self.notes.append(f"No timeline: the instrumented launch failed: {type(e).__name__}: {e}")
+        self.ready("timeline")
 
     def compile_ahead(self):
         """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned
