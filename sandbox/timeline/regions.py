@@ -76,7 +76,8 @@ def jit_functions(tree):
 
 def marked_regions(lines, functions):
     """[(Region, (begin line, end line))] of the markers, innermost closed first."""
-    inside = lambda number: any(f.body[0].lineno <= number <= f.end_lineno for f in functions)  # noqa: E731
+    spans = [(f.body[0].lineno, extended_end(lines, f)) for f in functions]
+    inside = lambda number: any(first <= number <= last for first, last in spans)  # noqa: E731
     open_regions, found, names = [], [], set()
     for number, text in enumerate(lines, 1):
         begin, end = BEGIN.match(text), END.match(text)
@@ -98,6 +99,19 @@ def marked_regions(lines, functions):
     if len(found) > MAX_REGIONS:
         raise RegionError(f"{len(found)} regions are marked; a timeline times at most {MAX_REGIONS}")
     return found
+
+
+def extended_end(lines, function):
+    """The function's last line, comments indented under it after its last statement included (a
+    closing '# endregion' there is the function's)."""
+    last = function.end_lineno
+    while last < len(lines):
+        text = lines[last]
+        indent = len(text) - len(text.lstrip())
+        if text.strip() and not (text.lstrip().startswith("#") and indent > function.col_offset):
+            break
+        last += 1
+    return last
 
 
 def unique(name, line, names):
