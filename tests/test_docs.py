@@ -146,7 +146,7 @@ def test_the_result_document_has_the_results_fields_and_each_parts():
     assert list(found) == list(result.RESULT), "the result's top-level fields, in order"
     parts = {"device": result.DEVICE, "error": result.ERROR, "check": result.CHECK, "timings": result.TIMINGS,
              "trace": result.TRACE, "puzzle": result.PUZZLE, "sweep": result.SWEEP, "steps": result.STEPS,
-             "launches": result.LAUNCHES, "server_check": result.SERVER_CHECK}
+             "launches": result.LAUNCHES, "server_check": result.SERVER_CHECK, "timeline": result.TIMELINE}
     wrong = {part: (found[part], list(fields)) for part, fields in parts.items() if set(found[part] or ()) != set(fields)}
     assert not wrong, f"documented vs defined: {wrong}"
 
