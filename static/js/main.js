@@ -6,6 +6,7 @@ import { createEditor, getSource, initTabSwitch, initWrapSwitch } from "./editor
 import { initLaunch, readLaunch, checkLaunch } from "./editor/form.js";
 import { initResults } from "./run/results.js";
 import { initTimings } from "./run/timings.js";
+import { initTimeline } from "./run/timeline.js";
 import { initIr } from "./run/ir.js";
 import { initLesson, lessonText } from "./teach/lesson.js";
 import { initDrafts } from "./editor/drafts.js";
@@ -137,6 +138,7 @@ initLaunch($("#launch"), initial.spec_schema, { deviceKind: initial.device_kind,
 initLesson($('[data-tab="lesson"]'), $("#lesson"));
 initResults($("#status-line"), $("#results"));
 initTimings($("#timings"));
+initTimeline($("#timeline"));
 initIr($("#ir"), irStages);
 initDiagramTab($("#diagram"), {
   shown: () => ({ result: lastResult, spec: resultSpec, pid: ui.pid, rowWidth: ui.row_width }),

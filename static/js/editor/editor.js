@@ -267,5 +267,10 @@ function wireEditor(view, loader) {
     view.dispatch({ effects: [programLines.set.of([]), linkedLines.set.of(lines)] });
     scrollToLine(view, line, "nearest", endLine);
   });
+  on("timeline-region-selected", ({ line, endLine }) => {
+    const lines = Array.from({ length: endLine - line + 1 }, (_, i) => line + i);
+    view.dispatch({ effects: [programLines.set.of([]), linkedLines.set.of(lines)] });
+    scrollToLine(view, line, "nearest", endLine);
+  });
   on("tab-shown", () => clearRunHighlights(view));
 }

@@ -7,7 +7,7 @@ import { addRow, initInputsTable, inputRows, loadInputs, rowExpression } from ".
 import { launchProblems } from "./launch-check.js";
 import { estimate, estimateWarning } from "./estimate.js";
 
-const CHECKBOXES = ["check", "bench", "trace", "ir"];
+const CHECKBOXES = ["check", "bench", "trace", "ir", "timeline"];
 const DEVICE_LABELS = { gpu: "GPU" };
 
 // The spec's options as the server defines them: initial.spec_schema (also GET /api/spec) gives
@@ -288,6 +288,10 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
   on("run-started", () => markField(root, null));
   on("run-result", ({ result }) => (result.error?.problems ? showProblems(root, result.error.problems) : markField(root, result.error)));
   on("sweep-refused", ({ problems }) => showProblems(root, problems));
+  on("timeline-requested", () => {  // the Timings tab's one click: the option on, and a run
+    els.options.timeline.checked = true;
+    emit("run-requested");
+  });
 }
 
 // ---- what the form can tell before a run ----

@@ -13,7 +13,7 @@
 //   run-stdout             {run_id, text}              what the kernel printed, as it prints (connection.js)
 //   run-partial            {run_id, part, content, result}
 //                                                      a section of the result arrived ahead of it: part
-//                                                      check | trace | timings | ir; result: every part of
+//                                                      check | trace | timings | ir | timeline; result: every part of
 //                                                      this run so far, shaped as a result (connection.js)
 //   run-result             {run_id, result}            the run's result (connection.js; run_id null for a run
 //                                                      refused before it started). result.error, when set:
@@ -44,6 +44,8 @@
 //   launch-selected        {index}                     a script's launch was picked: run it again showing that
 //                                                      launch (script.js)
 //   launch-to-form         {launch}                    make a form run of this launch of a script (script.js)
+//   timeline-requested     {}                          tick the timeline option and run (timeline.js)
+//   timeline-region-selected {line, endLine}           a timeline region was clicked: its source lines (timeline.js)
 const target = new EventTarget();
 
 export function on(name, handler) {
