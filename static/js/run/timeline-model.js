@@ -102,3 +102,28 @@ export function warpLayout(program) {
     }))),
   };
 }
+
+// Programs resident on one SM at once (an SM runs several when registers and shared memory allow)
+// each get a slot of its lane: {slotOf: Map(block → slot), slots}, the first free slot at each
+// program's start; at most `most` slots (past them, programs share a slot and overlap).
+export function laneSlots(bars, most = 8) {
+  const free = new Map();  // sm → [end ns of each slot's last program]
+  const slotOf = new Map();
+  let slots = 1;
+  for (const [block, sm, start, end] of [...bars].sort((a, b) => a[2] - b[2])) {
+    const ends = free.get(sm) || [];
+    let slot = ends.findIndex((busyUntil) => busyUntil <= start);
+    if (slot < 0) slot = ends.length < most ? ends.length : ends.indexOf(Math.min(...ends));
+    ends[slot] = end;
+    free.set(sm, ends);
+    slotOf.set(block, slot);
+    slots = Math.max(slots, slot + 1);
+  }
+  return { slotOf, slots };
+}
+
+// The lanes' geometry: px per slot, per SM lane, and the slots, for `smCount` lanes.
+export function laneGeometry(smCount, slots) {
+  const unit = Math.max(1, Math.min(12, Math.floor(640 / (smCount * slots))));
+  return { unit, lane: unit * slots, slots };
+}

@@ -6,12 +6,13 @@ import { emit, on } from "../shared/hub.js";
 import { h, notesList, replaceChildren } from "../shared/dom.js";
 import { formatCount, formatPercent, formatPid } from "../shared/format.js";
 import {
-  detailedPrograms, formatNs, imbalanceWords, lineColour, orderColour, overheadWords, regionLines,
+  detailedPrograms, formatNs, imbalanceWords, laneGeometry, laneSlots, lineColour, orderColour, overheadWords, regionLines,
   resolutionWords, slowestWords, ticks, warpLayout,
 } from "./timeline-model.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const LABEL_WIDTH = 56;  // px left of the lanes for their labels
+const TOP = 6;           // px above the first lane, for its label
 
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
@@ -22,19 +23,17 @@ function svg(tag, attrs = {}, ...children) {
 
 // ---- lanes per SM, on a canvas: thousands of bars draw in a few ms ----
 
-function laneHeight(smCount) {
-  return Math.max(2, Math.min(12, Math.floor(396 / smCount)));
-}
-
 function drawLanes(canvas, t, selected) {
-  const lane = laneHeight(t.sm_count);
+  const { slotOf, slots } = laneSlots(t.bars);
+  const { unit, lane } = laneGeometry(t.sm_count, slots);
   const width = Math.max(320, canvas.parentElement.clientWidth || 640);
-  const height = lane * t.sm_count + 22;
+  const height = lane * t.sm_count + 22 + TOP;
   const ratio = window.devicePixelRatio || 1;
   Object.assign(canvas, { width: width * ratio, height: height * ratio });
   Object.assign(canvas.style, { width: `${width}px`, height: `${height}px` });
   const ctx = canvas.getContext("2d");
   ctx.scale(ratio, ratio);
+  ctx.translate(0, TOP);
   const scale = (width - LABEL_WIDTH - 8) / Math.max(1, t.total_ns);
   const x = (ns) => LABEL_WIDTH + ns * scale;
   const style = getComputedStyle(document.documentElement);
@@ -42,7 +41,8 @@ function drawLanes(canvas, t, selected) {
   ctx.fillRect(LABEL_WIDTH, 0, width - LABEL_WIDTH - 8, lane * t.sm_count);
   for (const [block, sm, start, end] of t.bars) {
     ctx.fillStyle = orderColour(block, t.programs_total);
-    ctx.fillRect(x(start), sm * lane, Math.max(1, (end - start) * scale), Math.max(1, lane - (lane > 3 ? 1 : 0)));
+    ctx.fillRect(x(start), sm * lane + slotOf.get(block) * unit, Math.max(1, (end - start) * scale),
+      Math.max(1, unit - (unit > 3 ? 1 : 0)));
   }
   const muted = style.getPropertyValue("--muted").trim() || "#8792a4";
   ctx.fillStyle = muted;
@@ -58,30 +58,33 @@ function drawLanes(canvas, t, selected) {
   if (selected) {
     ctx.strokeStyle = style.getPropertyValue("--text-strong").trim() || "#fff";
     ctx.lineWidth = 2;
-    ctx.strokeRect(x(selected.start_ns) - 1, selected.sm * lane - 1, Math.max(3, (selected.end_ns - selected.start_ns) * scale) + 2, lane + 2);
+    ctx.strokeRect(x(selected.start_ns) - 1, selected.sm * lane + (slotOf.get(selected.block) ?? 0) * unit - 1,
+      Math.max(3, (selected.end_ns - selected.start_ns) * scale) + 2, unit + 2);
   }
   canvas.dataset.drawn = String(t.bars.length);
-  return { lane, x, scale };
+  return { lane, unit, slotOf, scale };
 }
 
 // The program under a point of the lanes, or null.
 function barAt(t, geometry, offsetX, offsetY) {
-  const sm = Math.floor(offsetY / geometry.lane);
+  const y = offsetY - TOP;
+  const sm = Math.floor(y / geometry.lane);
+  const slot = Math.floor((y % geometry.lane) / geometry.unit);
   const ns = (offsetX - LABEL_WIDTH) / geometry.scale;
   const slack = 2 / geometry.scale;
-  return t.bars.find(([, s, start, end]) => s === sm && start - slack <= ns && ns <= end + slack) || null;
+  return t.bars.find(([block, s, start, end]) => s === sm && geometry.slotOf.get(block) === slot
+    && start - slack <= ns && ns <= end + slack) || null;
 }
 
 // ---- the warps of one program ----
 
-function warpsFigure(t, program, onRegion) {
+function warpsFigure(t, program, width, onRegion) {
   const layout = warpLayout(program);
   const rows = t.regions.length;
   const sub = rows > 4 ? 6 : 10;
-  const width = 1000;
   const warpHeight = rows * sub + 6;
   const height = program.warps.length * warpHeight + 18;
-  const figure = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "timeline-warps", role: "img",
+  const figure = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, class: "timeline-warps", role: "img",
                              "aria-label": `regions of program ${formatPid(program.pid)} per warp` });
   const left = 64;
   const span = width - left - 8;
@@ -152,8 +155,9 @@ class TimelineCard {
         h("p", { class: "caption" }, resolutionWords(t)),
         h("h4", {}, "Programs on their SMs"),
         h("div", { class: "timeline-lanes-host" }, this.canvas),
-        h("p", { class: "caption" }, "One lane per SM; each bar a program, from its start to its end, coloured by launch "
-          + "order (blue first, red last): bands of one colour are the waves of the grid. Click a bar to see its warps."),
+        h("p", { class: "caption" }, "One lane per SM, a row of it per program resident at once; each bar a program, from "
+          + "its start to its end, coloured by launch order (blue first, red last): bands of one colour are the waves of "
+          + "the grid. Click a bar to see its warps."),
         h("h4", {}, "Warps of a program ", this.picker), this.status, this.detail,
         legend(t, (i) => this.pickRegion(i)),
         h("h4", {}, "Where the time goes"), summaryTable(t),
@@ -191,7 +195,8 @@ class TimelineCard {
     }
     this.status.textContent = `Program ${formatPid(p.pid)} on SM ${p.sm}, from ${formatNs(p.start_ns)} to ${formatNs(p.end_ns)}`
       + `${p.truncated ? "; its warps recorded more spans than are shown" : ""}. Click a region to see its lines.`;
-    replaceChildren(this.detail, warpsFigure(this.t, p, (i) => this.pickRegion(i)));
+    const width = Math.max(320, this.detail.clientWidth || 640);  // drawn at its size: its text as the page's
+    replaceChildren(this.detail, warpsFigure(this.t, p, width, (i) => this.pickRegion(i)));
     this.markRegion();
   }
 
