@@ -22,9 +22,11 @@ SANDBOX_LAYERS = {
     "sandbox.jail": set(),
     "sandbox.launch": set(),
     "sandbox.trace": {"sandbox.launch"},
-    "sandbox.run": {"sandbox.launch", "sandbox.trace"},
-    "sandbox.grading": {"sandbox.launch", "sandbox.trace", "sandbox.run"},
-    "sandbox.worker": {"sandbox.jail", "sandbox.launch", "sandbox.trace", "sandbox.run", "sandbox.grading"},
+    "sandbox.timeline": {"sandbox.launch"},
+    "sandbox.run": {"sandbox.launch", "sandbox.trace", "sandbox.timeline"},
+    "sandbox.grading": {"sandbox.launch", "sandbox.trace", "sandbox.timeline", "sandbox.run"},
+    "sandbox.worker": {"sandbox.jail", "sandbox.launch", "sandbox.trace", "sandbox.timeline", "sandbox.run",
+                       "sandbox.grading"},
 }
 
 # app/'s rules: the web side calls down into dispatch; teaching registers its hooks at start (the

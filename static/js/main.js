@@ -300,7 +300,7 @@ on("run-result", () => {
 // that shows it, until the next run.
 function markStale() {
   const stale = Boolean(lastResult && resultSpec) && !sameLaunch(getSpec(), resultSpec);
-  for (const pane of ["#results", "#diagram", "#timings"]) $(pane)?.classList.toggle("edited", stale);
+  for (const pane of ["#results", "#diagram", "#timings", "#timeline"]) $(pane)?.classList.toggle("edited", stale);
   $("#status-line").dataset.edited = String(stale);
 }
 on("source-changed", markStale);

@@ -15,7 +15,7 @@ def result(**fields):
     base = {"run_id": None, "status": "ok", "device": INTERPRETER, "error": None, "stdout": "", "check": None,
             "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 12.5,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
-            "benchmarks": None, "claims": None, "server_check": None}
+            "benchmarks": None, "claims": None, "server_check": None, "timeline": None}
     unknown = set(fields) - set(base)
     assert not unknown, unknown
     return {**base, **fields}

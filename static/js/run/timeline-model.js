@@ -1,12 +1,6 @@
 // What the Timings tab's timeline shows, from a result's `timeline` part (docs/result.md), as plain
 // data and words: no DOM here (timeline.js draws it).
-import { formatCount, formatMs, formatPercent, formatPid } from "../shared/format.js";
-
-// A duration or an instant in ns as people read it: 55 ns, 1.84 µs, 1.69 ms.
-export function formatNs(ns) {
-  if (ns === null || ns === undefined || !Number.isFinite(ns)) return "–";
-  return Math.abs(ns) < 1000 ? `${Math.round(ns)} ns` : formatMs(ns / 1e6);
-}
+import { formatCount, formatNs, formatNumber, formatPercent, formatPid } from "../shared/format.js";
 
 // A region's colour from its first source line: the same line keeps its colour from run to run.
 export function lineColour(line) {
@@ -58,8 +52,8 @@ export function overheadWords(t) {
 
 export function resolutionWords(t) {
   const clock = t.clock.source === "measured" ? "measured over this launch" : "the device's nominal clock";
-  return `Regions are timed to one cycle of their SM (${t.resolution.ns_per_cycle.toFixed(3)} ns at `
-    + `${t.clock.ghz.toFixed(2)} GHz, ${clock}); program starts to the globaltimer's ${t.resolution.globaltimer_ns} ns.`;
+  return `Regions are timed to one cycle of their SM (${formatNumber(t.resolution.ns_per_cycle)} ns at `
+    + `${formatNumber(t.clock.ghz)} GHz, ${clock}); program starts to the globaltimer's ${t.resolution.globaltimer_ns} ns.`;
 }
 
 // The slowest program and why: the region where it lost most against the median program.

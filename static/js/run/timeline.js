@@ -4,9 +4,9 @@
 // editor), and a summary: overhead, resolution, share per region, the slowest program, SM imbalance.
 import { emit, on } from "../shared/hub.js";
 import { h, notesList, replaceChildren } from "../shared/dom.js";
-import { formatCount, formatPercent, formatPid } from "../shared/format.js";
+import { formatCount, formatNs, formatPercent, formatPid } from "../shared/format.js";
 import {
-  detailedPrograms, formatNs, imbalanceWords, laneGeometry, laneSlots, lineColour, orderColour, overheadWords, regionLines,
+  detailedPrograms, imbalanceWords, laneGeometry, laneSlots, lineColour, orderColour, overheadWords, regionLines,
   resolutionWords, slowestWords, ticks, warpLayout,
 } from "./timeline-model.js";
 

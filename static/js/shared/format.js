@@ -74,6 +74,12 @@ export function formatMs(ms) {
   return `${(ms / 1000).toFixed(2)} s`;
 }
 
+// A duration or an instant in ns (a timeline's): 55 ns, 1.84 µs, 1.69 ms.
+export function formatNs(ns) {
+  if (missing(ns) || !Number.isFinite(ns)) return MISSING;
+  return Math.abs(ns) < 1000 ? `${Math.round(ns)} ns` : formatMs(ns / 1e6);
+}
+
 // How long a run took, as a person waits for it: 840 ms, 3.1 s.
 export function formatElapsed(ms) {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
