@@ -12,6 +12,7 @@ import statistics
 MAX_BARS = 8192          # programs drawn as bars on their SM lanes; past it, a sample
 MAX_DETAILED = 48        # programs sent with their warps' regions
 MAX_SPANS_PER_WARP = 64  # a region inside a loop records each iteration: the first ones are kept
+MAX_SPANS = 24_000       # spans sent in all: fewer per warp where the programs have many warps
 MIN_FIT_NS = 20_000      # programs on one SM must span this much for the clock to be measured
 CLOCK_RANGE_GHZ = (0.3, 4.0)
 
@@ -26,6 +27,7 @@ def build(programs, regions, grid, num_warps, nominal_ghz, sm_count, kernel_ms):
     total_ns = max(p.end_ns for p in programs) - origin
     bars = sample(programs, MAX_BARS, durations)
     detailed = sample(programs, MAX_DETAILED, durations)
+    per_warp = max(4, min(MAX_SPANS_PER_WARP, MAX_SPANS // max(1, len(detailed) * num_warps)))
     notes = []
     if len(bars) < len(programs):
         notes.append(f"{len(programs):,} programs: {len(bars):,} of them drawn (the first, the last, the slowest, evenly spaced).")
@@ -38,7 +40,8 @@ def build(programs, regions, grid, num_warps, nominal_ghz, sm_count, kernel_ms):
         "programs_total": len(programs), "sampled": len(bars) < len(programs) or len(detailed) < len(programs),
         "regions": [{"name": r.name, "lines": r.lines, "marked": r.marked} for r in regions],
         "bars": [[p.block, p.sm, p.start_ns - origin, p.end_ns - origin] for p in bars],
-        "programs": [detail(p, grid, region_spans(p, ghz, origin), origin) for p in sorted(detailed, key=lambda p: p.block)],
+        "programs": [detail(p, grid, region_spans(p, ghz, origin, len(regions), per_warp), origin, per_warp)
+                     for p in sorted(detailed, key=lambda p: p.block)],
         "clock": {"ghz": round(ghz, 4), "source": clock_source},
         "resolution": {"cycles": 1, "ns_per_cycle": round(1 / ghz, 4), "globaltimer_ns": timer_step(programs)},
         "total_ns": total_ns, "kernel_ns": None if kernel_ms is None else round(kernel_ms * 1e6),
@@ -53,20 +56,20 @@ def pid_of(block, grid):
     return [block % gx, block // gx % gy, block // (gx * gy)]
 
 
-def region_spans(program, ghz, origin):
-    """Per warp: [region, start cycle, end cycle, start ns, end ns], cycles from the program's first
-    record, ns from the launch's first program."""
+def region_spans(program, ghz, origin, region_count, per_warp):
+    """Per warp, its first `per_warp` spans of known regions: [region, start cycle, end cycle, start
+    ns, end ns], cycles from the program's first record, ns from the launch's first program."""
     starts = [warp[0][1] for warp in program.warps if warp]
     base = min(starts) if starts else 0
     offset = program.start_ns - origin
     return [[[scope, s - base, e - base, round(offset + (s - base) / ghz), round(offset + (e - base) / ghz)]
-             for scope, s, e in warp[:MAX_SPANS_PER_WARP]] for warp in program.warps]
+             for scope, s, e in warp if scope < region_count][:per_warp] for warp in program.warps]
 
 
-def detail(program, grid, warps, origin):
+def detail(program, grid, warps, origin, per_warp):
     return {"pid": pid_of(program.block, grid), "block": program.block, "sm": program.sm,
             "start_ns": program.start_ns - origin, "end_ns": program.end_ns - origin, "warps": warps,
-            "truncated": any(len(w) > MAX_SPANS_PER_WARP for w in program.warps)}
+            "truncated": any(len(w) > per_warp for w in program.warps)}
 
 
 def sample(programs, most, durations):

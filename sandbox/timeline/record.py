@@ -44,6 +44,8 @@ def decode(buffer):
     version, _, header_bytes, payload_offset, _, _, blocks, units, scratch, recorded = (int(w) for w in words[:10])
     if version != VERSION or header_bytes != 4 * (HEADER_WORDS + recorded) or recorded != units:
         raise RecordError(f"unknown record layout (version {version}, {recorded} of {units} units recorded)")
+    if payload_offset + blocks * scratch > len(buffer) or scratch < 4 * (PROGRAM_WORDS + units):
+        raise RecordError(f"the record holds {len(buffer):,} bytes, fewer than its {blocks:,} programs need")
     programs = []
     for index in range(blocks):
         start = (payload_offset + index * scratch) // 4

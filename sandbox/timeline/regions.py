@@ -23,6 +23,9 @@ IMPORT = f"\nimport triton.profiler.language as {PROTON}\n"
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)#\s*region\b\s*:?\s*(?P<name>.*?)\s*$")
 END = re.compile(r"^(?P<indent>[ \t]*)#\s*endregion\b.*$")
 MAX_NAME = 48
+# What a region's name may hold: it is written into the instrumented source as a string literal and
+# into the compiler's IR as Proton's scope name, so nothing that could end either.
+NAME_CHARACTERS = re.compile(r"[^\w \-.:()/+*,=<>\[\]]")
 MAX_REGIONS = 32
 
 
@@ -76,7 +79,7 @@ def jit_functions(tree):
 
 def marked_regions(lines, functions):
     """[(Region, (begin line, end line))] of the markers, innermost closed first."""
-    spans = [(f.body[0].lineno, extended_end(lines, f)) for f in functions]
+    spans = [(f.lineno + 1, extended_end(lines, f)) for f in functions]
     inside = lambda number: any(first <= number <= last for first, last in spans)  # noqa: E731
     open_regions, found, names = [], [], set()
     for number, text in enumerate(lines, 1):
@@ -115,9 +118,10 @@ def extended_end(lines, function):
 
 
 def unique(name, line, names):
-    """The region's name: the marker's, printable and short, else "region at line N"; a name
+    """The region's name: the marker's, short, each character outside NAME_CHARACTERS an "_"
+    (else "region at line N"); a name
     already used gets its line added (Proton tells scopes apart by name)."""
-    name = "".join(c for c in name if c.isprintable())[:MAX_NAME].strip() or f"region at line {line}"
+    name = NAME_CHARACTERS.sub("_", name)[:MAX_NAME].strip() or f"region at line {line}"
     if name in names:
         name = f"{name} (line {line})"
     names.add(name)
