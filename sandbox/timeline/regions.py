@@ -16,8 +16,6 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from sandbox.errors import Refused
-
 PROTON = "_playground_proton"  # the name the instrumented source imports Proton's language as
 IMPORT = f"\nimport triton.profiler.language as {PROTON}\n"
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)#\s*region\b\s*:?\s*(?P<name>.*?)\s*$")
@@ -29,8 +27,9 @@ NAME_CHARACTERS = re.compile(r"[^\w \-.:()/+*,=<>\[\]]")
 MAX_REGIONS = 32
 
 
-class RegionError(Refused, ValueError):
-    """A region's markers that cannot be timed: the message names the line."""
+class RegionError(ValueError):
+    """A region's markers that cannot be timed: the message names the line (the run goes on, and
+    its notes say why there is no timeline)."""
 
 
 @dataclass
