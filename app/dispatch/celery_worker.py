@@ -14,8 +14,8 @@ processes watch (app.dispatch.runstate). This process is plain Python, never gev
 A worker takes runs only while its sandbox worker is warm, as a slot of the embedded pool does
 (Slot.keep_worker: a sandbox worker that will not start is tried again after 1 s, then ever less
 often, up to a minute). It does not consume from the broker until its first sandbox worker is ready,
-brings it back after each run before taking the next, and a run that reaches it while its sandbox
-worker cannot start (one that died while idle) goes back to the broker for another worker. Its
+brings it back after each run before taking the next, and a run that reaches it after its sandbox
+worker died while idle goes back to the broker for another worker. Its
 heartbeat says all along that it is dead, why, and when it tries again: the web processes' /healthz
 and /metrics report it.
 """
