@@ -7,6 +7,7 @@ from app.gallery import load_example
 from sandbox import result as results
 from sandbox.run.pipeline import run_spec
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
+from tests.test_timings import AUTOTUNED_ADD, HEURISTIC_ADD, without_block_size
 
 pytestmark = pytest.mark.gpu
 
@@ -80,3 +81,19 @@ def test_past_its_limit_the_programs_are_sampled_and_the_summary_covers_all():
     assert 8000 <= len(timeline["bars"]) <= 8192 and 40 <= len(timeline["programs"]) <= 48
     assert any("drawn" in note for note in timeline["notes"])
     assert timeline["clock"]["source"] == "measured"  # many programs ran one after another on each SM
+
+
+@pytest.mark.parametrize("source", [AUTOTUNED_ADD, HEURISTIC_ADD], ids=["autotuned", "heuristics"])
+def test_the_config_that_ran_is_the_one_timed(source):
+    """An autotuned kernel's timeline is of the config the autotuner chose (not tuned again under
+    the instrumentation); a heuristic's meta-parameter is the one it gives."""
+    spec = without_block_size(vector_add_spec(n=1 << 16, source=source, timeline=True))
+    result = run_spec(spec)
+    timeline = timeline_of(result)
+    if source is AUTOTUNED_ADD:
+        chosen = next(row for row in result["timings"]["autotune"] if row["chosen"])["config"]
+        block, warps = chosen["BLOCK_SIZE"], chosen["num_warps"]
+    else:
+        block, warps = (1 << 16) // 4, 4
+    assert timeline["num_warps"] == warps
+    check_shape(timeline, (1 << 16) // block, ["kernel"])
