@@ -153,7 +153,8 @@ def lacked_by_triton(exc, phase, line=None):
     shown = {"triton.language": "tl"}.get(module, module)
     version = triton_version()
     return RunError(phase, f"Triton {version} has no {shown}.{name}: this kernel uses something this version lacks "
-                           f"({module} has no attribute '{name}')", type=type(raised).__name__, line=line,
+                           f"({module} has no attribute '{name}')", line=line,
+                    type="AttributeError" if found["module"] else "ImportError",
                     field="options.triton",
                     hint=f"Another Triton release may have it (newer releases add functions and drop old "
                          f"ones): choose one beside num_warps (options.triton; GET /api/spec lists this "

@@ -99,7 +99,7 @@ def test_a_kernel_using_what_only_the_newer_version_has_runs_there_and_fails_on_
     error = result["error"]
     assert result["status"] == "error" and result["device"]["triton"] == older
     assert error["message"].startswith(f"Triton {older} has no tl.atomic_load"), error
-    assert error["field"] == "options.triton" and error["line"] == 9
+    assert error["field"] == "options.triton" and error["line"] == 9 and error["type"] == "AttributeError"
 
 
 def test_kernels_are_kept_per_version(app, client):

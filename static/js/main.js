@@ -14,6 +14,7 @@ import { initHistory } from "./editor/history.js";
 import { initShare, initExport, isOwnSnippet, linkPrompt } from "./editor/share.js";
 import { initPuzzle, openingSpec, setPuzzleClass } from "./teach/puzzle.js";
 import { initCompare } from "./run/compare.js";
+import { initVersions } from "./run/versions.js";
 import { initStep } from "./run/step.js";
 import { uiRules } from "./shared/ui-rules.js";
 import { initScript, optionsFor, scriptMode, scriptSpec } from "./run/script.js";
@@ -150,6 +151,7 @@ initDiagramTab($("#diagram"), {
 initPuzzle({ tab: $('[data-tab="puzzle"]'), panel: $("#puzzle"), teachButton: $("#teach-button"), getSpec, setSpec,
              confirmReplace: (what) => drafts.confirmReplace(what), words: initial.spec_schema.failure_words });
 if ($("#compare")) initCompare({ panel: $("#compare"), spec: getSpec, options: initial.spec_schema.options, stages: irStages });
+if ($("#versions-compare")) initVersions({ host: $("#versions-compare"), spec: getSpec, tritons: initial.spec_schema.tritons });
 if ($("#step")) initStep({ panel: $("#step"), spec: getSpec });
 // The UI state a link saves: pane and pid always, the other fields only when set, so that a page
 // saved again without them keeps the link it came from (links are content-addressed).

@@ -6,6 +6,7 @@ import { findJitFunctions, parseShape } from "./pysource.js";
 import { addRow, initInputsTable, inputRows, loadInputs, rowExpression } from "./inputs-table.js";
 import { launchProblems } from "./launch-check.js";
 import { estimate, estimateWarning } from "./estimate.js";
+import { initTritonPicker, readTriton, setTriton } from "./triton-picker.js";
 
 const CHECKBOXES = ["check", "bench", "trace", "ir", "timeline"];
 const DEVICE_LABELS = { gpu: "GPU" };
@@ -185,6 +186,7 @@ function setOptions(options) {
   for (const key of CHECKBOXES) els.options[key].checked = Boolean(value(key));
   state.loadedFlops = options.flops ?? null;
   els.flops.value = state.loadedFlops === null ? "" : String(state.loadedFlops);
+  setTriton(options);
 }
 
 // options.flops: empty → null (no FLOP count), a plain number → a number, else an expression.
@@ -196,7 +198,7 @@ function flopsValue(text) {
 
 function readOptions() {
   const options = { num_warps: Number(els.warps.value), num_stages: Number(els.stages.value), device: els.device.value,
-                    flops: flopsValue(els.flops.value.trim()) };
+                    flops: flopsValue(els.flops.value.trim()), triton: readTriton() };
   for (const key of CHECKBOXES) options[key] = els.options[key].checked;
   return options;
 }
@@ -272,6 +274,7 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
     estimate: root.querySelector("#launch-estimate"),
     options: Object.fromEntries(CHECKBOXES.map((key) => [key, root.querySelector(`#opt-${key}`)])),
   };
+  els.triton = initTritonPicker(root, specSchema);
   els.kernel.addEventListener("change", () => { state.kernel = els.kernel.value; renderArgs(); });
   for (const name of ["warps", "stages"]) {
     els[name].addEventListener("change", () => emit("meta-parameter-changed", { name: `num_${name}` }));
@@ -348,7 +351,8 @@ function controlOf(field) {
     case "inputs": return name ? row?.querySelector(":is(.cell-expr, .cell-shape) input") : els.tbody.closest("table");
     case "reference": return name ? row?.querySelector(".cell-ref input") : els.tbody.closest("table");
     case "options": {
-      const controls = { num_warps: els.warps, num_stages: els.stages, device: els.device, flops: els.flops, ...els.options };
+      const controls = { num_warps: els.warps, num_stages: els.stages, device: els.device, flops: els.flops, triton: els.triton,
+                         ...els.options };
       return controls[name] ?? els.optionsRow;
     }
     default: return null;
