@@ -230,6 +230,21 @@ def test_range_over_cdiv_runs_after_the_compat_patch(kernels):
     assert out.tolist() == [12.0, 15.0, 8.0, 10.0]
 
 
+def test_a_device_function_patches_the_language_once_per_launch_and_leaves_it_as_found(kernels, monkeypatch):
+    """tl.sum is a device function: the interpreter patched triton.language again at each of its
+    calls (~7 ms apiece, most of a softmax's launch); once per module's globals a launch is enough."""
+    import triton.language as tl
+    patched, original = [], interpreter._patch_lang
+    monkeypatch.setattr(interpreter, "_patch_lang", lambda fn: patched.append(fn) or original(fn))
+    before = {name: getattr(tl.core.tensor, name, None) for name in ("__index__", "__add__", "T")}
+    core_sum = tl.core.reduce
+    a, out = torch.randn(64, 8), torch.empty(64)
+    traced(kernels, {"a": a, "out": out}, kernels.row_sum_kernel, (64,), a, out, 8, BLOCK_N=8)
+    assert torch.allclose(out, a.sum(1), atol=1e-5)
+    assert len(patched) <= 3  # the kernel's module, and standard.py's: not once per program's tl.sum
+    assert {name: getattr(tl.core.tensor, name, None) for name in before} == before and tl.core.reduce is core_sum
+
+
 def test_atomics_are_recorded_and_count_as_writes(kernels):
     x = torch.tensor([0, 1, 1, 3, 3, 3], dtype=torch.int32)
     counts, top, flag = torch.zeros(5, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
