@@ -32,7 +32,11 @@ SERVER_TYPES = ("job", "warm", "compile", "preempt")
 WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial", "timed", "result", "warming", "compiled",
                 "preempted")
 # A run process's messages to its worker, once it has its job.
-RUN_TYPES = ("status", "sanitized", "partial", "timed", "result")
+# `finished`: a script's program has ended, {"result": its result so far}, before the page's own steps
+# (timing, IR): its worker keeps it, and delivers it should a step run past SCRIPT_STEPS_S.
+RUN_TYPES = ("status", "sanitized", "partial", "timed", "finished", "result")
+# The server's own check of a script's shown launch (sandbox.grading.recheck), after its steps: its bound.
+RECHECK_BUDGET_S = 10.0
 # Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead): with its run, the
 # processes whose memory the server counts per worker (app.dispatch.memory).
 MAX_COMPILES_AHEAD = 2

@@ -38,7 +38,8 @@ PUZZLE = {"name": (str,), "ok": (bool,), "tests": (list,), "expected": (dict, ty
 SWEEP = {"params": (list,), "rows": (list,), "best": (int, type(None)), "clear": (bool,), "interpreter": (bool,)}
 STEPS = {"pid": (list,), "grid": (list,), "function": (str,), "initial": (dict,), "steps": (list,), "values": (list,), "accesses": (list,),
          "tensors": (dict,), "truncated": (bool,)}
-LAUNCHES = {"total": (int,), "selected": (int, type(None)), "list": (list,)}
+LAUNCHES = {"total": (int,), "selected": (int, type(None)), "list": (list,), "program_ms": OPTIONAL_NUMBER,
+            "replay": (dict, type(None))}
 LAUNCH = {"index": (int,), "kernel": (str,), "line": (int, type(None)), "grid": (list,), "args": (list,),
           "num_warps": (int,), "num_stages": (int,), "config": (dict, type(None)), "ms": OPTIONAL_NUMBER,
           "bounds": (str,)}

@@ -299,7 +299,7 @@ def _normalize_script(spec):
 
 
 def is_script(spec):
-    return spec.get("mode") == "script"
+    return isinstance(spec, dict) and spec.get("mode") == "script"
 
 
 SCRIPT_NOT_AHEAD = "a script compiles its kernels as it runs: compiling ahead takes a form run's spec"

@@ -75,7 +75,7 @@ launch = {"index": 0, "kernel": "spill", "line": 20, "grid": [1, 1, 1], "args": 
           "num_stages": 3, "config": None, "ms": 0.0001, "bounds": "ok"}
 summary = {"median": 0.0001, "p20": 0.0001, "p80": 0.0001, "n": 100}
 result.update(status="ok", error=None, claims=None, notes=[],
-              launches={"total": 1, "selected": 0, "list": [launch]},
+              launches={"total": 1, "selected": 0, "list": [launch], "program_ms": 1.0, "replay": None},
               check={"ok": True, "outputs": {}})
 def send(type, **content):
     os.write(4, (json.dumps({"type": type, "id": "0", "run_id": run_id, "content": content}) + "\\n").encode())

@@ -123,7 +123,7 @@ def test_an_exception_in_the_program_names_its_line(app):
     source = "import torch\n\nx = torch.zeros(4)\ny = x + undefined_name\n"
     result, _ = run_script(app, source)
     assert result["error"]["type"] == "NameError" and result["error"]["line"] == 4
-    assert result["launches"] == {"total": 0, "selected": None, "list": []}
+    assert {key: result["launches"][key] for key in ("total", "selected", "list")} == {"total": 0, "selected": None, "list": []}
 
 
 def test_a_spec_field_of_the_form_is_refused_in_a_script(app):
@@ -446,3 +446,19 @@ def test_the_gpu_paths_check_runs_on_copies_and_stops_a_stray_store(tmp_path):
             assert torch.equal(out, torch.full_like(out, 7.0))
     assert len(capture.instrumented) == 1  # defined once, beside the program, which did not run again:
     assert namespace["calls"] == ["the program ran"]
+
+
+@pytest.mark.integration
+def test_a_finished_programs_result_survives_the_pages_steps_running_long(tmp_path):
+    """The program uses most of its time limit; the page's own steps after it (timing, the IR's
+    compile) have a bound of their own (SCRIPT_STEPS_S, made tiny here), and running past it they
+    are stopped, the program's result delivered whole, saying which step was cut short."""
+    source = program("axpy_clamp.py") + "\nimport time\ntime.sleep(7)\nprint('the program ended')\n"
+    with running_app(tmp_path, WORKERS=1, RUN_TIMEOUT_S=9.0, SCRIPT_STEPS_S=0.05) as app:
+        result, events = run_script(app, source)
+    assert result["status"] == "ok", result["error"]
+    assert "the program ended" in result["stdout"] and result["launches"]["total"] == 2
+    assert result["trace"] is not None and result["launches"]["selected"] == 0
+    assert result["ir"] is None
+    assert any("SCRIPT_STEPS_S" in note and "the program's result is whole" in note for note in result["notes"])
+    assert result["server_check"]["bounds"] == "ok"  # the server's check has a bound of its own

@@ -4,6 +4,7 @@ both implement, and what both answer with."""
 from typing import Protocol
 
 from sandbox.errors import Refused
+from sandbox.protocol import RECHECK_BUDGET_S
 
 
 class Dispatcher(Protocol):
@@ -107,10 +108,16 @@ class RunLost(Refused):
     status, phase = 503, "timeout"
 
 
-def wait_bound_s(config):
+def longest_run_s(config, script):
+    """The longest a run may hold its worker: its own time (a script's program's), and for a script
+    the page's steps after its program (SCRIPT_STEPS_S) and the server's check of its shown launch."""
+    return config["RUN_TIMEOUT_S"] + (config["SCRIPT_STEPS_S"] + RECHECK_BUDGET_S if script else 0.0)
+
+
+def wait_bound_s(config, script=False):
     """How long POST /api/run waits for its result at most: past it the run was lost (its slot stuck,
     or every worker failing to start), and the caller gets an error, not a hang."""
-    return config["QUEUE_WAIT_S"] + config["RUN_TIMEOUT_S"] + config["RUN_GRACE_S"] + config["WAIT_MARGIN_S"]
+    return config["QUEUE_WAIT_S"] + longest_run_s(config, script) + config["RUN_GRACE_S"] + config["WAIT_MARGIN_S"]
 
 
 def health_of(workers, ready, queued):

@@ -12,7 +12,7 @@ from app.dispatch.interface import QueueFull, RunLost, health_of, route_triton, 
 from app.dispatch.jobs import CompileRequest, Job, JobQueue, ordinal, stopped
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
 from sandbox import tritons
-from sandbox.spec import compile_key
+from sandbox.spec import compile_key, is_script
 
 COMPILES_ANSWERED = 4096  # compile ids whose answer still has a client to go to
 # A host without a GPU: two workers, so that a run rarely waits for the next warm run process.
@@ -191,7 +191,7 @@ class Pool:
                 done.set()
 
         run_id = self.submit(spec, owner, from_link=from_link, listener=listener, address=address)
-        bound_s = wait_bound_s(self.config)
+        bound_s = wait_bound_s(self.config, is_script(spec))
         if not done.wait(bound_s):
             self.jobs.withdraw(lambda job: job.run_id == run_id)
             raise RunLost(f"the server could not finish this run within {bound_s:g} s; try again")

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 import redis
 from celery import Celery
 
-from app.dispatch.interface import (AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of,
+from app.dispatch.interface import (AddressQueueFull, OwnerQueueFull, QueueFull, RunLost, health_of, longest_run_s,
                                     route_triton, wait_bound_s)
 from app.dispatch.jobs import Job, address_full_message, ordinal, owner_full_message, stopped
 from app.dispatch.runstate import REPLY_KEEP_S, WITHDRAWN, RunState
 from sandbox import result as results
 from sandbox import tritons
 from sandbox.errors import RunError
+from sandbox.spec import is_script
 
 log = logging.getLogger(__name__)
 TASK, QUEUE = "playground.run", "playground-runs"
@@ -99,7 +100,7 @@ class CeleryDispatcher:
         self.route(job.triton)
         try:
             # Runs older than a run can wait and run are gone from the line (their web process died).
-            stale_before = self.state.now() - wait_bound_s(self.config)
+            stale_before = self.state.now() - wait_bound_s(self.config, script=True)
             place = self.state.enqueue(job.run_id, job.owner, self.config["QUEUE_LIMIT"],
                                        self.config["QUEUE_PER_OWNER"], stale_before, address,
                                        self.config.get("QUEUE_PER_ADDRESS") or 0)
@@ -161,7 +162,7 @@ class CeleryDispatcher:
 
     def run(self, spec, owner, from_link=False, address=None):
         run_id = self.submit(spec, owner, from_link=from_link, address=address)
-        bound_s = wait_bound_s(self.config)
+        bound_s = wait_bound_s(self.config, is_script(spec))
         try:
             result = self.state.wait_reply(run_id, bound_s)
         except redis.RedisError as e:
@@ -200,7 +201,7 @@ class CeleryDispatcher:
         except redis.RedisError as e:
             return {"ok": False, "problems": [f"Redis at REDIS_URL: {e}"], "workers": [], "queued": None,
                     "device": None, "isolation": None, "error": f"Redis at REDIS_URL: {e}"}
-        stuck_s = self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"] + self.config["STUCK_MARGIN_S"]
+        stuck_s = longest_run_s(self.config, script=True) + self.config["RUN_GRACE_S"] + self.config["STUCK_MARGIN_S"]
         for worker in workers:  # its own clock decides busy_s; stuck is decided here, as embedded
             worker["stuck"] = worker["busy_s"] is not None and worker["busy_s"] > stuck_s
         ready = next((w for w in workers if w.get("device")), None)
@@ -221,9 +222,10 @@ class CeleryDispatcher:
         if not waiting:
             return
         online = {w["worker"] for w in self.state.workers()}
-        wait_s, run_s = self.config["QUEUE_WAIT_S"], self.config["RUN_TIMEOUT_S"] + self.config["RUN_GRACE_S"]
+        wait_s = self.config["QUEUE_WAIT_S"]
         for run in waiting:
             run_id, now = run.job.run_id, time.monotonic()
+            run_s = longest_run_s(self.config, is_script(run.job.spec)) + self.config["RUN_GRACE_S"]
             by = self.state.taken_by(run_id)
             if self.state.finished(run_id) or by == WITHDRAWN:
                 run.finished = run.finished or now

@@ -19,12 +19,13 @@ import threading
 import time
 from typing import Callable
 
+from app.dispatch.interface import longest_run_s
 from app.dispatch.jobs import CompileRequest, stopped
 from app.dispatch.kept import ReferenceTimes, SanitizedLaunches
 from app.gallery import list_examples, load_example
 from sandbox import gpus, protocol, settings, tritons
 from sandbox.errors import RunError, StartError
-from sandbox.spec import timing_key as spec_timing_key
+from sandbox.spec import is_script, timing_key as spec_timing_key
 
 log = logging.getLogger(__name__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -189,7 +190,8 @@ class Slot:
         """Busy past a run's timeout, its grace and STUCK_MARGIN_S (the kill and the error result take
         less): no path of Slot._run takes that long, so /healthz says the server is not ok."""
         busy_s, config = self.busy_s(), self.config
-        return busy_s is not None and busy_s > config["RUN_TIMEOUT_S"] + config["RUN_GRACE_S"] + config["STUCK_MARGIN_S"]
+        script = self.job is not None and is_script(self.job.spec)
+        return busy_s is not None and busy_s > longest_run_s(config, script) + config["RUN_GRACE_S"] + config["STUCK_MARGIN_S"]
 
     def info(self):
         worker = self.worker
@@ -357,7 +359,7 @@ class Slot:
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return
-        deadline = time.monotonic() + timeout_s + self.config["RUN_GRACE_S"]
+        deadline = time.monotonic() + longest_run_s(self.config, is_script(job.spec)) + self.config["RUN_GRACE_S"]
         try:
             self.worker.send(line, deadline)
         except TimeoutError:

@@ -294,8 +294,10 @@ class Capture(LaunchPass):
             return None
         return wanted if wanted in self.kept else None
 
-    def listing(self, chosen):
-        return {"total": self.total, "selected": chosen, "list": self.launches}
+    def listing(self, chosen, program_ms=None):
+        """result.launches: `replay` is the server's to say (the worker's, once the run has ended)."""
+        return {"total": self.total, "selected": chosen, "list": self.launches, "program_ms": program_ms,
+                "replay": None}
 
 
 class Warmed:

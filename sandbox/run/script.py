@@ -12,6 +12,8 @@ run. An out-of-bounds access stops its launch before it happens and ends the run
 even where the program catches the exception. On a GPU the same capture hooks the compiled launch
 path instead, each launch checked by the GPU tracer first (sandbox.run.script_gpu).
 """
+import time
+
 from sandbox import result as results
 from sandbox.launch.ir import compile_kernel
 from sandbox.launch.kernel import as_run_error, write_source
@@ -22,10 +24,14 @@ from sandbox.run.script_gpu import GpuCapture
 
 def run_script(spec, emit, scratch, limits, device):
     """Run the program of a `"mode": "script"` spec where `device` (result.device) says: Triton's
-    interpreter, or the GPU (sandbox.run.script_gpu); the result lists its launches."""
+    interpreter, or the GPU (sandbox.run.script_gpu); the result lists its launches. Once the program
+    has ended, its result so far goes to the worker (`finished`) before the page's own steps (timing
+    and compiling the shown launch), which its worker bounds apart from the program's time: a step
+    that runs long never takes the program's result with it."""
     result = results.new(device)
     path = f"{scratch}/program.py"
     capture = None
+    start = time.perf_counter()
     try:
         write_source(spec["source"], path)
         if device["kind"] == "gpu":
@@ -35,16 +41,20 @@ def run_script(spec, emit, scratch, limits, device):
         emit("status", {"phase": "running", "message": f"running the program {capture.where}"})
         failure = capture.run_program(spec["options"]["seed"])
         chosen = capture.chosen()
-        result["launches"] = capture.listing(chosen)
+        result["launches"] = capture.listing(chosen, (time.perf_counter() - start) * 1e3)
         result["benchmarks"] = capture.benchmarks.charts or None
         result["notes"] += capture.notes
-        if chosen is not None:
-            show(result, capture.kept[chosen], chosen, capture, emit)
+        kept = capture.kept.get(chosen)
+        if kept is not None:
+            show_trace(result, kept, emit)
         error = capture.error or failure
         if error is not None:
             results.fail(result, error)
         elif capture.total == 0:
             result["notes"].append("The program launched no Triton kernel.")
+        emit("finished", {"result": result})
+        if kept is not None and kept.ms is not None:
+            show_steps(result, kept, chosen, capture, emit)
     except Exception as e:
         results.fail(result, as_run_error(e, path, "program", "running the program"))
         if capture is not None and result["launches"] is None:
@@ -52,21 +62,21 @@ def run_script(spec, emit, scratch, limits, device):
     return result
 
 
-def show(result, kept, index, capture, emit):
-    """The chosen launch's trace, timings and IR, each sent as soon as it is ready (the trace may
-    have been sent already, as its launch ran); a launch that failed has its trace up to the failure
-    only."""
+def show_trace(result, kept, emit):
+    """The chosen launch's trace (it may have been sent already, as its launch ran); a launch that
+    failed has its trace up to the failure only."""
+    result["trace"] = kept.trace
+    if not kept.sent and kept.trace is not None:
+        emit("partial", {"part": "trace", "content": kept.trace})
+
+
+def show_steps(result, kept, index, capture, emit):
+    """The page's own steps for the chosen launch: its timings and IR, each sent as soon as it is ready."""
     def ready(part, content):
         result[part] = content
         if content is not None:
             emit("partial", {"part": part, "content": content})
 
-    if kept.sent:
-        result["trace"] = kept.trace
-    else:
-        ready("trace", kept.trace)
-    if kept.ms is None:
-        return
     if capture.options["bench"]:
         emit("status", {"phase": "bench", "message": f"timing launch {index}"})
         ready("timings", capture.timings(kept, index))

@@ -19,6 +19,7 @@ import time
 import traceback
 
 from sandbox import protocol, tritons
+from sandbox.protocol import RECHECK_BUDGET_S
 from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
@@ -29,7 +30,6 @@ from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
-RECHECK_BUDGET_S = 10.0  # the server's check of a script's shown launch, past the program's own run
 
 
 def warm_compiler(has_gpu):
@@ -103,6 +103,8 @@ class Worker:
         self.spare_count = 2
         self.spares = collections.deque()
         self.parts = PartsSent()  # of the run being relayed
+        self.finished = None  # a script's result as its program ended (its line, when), before its steps
+        self.step = None  # the status of the step under way, for a step cut short to name
         self.input = ServerInput()
         self.taken = []  # the run processes the job under way took
 
@@ -213,6 +215,10 @@ class Worker:
             if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
                 return line + b"\n", None, charged
             return None, RunError("sandbox", "the run process sent a malformed result"), charged
+        if script and msg is not None and msg["type"] == "finished" and content is not None and self.finished is None:
+            if isinstance(content.get("result"), dict) and not results.problems_at_top(content["result"]):
+                self.finished = (line, time.monotonic())  # kept, should a step after the program run long
+                return None, None, charged
         if msg is not None and msg["type"] == "partial" and content is not None and part_shape_ok(content):
             if self.parts.run_id != run_id:
                 self.parts = PartsSent(run_id)
@@ -229,7 +235,8 @@ class Worker:
         elif msg["type"] == "timed" and timed_shape_ok(content):
             self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
         elif status_shape_ok(content):
-            self.send(protocol.message("status", run_id, phase=content["phase"], message=content["message"][:1000]))
+            self.step = content["message"][:1000]
+            self.send(protocol.message("status", run_id, phase=content["phase"], message=self.step))
         return None, None, charged
 
     def relay_part(self, part, line):
@@ -284,7 +291,10 @@ class Worker:
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
         died = False
+        self.finished = self.step = None
         while result is None and error is None and not died:
+            if self.finished is not None:  # the program has ended: its steps have a bound of their own
+                deadline = self.finished[1] + self.settings.script_steps_s
             kind, data = run.next_message(deadline, self.input.listener(run_id))
             if kind == "out":
                 charged += len(data)
@@ -294,6 +304,8 @@ class Worker:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
                 result, error, charged = self.relay(run_id, data, charged, output_limit, script)
+            elif kind == "timeout" and self.finished is not None:
+                result = self.steps_cut_short(run_id)
             elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():
                 error = RunError("limit", f"the run used all of its {self.settings.limits.memory_mb} MB of memory "
                                           f"(all its processes together) and stalled; it was stopped after {timeout_s:g} s")
@@ -321,7 +333,7 @@ class Worker:
             result, error = self.grade(run_id, result, grading, job.spec, deadline)
         if script and error is None:
             run.finish(self.kernel_caches)  # nothing of the program runs while the server checks its launch
-            result = self.checked_script(run_id, result, job.spec, deadline)
+            result = self.checked_script(run_id, result, job.spec)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
@@ -333,6 +345,15 @@ class Worker:
         self.spares.append(self.new_run_process())
         if not died and grading is None and not (script and error is None):
             run.finish(self.kernel_caches)
+
+    def steps_cut_short(self, run_id):
+        """The result a script's program ended with, when a step of the page's after it (timing, IR)
+        ran past SCRIPT_STEPS_S: delivered whole, saying which step was stopped."""
+        result = protocol.decode(self.finished[0], protocol.RUN_TYPES)["content"]["result"]
+        result["notes"].append(f"The program ran to its end; the page's own step after it ({self.step or 'its steps'}) "
+                               f"took longer than its {self.settings.script_steps_s:g} s (SCRIPT_STEPS_S) and was "
+                               f"stopped: what the steps had not finished is missing, the program's result is whole.")
+        return protocol.encode(protocol.message("result", run_id, result=result), nan_to_null=True)
 
     def grade(self, run_id, line, grading, spec, deadline):
         """The graded result: the student's run (`line`) with the verdict of a grader, a fresh run
@@ -361,7 +382,7 @@ class Worker:
                              f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
         return outcome, error
 
-    def checked_script(self, run_id, line, spec, deadline):
+    def checked_script(self, run_id, line, spec):
         """A script's result line, marked as its program's word, with the server's own check of the
         launch it shows: a fresh run process given the source the server kept and that launch's
         record, within RECHECK_BUDGET_S (sandbox.grading.recheck)."""
@@ -371,7 +392,7 @@ class Worker:
         if launch is not None:
             self.send(protocol.message("status", run_id, phase="checking",
                                        message=f"the server checks launch {launch['index']} again, without the program"))
-            budget = min(deadline, time.monotonic() + RECHECK_BUDGET_S)
+            budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
             verdict, error = self.run_checker(run_id, "recheck", {"source": spec["source"], "launch": launch},
                                               recheck_ok, budget)
             if error is not None:

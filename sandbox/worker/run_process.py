@@ -58,6 +58,7 @@ class Settings:
     devices: tuple = field(default=())
     shared_kernels: str = None  # the gallery's compiled kernels, lent read-only to every run (None: off)
     cuda_visible_devices: str = None  # the worker's GPUs as a run names them: by UUID (sandbox.gpus.by_uuid)
+    script_steps_s: float = settings.default("SCRIPT_STEPS_S")  # a script's steps after its program
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
@@ -71,7 +72,7 @@ class Settings:
         visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
         return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
                    value("RUN_TIMEOUT_S"), value("OUTPUT_LIMIT_BYTES"), trace_limits,
-                   tuple(isolation.gpu_devices()) if has_gpu else (), shared, visible)
+                   tuple(isolation.gpu_devices()) if has_gpu else (), shared, visible, value("SCRIPT_STEPS_S"))
 
     @property
     def jailed(self):
