@@ -104,17 +104,21 @@ def _expect(cond, message, field):
         raise SpecError(message, field)
 
 
-def definitions(source):
+def definitions(source, in_place=False):
     """The program's imports, functions, classes and constant assignments, in order: what a form run's
-    import of the source may execute (not the launches, checks and benchmarks of the program)."""
+    import of the source may execute (not the launches, checks and benchmarks of the program).
+    `in_place`: each on its own lines, the rest blank, so that its lines are the program's (a
+    launch replayed alone, sandbox.run.replay: its errors name them, and Triton's cache, whose key
+    holds a kernel's first line, finds what the program's run compiled)."""
     tree = parse_source(source, "the program")
     lines = source.splitlines()
-    kept = []
+    kept, blank = [], [""] * len(lines)
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) or _is_constant(node):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             kept.append("\n".join(lines[first - 1:node.end_lineno]))
-    return "\n\n".join(kept) + "\n"
+            blank[first - 1:node.end_lineno] = lines[first - 1:node.end_lineno]
+    return "\n".join(blank) + "\n" if in_place else "\n\n".join(kept) + "\n"
 
 
 def _is_constant(node):

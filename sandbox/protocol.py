@@ -95,10 +95,12 @@ class Job:
     compile_ahead: bool = False      # compile what a run of the spec would, launching nothing (sandbox.worker.ahead)
     grade: dict = None               # a grader's job (sandbox.grading.grader): it runs no module and has no spec
     recheck: dict = None             # the server's check of a script's launch (sandbox.grading.recheck): no program runs
+    replay: dict = None              # {"launch": a record}: a script's launch alone, from the inputs its worker kept
+                                     # from the run that listed it (sandbox.run.replay): no program runs
 
     _KINDS = {"owner": (str, type(None)), "provenance": (str,), "sanitized_before": (bool,), "compiled_ahead": (bool,),
              "reference_times": (dict,), "grading": (dict, type(None)), "compile_ahead": (bool,),
-             "grade": (dict, type(None)), "recheck": (dict, type(None))}
+             "grade": (dict, type(None)), "recheck": (dict, type(None)), "replay": (dict, type(None))}
 
     @classmethod
     def read(cls, content):

@@ -26,9 +26,10 @@ def script_spec(source, **options):
     return {"mode": "script", "source": source, "options": options}
 
 
-def run_script(app, source, **options):
-    """(result, the events the client got) of one script run over Socket.IO."""
-    client = socketio.test_client(app)
+def run_script(app, source, client=None, **options):
+    """(result, the events the client got) of one script run over Socket.IO (by `client`, one person,
+    else a new one)."""
+    client = client or socketio.test_client(app)
     ack = client.emit("run", {"spec": script_spec(source, **options)}, callback=True)
     assert "run_id" in ack, ack
     events = collect_until_result(client, ack["run_id"], timeout_s=90)
@@ -462,3 +463,37 @@ def test_a_finished_programs_result_survives_the_pages_steps_running_long(tmp_pa
     assert result["ir"] is None
     assert any("SCRIPT_STEPS_S" in note and "the program's result is whole" in note for note in result["notes"])
     assert result["server_check"]["bounds"] == "ok"  # the server's check has a bound of its own
+
+
+def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
+    """Another launch of the listed ones is shown from the inputs kept from the run that listed it:
+    the program does not run again (it prints nothing), and the launch is traced, timed, compiled and
+    checked by the server as it was. Someone else's selection finds nothing of the first person's."""
+    client, source = socketio.test_client(app), program("axpy_clamp.py")
+    start = time.monotonic()
+    first, _ = run_script(app, source, client)
+    first_s = time.monotonic() - start
+    assert first["launches"]["replay"] == {"kept": [0, 1], "why": None}
+    assert first["stdout"].count("largest gap from torch") == 1 and first["launches"]["program_ms"] > 0
+    start = time.monotonic()
+    shown, events = run_script(app, source, client, launch=1)
+    shown_s = time.monotonic() - start
+    print(f"\nfirst run {first_s:.2f} s, launch 1 selected {shown_s:.2f} s ({shown_s / first_s:.2f}x)")
+    assert shown["status"] == "ok", shown["error"]
+    assert "largest gap from torch" not in shown["stdout"]  # the program did not run again
+    assert any("replayed alone" in note for note in shown["notes"])
+    assert shown["launches"]["selected"] == 1 and shown["launches"]["list"] == first["launches"]["list"]
+    assert shown["launches"]["replay"] == first["launches"]["replay"]
+    listed = first["launches"]["list"][1]
+    assert shown["trace"]["grid"] == listed["grid"] and shown["trace"]["tensors"]["out_ptr"]["shape"] == [8192]
+    assert shown["trace"]["coverage"]["out_ptr"]["unwritten"] == 0
+    assert shown["timings"] is not None and "ttir" in shown["ir"]
+    assert shown["server_check"] == {"launch": 1, "bounds": "ok", "message": None}
+    assert shown["claims"] == first["claims"]
+
+    # Someone else's selection of the same program runs it whole, and says so before it does.
+    other, events = run_script(app, source, launch=1)
+    assert other["stdout"].count("largest gap from torch") == 1 and other["launches"]["selected"] == 1
+    statuses = [e["args"][0]["message"] for e in events if e["name"] == "run_status"]
+    assert any(message.startswith("re-running the whole program to show launch 1") for message in statuses)
+    assert other["trace"]["coverage"] == shown["trace"]["coverage"]

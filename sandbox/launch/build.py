@@ -183,14 +183,15 @@ def flop_count(expr, scope):
     return value
 
 
-def prepare(spec, path, interpret, device):
+def prepare(spec, path, interpret, device, given_inputs=None):
     """A launch of `spec` from its source file at `path`, for the interpreter or the compiler: the
     kernel, the names expressions see, the inputs on `device` (and which are poisoned), the arguments,
-    the grid and the scope later expressions see."""
+    the grid and the scope later expressions see. `given_inputs`: the inputs as tensors already
+    (a script's launch replayed: sandbox.run.replay), in place of the spec's expressions."""
     module = load_module(path, interpret)
     kernel = find_kernel(module, spec["kernel"])
     namespace = expression_namespace(module)
-    inputs, poisoned = build_inputs(spec, namespace, device)
+    inputs, poisoned = (given_inputs, set()) if given_inputs is not None else build_inputs(spec, namespace, device)
     with torch.device(device):  # a tensor made in an argument expression goes where the inputs are
         args, scope = build_args(spec, kernel, {**namespace, **inputs})
     return kernel, namespace, inputs, poisoned, args, build_grid(spec, args, scope), scope

@@ -26,6 +26,7 @@ from sandbox.run.launch_pass import LaunchPass, interpreter_tracer
 from sandbox.run.launch_record import (DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, bind, describe_launch, grid_text,
                                        resolve_grid)
 from sandbox.run.origins import Origins
+from sandbox.run.replay import InputKeeper
 from sandbox.trace import provenance
 
 MAX_LAUNCHES = 1000  # launches listed; past them a program's launches are counted, still checked
@@ -79,6 +80,9 @@ class Capture(LaunchPass):
         self.analyses = {}      # kernel name -> its provenance analysis
         self.notes = []
         self.benchmarks = Benchmarks(options["benchmarks"] == "all", self.notes, self.clock)
+        # Each listed launch's inputs, kept for a replay of it alone (sandbox.run.replay), where the run may keep them.
+        kept_bytes = limits.get("kept_inputs_bytes", 0)
+        self.inputs = InputKeeper(os.path.dirname(path), kept_bytes) if kept_bytes > 0 else None
         with open(path) as f:
             self.source = f.read()
 
@@ -197,6 +201,11 @@ class Capture(LaunchPass):
         """Whether the autotuner under way took its choice from an earlier run's timings."""
         return False
 
+    def keep_inputs(self, index, tensors):
+        """A listed launch's tensors as it receives them, for a replay of it alone."""
+        if self.inputs is not None and index < MAX_LAUNCHES:
+            self.inputs.keep(index, tensors)
+
     def refuse_device(self, index, kernel, record, tensors, device, why):
         """Stop at launch `index` if a tensor argument is not on `device` (torch's device type)."""
         elsewhere = next((name for name, t in tensors.items() if t.device.type != device), None)
@@ -215,6 +224,7 @@ class Capture(LaunchPass):
         self.refuse_device(index, kernel, record, tensors, "cpu",
                            "a script runs in Triton's interpreter on the CPU: make tensors on "
                            "triton.runtime.driver.active.get_active_torch_device() (here 'cpu')")
+        self.keep_inputs(index, tensors)
         trace, start = None, time.perf_counter()
         try:
             with self.tracer(kernel, arguments, tensors, grid, keep and self.options["trace"]) as tracer:

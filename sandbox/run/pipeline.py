@@ -21,7 +21,7 @@ from sandbox import gpus
 from sandbox import result as results
 from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
-from sandbox.run import bench, script, sweep
+from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir
 from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
@@ -78,9 +78,10 @@ class Run(LaunchPass):
     """One run of one spec, its one launch made by the launch pass (sandbox.run.launch_pass);
     `emit(type, content)` streams status to the worker."""
 
-    def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None):
+    def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None, given_inputs=None):
         super().__init__(os.path.join(scratch, "kernel.py"), spec["options"], limits)
         self.spec, self.emit, self.scratch = spec, emit, scratch
+        self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
         self.reference_note = None
         self.sanitized_before = sanitized_before
@@ -123,7 +124,7 @@ class Run(LaunchPass):
     def prepare(self, interpret, device):
         self.torch_device = device  # where the inputs are made, and the reference's tensors
         kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
-                                                                                   device)
+                                                                                   device, self.given_inputs)
         return kernel, inputs, poisoned, args, grid, scope
 
     def run_interpreter(self):
@@ -361,12 +362,13 @@ COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this sour
 
 
 def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=False, compiled_ahead=False,
-             reference_times=None):
+             reference_times=None, replay=None):
     """Run one spec to completion and return the result dict; never raises for user errors.
     `sanitized_before`: the same launch passed the bounds check on an earlier run (GPU: skip the CPU pass
     when no trace is asked for). `emit("sanitized", {})` reports a launch that passed it.
     `compiled_ahead`: a compile-ahead of this spec (compile_spec) finished into the kernels it was lent.
-    `reference_times`: the reference timings its worker kept for the owner (sandbox.protocol.Job)."""
+    `reference_times`: the reference timings its worker kept for the owner (sandbox.protocol.Job).
+    `replay`: {"launch": a record} of a script's launch to replay alone (sandbox.run.replay)."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
@@ -388,6 +390,8 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
                 kind = choose_device(spec["options"]["device"])
             except RunError as e:
                 return results.failed(e)
+            if replay is not None:
+                return replays.replay(spec, replay["launch"], emit, scratch, limits or {}, device_info(kind), Run)
             return script.run_script(spec, emit, scratch, limits or {}, device_info(kind))
         run = Run(spec, emit, scratch, limits or {}, sanitized_before, reference_times)
         if compiled_ahead:

@@ -162,6 +162,7 @@ class GpuCapture(Capture):
             raise LaunchFailed() from None
         record["bounds"] = "ok" if checked else "unchecked"
         before = snapshot(tensors) if keep and self.options["bench"] else None
+        self.keep_inputs(index, tensors)
         start = time.perf_counter()
         try:
             value = run()

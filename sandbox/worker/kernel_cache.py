@@ -35,6 +35,7 @@ class KernelCaches:
         self.max_bytes, self.max_owner_bytes = max_bytes, max(max_entry_bytes, max_bytes // 16)
         for directory in (root, self.locks):
             os.makedirs(directory, mode=0o700, exist_ok=True)
+        self.on_drop = []  # drop(owner) of what else is kept for an owner, called as its kernels go
 
     def owner_dir(self, owner):
         if not (isinstance(owner, str) and OWNER.match(owner)):
@@ -113,6 +114,8 @@ class KernelCaches:
         for owner in self.evict(self.root, self.max_owners, OWNER) + self.evict_to_size():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.locks, owner))
+            for drop in self.on_drop:
+                drop(owner)
         return moved
 
     def evict_to_size(self):

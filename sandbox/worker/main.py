@@ -24,12 +24,17 @@ from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
 from sandbox.spec import is_script
+from sandbox.worker.kept_launches import KeptLaunches
 from sandbox.worker.server_input import Preempted, ServerInput
 from sandbox.worker.verdicts import failed_grading, graded_result, grader_outcome_ok, recheck_ok, shown_launch
 from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
+
+
+# result.launches.replay of a program that is not its owner's own: nothing of it is kept.
+FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared link's, say): nothing of its run is kept"}
 
 
 def warm_compiler(has_gpu):
@@ -94,6 +99,8 @@ class Worker:
         RunProcess.live.add(self.zygote.pid)
         self.new_run_process = lambda warming=False: RunProcess(settings, self.zygote, warming)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
+        self.kept_launches = KeptLaunches(os.path.join(settings.run_root, "kept-launches"), settings.kept_inputs_bytes)
+        kernel_caches.on_drop.append(self.kept_launches.drop)
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
         self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send)
@@ -185,17 +192,37 @@ class Worker:
             self.spares.append(self.new_run_process())
         raise StartError(f"run processes fail to start: {why}")
 
+    def replay_or_run(self, run_id, job, store):
+        """A script's job asking for a launch (`options.launch`): that launch alone, replayed from the
+        inputs kept from the run that listed it where they are here; else the whole program, said
+        before it runs, with why. Returns (the job, the kept listing of a replay or None)."""
+        options = job.spec.get("options") if isinstance(job.spec.get("options"), dict) else {}
+        index = options.get("launch")
+        if type(index) is not int or store is None:
+            return job, None
+        found, why = self.kept_launches.find(store, job.spec, index)
+        if found is None:
+            self.send(protocol.message("status", run_id, phase="running",
+                                       message=f"re-running the whole program to show launch {index}: {why}"))
+            return job, None
+        listing, record = found
+        return job.replace(replay={"launch": record}), listing
+
     def start_job(self, job, store, run_id=None):
         """Hand the job to the warm run process with the compiled kernels of `store`, into which
-        what it compiles is collected after it (None: none lent, none kept)."""
+        what it compiles is collected after it (None: none lent, none kept), and a replay's launch
+        inputs (sandbox.run.replay)."""
         from sandbox.worker.run_process import kernel_cache_of
         run = self.take_warm_run_process(run_id)
         run.owner = store
         if store is not None:
             with contextlib.suppress(OSError):  # at worst the run compiles again
                 self.kernel_caches.lend(store, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
+        if job.replay is not None:
+            with contextlib.suppress(OSError):  # dropped meanwhile: the replay says its inputs do not fit their record
+                self.kept_launches.lend(store, job.replay["launch"], run.scratch.path)
         try:
-            run.send_job(job)
+            run.send_job(job.message(run_id))
         except OSError:
             pass  # it died meanwhile: the relay below reports it
         return run
@@ -286,7 +313,8 @@ class Worker:
         done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
         job = job.replace(grading=None, sanitized_before=sanitized,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
-        run = self.start_job(job.message(run_id), store, run_id)
+        job, listing = self.replay_or_run(run_id, job, store) if script else (job, None)
+        run = self.start_job(job, store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
@@ -332,8 +360,16 @@ class Worker:
             run.finish(self.kernel_caches)  # nothing of the student's runs while the grader does
             result, error = self.grade(run_id, result, grading, job.spec, deadline)
         if script and error is None:
-            run.finish(self.kernel_caches)  # nothing of the program runs while the server checks its launch
-            result = self.checked_script(run_id, result, job.spec)
+            msg = protocol.decode(result.rstrip(b"\n"), protocol.RUN_TYPES)  # its shape was checked as it came (relay)
+            replay = FOREIGN_REPLAY if store is None else None
+
+            def collect(scratch):  # the launch inputs of a program's run (a replay's were kept already)
+                nonlocal replay
+                replay = self.kept_launches.collect(store, scratch, job.spec, msg["content"]["result"])
+
+            # nothing of the program runs while the server checks its launch
+            run.finish(self.kernel_caches, collect=collect if store is not None and listing is None else None)
+            result = self.checked_script(run_id, msg, job.spec, listing, replay)
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
@@ -382,12 +418,17 @@ class Worker:
                              f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
         return outcome, error
 
-    def checked_script(self, run_id, line, spec):
-        """A script's result line, marked as its program's word, with the server's own check of the
-        launch it shows: a fresh run process given the source the server kept and that launch's
-        record, within RECHECK_BUDGET_S (sandbox.grading.recheck)."""
-        msg = protocol.decode(line.rstrip(b"\n"), protocol.RUN_TYPES)  # its shape was checked as it came (relay)
+    def checked_script(self, run_id, msg, spec, listing=None, replay=None):
+        """A script's result (its run's `result` message) as a line, marked as its program's word, with
+        the server's own check of the launch it shows: a fresh run process given the source the server
+        kept and that launch's record, within RECHECK_BUDGET_S (sandbox.grading.recheck). A replayed launch's result lists
+        the launches kept from the run that listed them (`listing`); `replay` is which launches a
+        later selection replays (result.launches.replay)."""
         result = msg["content"]["result"]
+        if listing is not None:
+            result["launches"] = {**listing, "selected": spec["options"]["launch"]}
+        elif isinstance(result.get("launches"), dict):
+            result["launches"]["replay"] = replay
         launch, verdict = shown_launch(result), None
         if launch is not None:
             self.send(protocol.message("status", run_id, phase="checking",

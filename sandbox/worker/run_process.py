@@ -59,6 +59,7 @@ class Settings:
     shared_kernels: str = None  # the gallery's compiled kernels, lent read-only to every run (None: off)
     cuda_visible_devices: str = None  # the worker's GPUs as a run names them: by UUID (sandbox.gpus.by_uuid)
     script_steps_s: float = settings.default("SCRIPT_STEPS_S")  # a script's steps after its program
+    kept_inputs_bytes: int = settings.default("SCRIPT_KEPT_INPUTS_MB") << 20  # a script run's launch inputs kept
 
     @classmethod
     def from_environment(cls, can_mount, has_gpu):
@@ -72,7 +73,8 @@ class Settings:
         visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
         return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
                    value("RUN_TIMEOUT_S"), value("OUTPUT_LIMIT_BYTES"), trace_limits,
-                   tuple(isolation.gpu_devices()) if has_gpu else (), shared, visible, value("SCRIPT_STEPS_S"))
+                   tuple(isolation.gpu_devices()) if has_gpu else (), shared, visible, value("SCRIPT_STEPS_S"),
+                   max(0, value("SCRIPT_KEPT_INPUTS_MB")) << 20)
 
     @property
     def jailed(self):
@@ -268,10 +270,11 @@ class RunProcess:
         if self.owner and self.keep_kernels:
             self.reservation = kernel_caches.reserve(self.owner)
 
-    def finish(self, kernel_caches, grace_s=0.0, publish=None):
+    def finish(self, kernel_caches, grace_s=0.0, publish=None, collect=None):
         """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
         what it compiled (into its owner's cache, or with `publish(cache_dir)` for a warm-up run),
-        remove its scratch dir and cgroup. Returns (wait status, whether it ran out of memory)."""
+        and with `collect(scratch_dir)` what else is kept of it, remove its scratch dir and cgroup.
+        Returns (wait status, whether it ran out of memory)."""
         status = self.wait(grace_s)
         if status is None:
             with contextlib.suppress(ProcessLookupError):
@@ -288,6 +291,9 @@ class RunProcess:
         if publish is not None:
             with contextlib.suppress(OSError):
                 publish(kernel_cache_of(self.scratch.path))
+        if collect is not None:
+            with contextlib.suppress(OSError):
+                collect(self.scratch.path)
         self.scratch.remove()
         out_of_memory = bool(self.cgroup and self.cgroup.out_of_memory())
         if self.cgroup:
@@ -439,8 +445,11 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         result = pipeline.compile_spec(job.spec, emit, scratch, settings.trace_limits)
     else:
-        result = pipeline.run_spec(job.spec, emit, scratch, settings.trace_limits, job.sanitized_before,
-                                   job.compiled_ahead, job.reference_times)
+        limits = settings.trace_limits
+        if protocol.kept_for(job.owner, job.provenance) is not None:  # what its worker would keep of it
+            limits = {**limits, "kept_inputs_bytes": settings.kept_inputs_bytes}
+        result = pipeline.run_spec(job.spec, emit, scratch, limits, job.sanitized_before,
+                                   job.compiled_ahead, job.reference_times, job.replay)
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
     sys.stdout.flush()
     sys.stderr.flush()

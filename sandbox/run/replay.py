@@ -1,0 +1,119 @@
+"""A script's launch shown again without running its program: the launch replayed alone.
+
+    the run that lists the launches ── each listed launch's tensors, as the launch received them,
+        written to its scratch dir (InputKeeper), within SCRIPT_KEPT_INPUTS_MB
+    its worker ── collects them into the owner's store (sandbox.worker.kept_launches), with the
+        launch records of the result
+    a later run of the same program (same source, seed and options) asking for launch N ── its
+        worker lends launch N's inputs to a fresh run process, which replays it here: the kernel
+        loaded from the program's definitions as the server kept its source (a form run's module:
+        sandbox.launch_form.definitions, none of the program's statements), the inputs read back
+        as raw bytes into tensors of the record's shapes, dtypes and strides, then checked, traced,
+        timed and compiled as a form run's launch (sandbox.run.pipeline.Run).
+
+The files are the program's own bytes and the records its own word: read as data only (never
+unpickled), sized against the record before a tensor is made of them.
+"""
+import os
+
+import torch
+
+from sandbox import result as results
+from sandbox.errors import RunError
+from sandbox.launch.kernel import as_run_error
+from sandbox.launch_form import definitions, form_of
+
+INPUTS_DIR = "launch-inputs"  # in a run's scratch dir
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+
+
+def file_name(index, name):
+    return f"{index}.{name}"
+
+
+def span_of(tensor):
+    """The elements from a tensor's first to its last, as one flat view of its storage."""
+    span = 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())) if tensor.numel() else 0
+    return tensor.as_strided((span,), (1,))
+
+
+class InputKeeper:
+    """Writes each listed launch's tensors, before the launch, while `max_bytes` allow; `why` says why
+    a launch's were not kept (the first reason met), for the page to say before a click re-runs."""
+
+    def __init__(self, scratch, max_bytes):
+        self.dir, self.left, self.why = os.path.join(scratch, INPUTS_DIR), max_bytes, {}
+        os.makedirs(self.dir, exist_ok=True)
+
+    def keep(self, index, tensors):
+        """Keep launch `index`'s tensors ({parameter: tensor}); returns whether they were kept."""
+        spans = {name: span_of(t) for name, t in tensors.items()}
+        size = sum(s.numel() * s.element_size() for s in spans.values())
+        why = self.cannot_keep(tensors, size)
+        if why is not None:
+            self.why[index] = why
+            return False
+        self.left -= size
+        for name, span in spans.items():
+            with open(os.path.join(self.dir, file_name(index, name)), "wb") as f:
+                f.write(span.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes())
+        return True
+
+    def cannot_keep(self, tensors, size):
+        if any(str(t.dtype).removeprefix("torch.") not in DTYPES for t in tensors.values()):
+            return "an argument's dtype cannot be kept"
+        if size > self.left:
+            return "its inputs were past the bytes kept of one run (SCRIPT_KEPT_INPUTS_MB)"
+        storages = [t.untyped_storage().data_ptr() for t in tensors.values()]
+        if len(set(storages)) < len(storages):
+            return "its arguments share memory, which a replay would not"
+        return None
+
+
+def read_inputs(scratch, index, record, device):
+    """{parameter: tensor} of launch `index` from the files its worker lent, as the record describes
+    them; RunError where a file does not fit its record."""
+    inputs = {}
+    for arg in record["args"]:
+        if arg.get("kind") != "tensor":
+            continue
+        name, shape, strides = arg["name"], arg["shape"], arg["strides"]
+        dtype = DTYPES.get(arg["dtype"])
+        path = os.path.join(scratch, INPUTS_DIR, file_name(index, name))
+        span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides)) if all(shape) else 0
+        if dtype is None or not os.path.isfile(path) or os.path.getsize(path) != span * torch.empty(0, dtype=dtype).element_size():
+            raise RunError("build", f"the kept inputs of launch {index} do not fit its record ('{name}')")
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
+        flat = torch.frombuffer(data, dtype=torch.uint8).view(dtype) if data else torch.empty(0, dtype=dtype)
+        inputs[name] = flat.as_strided(shape, strides).to(device)
+    return inputs
+
+
+def replay(spec, record, emit, scratch, limits, device, run_class):
+    """The result of launch `record["index"]` of the program `spec` replayed alone (see the module's
+    docstring); `run_class`: the form run's (sandbox.run.pipeline.Run)."""
+    index = record["index"]
+    emit("status", {"phase": "compiling", "message": f"launch {index} alone, from the inputs kept when it ran"})
+    form, _ = form_of(spec["source"], record, spec["options"]["seed"])
+    options = {**form["options"], **{k: spec["options"][k] for k in ("trace", "bench", "ir", "trace_pid", "arch")},
+               "device": "gpu" if device["kind"] == "gpu" else "interpreter"}
+    form = {**form, "options": options, "source": definitions(spec["source"], in_place=True)}
+    try:
+        inputs = read_inputs(scratch, index, record, "cuda" if device["kind"] == "gpu" else "cpu")
+    except RunError as e:
+        return results.failed(e, device)
+    # Each tensor named by its parameter, as the program's run named it (a form names `x_ptr`'s `x`);
+    # an autotuned one's, set by the config, left out.
+    given = {name: tensor for name, tensor in inputs.items() if name in form["args"]}
+    form["args"] = {**form["args"], **{name: name for name in given}}
+    run = run_class(form, emit, scratch, limits, given_inputs=given)
+    try:
+        run.execute()
+    except Exception as e:  # noqa: BLE001  (the run's error, as a form run's)
+        results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
+    run.result["notes"].insert(0, f"Launch {index} replayed alone from the inputs it received when the program "
+                                  f"ran (kept from that run): the program did not run again.")
+    return run.result

@@ -1,0 +1,162 @@
+"""Each owner's launch inputs from its latest script run: collected from the finished run, lent to
+a replay of one of its launches (sandbox.run.replay), so that selecting another launch of the same
+program shows it without running the program again.
+
+Only the owner's own code keeps any (sandbox.protocol.kept_for: a shared link's program, a graded
+run, keeps nothing and is lent nothing), and only under the owner's digest: no one else's replay
+reads them. What is kept is the run's bytes and the launch records of its result, the program's own
+word: taken as plain files sized against those records, read without following a link, never loaded
+as anything but tensor data by the replay. Bounded on the host's disk: one run per owner, at most
+SCRIPT_KEPT_INPUTS_MB of it, at most `max_owners` owners (the least recently used go first), and
+dropped with the owner's compiled kernels (sandbox.worker.kernel_cache.KernelCaches). Workers of
+one host share it, as they share the kernel caches.
+"""
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+
+from sandbox.run.replay import DTYPES, INPUTS_DIR, file_name
+from sandbox.spec import SpecError, normalize
+from sandbox.worker.kernel_cache import OWNER
+
+MANIFEST = "manifest.json"
+NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW
+VIEW_OPTIONS = ("launch", "trace", "bench", "ir", "trace_pid", "arch")  # what a replay may change: not the program
+NOT_KEPT = ("its inputs were not kept from the run that listed it (past SCRIPT_KEPT_INPUTS_MB of one run, "
+            "or arguments that share memory)")
+GONE = ("the inputs kept from the run that listed the launches are not here (a later run replaced them, or they "
+        "were dropped, or this worker is on another host)")
+
+
+def program_key(spec):
+    """What a program's launches depend on: its source and its options but those a replay may change;
+    None for a spec that is not one."""
+    try:
+        spec = normalize(spec)
+    except (SpecError, TypeError, AttributeError, KeyError):
+        return None
+    options = {k: v for k, v in spec["options"].items() if k not in VIEW_OPTIONS}
+    return hashlib.sha256(json.dumps([spec["source"], options], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def input_bytes(arg):
+    """The bytes of a tensor argument of a launch record as sandbox.run.replay keeps it, or None."""
+    dtype, shape, strides = DTYPES.get(arg.get("dtype")), arg.get("shape"), arg.get("strides")
+    if dtype is None or not (isinstance(shape, list) and isinstance(strides, list) and len(shape) == len(strides)
+                             and all(type(v) is int and v >= 0 for v in shape + strides)):
+        return None
+    span = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides)) if all(shape) else 0
+    return span * dtype.itemsize
+
+
+class KeptLaunches:
+    def __init__(self, root, max_run_bytes, max_owners=32):
+        self.root, self.max_run_bytes, self.max_owners = root, max_run_bytes, max_owners
+        os.makedirs(root, mode=0o700, exist_ok=True)
+
+    def owner_dir(self, owner):
+        return os.path.join(self.root, owner) if isinstance(owner, str) and OWNER.match(owner) else None
+
+    def collect(self, owner, scratch, spec, result):
+        """Keep a finished script run's launch inputs (its scratch dir `scratch`; nothing of it runs any
+        more) in place of the owner's earlier ones; returns result.launches.replay ({"kept", "why"})."""
+        target, key, launches = self.owner_dir(owner), program_key(spec), (result or {}).get("launches")
+        if target is None or key is None or not isinstance(launches, dict) or self.max_run_bytes <= 0:
+            return None
+        partial = f"{target}.partial-{os.getpid()}"  # workers of the host share the store
+        shutil.rmtree(partial, ignore_errors=True)
+        os.makedirs(partial, mode=0o700)
+        kept, left = [], self.max_run_bytes
+        try:
+            source = os.open(os.path.join(scratch, INPUTS_DIR), NO_FOLLOW | os.O_DIRECTORY)
+        except OSError:
+            source = None
+        try:
+            for record in launches.get("list") or []:
+                size = self.take_launch(source, record, partial, left) if source is not None else None
+                if size is not None:
+                    kept.append(record["index"])
+                    left -= size
+        finally:
+            if source is not None:
+                os.close(source)
+        records = {str(r["index"]): r for r in launches.get("list") or [] if isinstance(r, dict) and r.get("index") in kept}
+        replay = {"kept": kept, "why": NOT_KEPT if len(kept) < len(launches.get("list") or []) else None}
+        listing = {**{k: launches.get(k) for k in ("total", "list", "program_ms")}, "replay": replay}
+        with open(os.path.join(partial, MANIFEST), "w") as f:
+            json.dump({"key": key, "records": records, "listing": listing}, f)
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.rename(partial, target)
+        except OSError:  # another worker's collect of the same owner came first: its run is as recent
+            shutil.rmtree(partial, ignore_errors=True)
+            return None
+        self.evict()
+        return replay
+
+    def take_launch(self, source, record, partial, left):
+        """Copy one launch's files, each a plain file of the size its record says; their bytes, or None."""
+        if not (isinstance(record, dict) and type(record.get("index")) is int and isinstance(record.get("args"), list)):
+            return None
+        tensors = [arg for arg in record["args"] if isinstance(arg, dict) and arg.get("kind") == "tensor"]
+        sizes = [input_bytes(arg) for arg in tensors]
+        names = [file_name(record["index"], arg.get("name")) for arg in tensors]
+        if None in sizes or sum(sizes) > left or not all(isinstance(a.get("name"), str) and a["name"].isidentifier()
+                                                        for a in tensors):
+            return None
+        for name, size in zip(names, sizes):
+            try:
+                found = os.lstat(name, dir_fd=source)
+            except OSError:
+                return None
+            if not stat.S_ISREG(found.st_mode) or found.st_size != size:
+                return None
+        for name in names:
+            with os.fdopen(os.open(name, NO_FOLLOW, dir_fd=source), "rb") as src, \
+                    open(os.path.join(partial, name), "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        return sum(sizes)
+
+    def find(self, owner, spec, index):
+        """(the kept listing and launch `index`'s record, None) where a replay of it can be made, else
+        (None, why not)."""
+        target = self.owner_dir(owner)
+        try:
+            with open(os.path.join(target, MANIFEST)) as f:
+                manifest = json.load(f)
+        except (OSError, ValueError, TypeError):
+            return None, GONE
+        if manifest.get("key") != program_key(spec):
+            return None, GONE
+        record = manifest["records"].get(str(index))
+        if record is None:
+            return None, NOT_KEPT
+        os.utime(target)  # recently used: evicted last
+        return (manifest["listing"], record), None
+
+    def lend(self, owner, record, run_scratch):
+        """Copy launch `record`'s inputs into a fresh run's scratch dir (before its job: no user code
+        has run there), readable by the run."""
+        target, into = self.owner_dir(owner), os.path.join(run_scratch, INPUTS_DIR)
+        os.makedirs(into, mode=0o755, exist_ok=True)
+        for arg in record["args"]:
+            if arg.get("kind") == "tensor":
+                name = file_name(record["index"], arg["name"])
+                shutil.copyfile(os.path.join(target, name), os.path.join(into, name), follow_symlinks=False)
+                os.chmod(os.path.join(into, name), 0o644)
+
+    def drop(self, owner):
+        target = self.owner_dir(owner)
+        if target is not None:
+            shutil.rmtree(target, ignore_errors=True)
+
+    def evict(self):
+        owners = sorted((name for name in os.listdir(self.root) if OWNER.match(name)),
+                        key=lambda name: os.lstat(os.path.join(self.root, name)).st_mtime)
+        for name in owners[:max(0, len(owners) - self.max_owners)]:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(os.path.join(self.root, name))
