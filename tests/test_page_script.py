@@ -1,6 +1,8 @@
 """Script mode in a real browser: the launch pane collapses to the program's launches; a click on
 one shows its diagram, timings and IR; a launch becomes a form run; an out-of-bounds launch is named
 and drawn; share links and embeds of a script run it again."""
+import re
+
 import pytest
 
 from tests.support.browser import page_without_errors, set_source
@@ -130,3 +132,41 @@ def test_a_shared_script_and_its_embed_run_it_again(page, live_server):
     page.click("[data-tab=diagram]")
     page.wait_for_selector(".diagram-grid-plot .nsewdrag")
     page.screenshot(path=f"{SHOTS}/script-embed.png")
+
+
+def click_costs(page):
+    return page.eval_on_selector_all("#launches-table tbody tr", "rows => rows.map(row => row.cells[6].textContent)")
+
+
+def test_the_list_says_what_a_click_costs_before_it_costs_it(page, live_server):
+    """A launch whose inputs were kept replays alone (the program prints nothing: it does not run);
+    once the program is edited, a click runs it whole again, and the list says so, with how long
+    the program took, before the click."""
+    script_page(page, live_server, AXPY_CLAMP)
+    assert run_and_wait(page) == "ok"
+    assert "largest gap from torch" in page.inner_text("#results")  # the program's own print
+    assert click_costs(page) == ["shown", "replay"]
+    assert page.inner_text("#launches-cost") == ("A click on another launch replays this launch alone, from the "
+                                                 "inputs it received: the program does not run again.")
+    page.hover("#launches-table tbody tr[data-index='1']")
+    assert page.inner_text("#launches-cost").startswith("A click on launch 1 replays this launch alone")
+    page.screenshot(path=f"{SHOTS}/script-click-replays.png")
+
+    pick_launch(page, 1)
+    page.click("[data-tab=results]")
+    assert "largest gap from torch" not in page.inner_text("#results")  # replayed: the program did not run
+    assert "Launch 1 replayed alone" in page.inner_text("#results")
+    assert click_costs(page) == ["replay", "shown"]
+
+    set_source(page, AXPY_CLAMP + "\n# an edit\n")
+    page.wait_for_function("document.querySelector('#launches-table tbody tr[data-index=\"0\"]').cells[6]"
+                           ".textContent.startsWith('re-run')")
+    took = page.eval_on_selector("#launches-table tbody tr[data-index='0']", "row => row.cells[6].textContent")
+    assert re.fullmatch(r"re-run · \d+(\.\d)? m?s", took), took
+    page.hover("#launches-table tbody tr[data-index='0']")
+    said = page.inner_text("#launches-cost")
+    assert said.startswith(f"A click on launch 0 re-runs the whole program (took {took.split(' · ')[1]}): "
+                           "the program changed since its launches were listed"), said
+    page.screenshot(path=f"{SHOTS}/script-click-reruns.png")
+    pick_launch(page, 0)
+    assert "largest gap from torch" in page.inner_text("#results")  # as said: the whole program ran

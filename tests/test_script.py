@@ -473,7 +473,7 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     start = time.monotonic()
     first, _ = run_script(app, source, client)
     first_s = time.monotonic() - start
-    assert first["launches"]["replay"] == {"kept": [0, 1], "why": None}
+    assert first["launches"]["replay"] == {"kept": [0, 1], "why": None, "replayed": False}
     assert first["stdout"].count("largest gap from torch") == 1 and first["launches"]["program_ms"] > 0
     start = time.monotonic()
     shown, events = run_script(app, source, client, launch=1)
@@ -483,7 +483,7 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     assert "largest gap from torch" not in shown["stdout"]  # the program did not run again
     assert any("replayed alone" in note for note in shown["notes"])
     assert shown["launches"]["selected"] == 1 and shown["launches"]["list"] == first["launches"]["list"]
-    assert shown["launches"]["replay"] == first["launches"]["replay"]
+    assert shown["launches"]["replay"] == {**first["launches"]["replay"], "replayed": True}
     listed = first["launches"]["list"][1]
     assert shown["trace"]["grid"] == listed["grid"] and shown["trace"]["tensors"]["out_ptr"]["shape"] == [8192]
     assert shown["trace"]["coverage"]["out_ptr"]["unwritten"] == 0

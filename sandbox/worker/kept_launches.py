@@ -85,10 +85,10 @@ class KeptLaunches:
             if source is not None:
                 os.close(source)
         records = {str(r["index"]): r for r in launches.get("list") or [] if isinstance(r, dict) and r.get("index") in kept}
-        replay = {"kept": kept, "why": NOT_KEPT if len(kept) < len(launches.get("list") or []) else None}
+        replay = {"kept": kept, "why": NOT_KEPT if len(kept) < len(launches.get("list") or []) else None, "replayed": False}
         listing = {**{k: launches.get(k) for k in ("total", "list", "program_ms")}, "replay": replay}
         with open(os.path.join(partial, MANIFEST), "w") as f:
-            json.dump({"key": key, "records": records, "listing": listing}, f)
+            json.dump({"key": key, "records": records, "listing": listing, "benchmarks": result.get("benchmarks")}, f)
         shutil.rmtree(target, ignore_errors=True)
         try:
             os.rename(partial, target)
@@ -122,8 +122,8 @@ class KeptLaunches:
         return sum(sizes)
 
     def find(self, owner, spec, index):
-        """(the kept listing and launch `index`'s record, None) where a replay of it can be made, else
-        (None, why not)."""
+        """((the kept result.launches, its result.benchmarks, launch `index`'s record), None) where a
+        replay of it can be made, else (None, why not)."""
         target = self.owner_dir(owner)
         try:
             with open(os.path.join(target, MANIFEST)) as f:
@@ -136,7 +136,7 @@ class KeptLaunches:
         if record is None:
             return None, NOT_KEPT
         os.utime(target)  # recently used: evicted last
-        return (manifest["listing"], record), None
+        return (manifest["listing"], manifest.get("benchmarks"), record), None
 
     def lend(self, owner, record, run_scratch):
         """Copy launch `record`'s inputs into a fresh run's scratch dir (before its job: no user code

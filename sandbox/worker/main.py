@@ -19,22 +19,18 @@ import time
 import traceback
 
 from sandbox import protocol, tritons
-from sandbox.protocol import RECHECK_BUDGET_S
 from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
 from sandbox.spec import is_script
 from sandbox.worker.kept_launches import KeptLaunches
+from sandbox.worker.script_runs import FOREIGN_REPLAY, ScriptRuns
 from sandbox.worker.server_input import Preempted, ServerInput
-from sandbox.worker.verdicts import failed_grading, graded_result, grader_outcome_ok, recheck_ok, shown_launch
+from sandbox.worker.verdicts import failed_grading, graded_result, grader_outcome_ok
 from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
-
-
-# result.launches.replay of a program that is not its owner's own: nothing of it is kept.
-FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared link's, say): nothing of its run is kept"}
 
 
 def warm_compiler(has_gpu):
@@ -89,7 +85,7 @@ class PartsSent:
             self.names.add("check")
 
 
-class Worker:
+class Worker(ScriptRuns):
     def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.worker.ahead import CompileAhead
         from sandbox.worker.run_process import RunProcess
@@ -191,22 +187,6 @@ class Worker:
             run.finish(self.kernel_caches)
             self.spares.append(self.new_run_process())
         raise StartError(f"run processes fail to start: {why}")
-
-    def replay_or_run(self, run_id, job, store):
-        """A script's job asking for a launch (`options.launch`): that launch alone, replayed from the
-        inputs kept from the run that listed it where they are here; else the whole program, said
-        before it runs, with why. Returns (the job, the kept listing of a replay or None)."""
-        options = job.spec.get("options") if isinstance(job.spec.get("options"), dict) else {}
-        index = options.get("launch")
-        if type(index) is not int or store is None:
-            return job, None
-        found, why = self.kept_launches.find(store, job.spec, index)
-        if found is None:
-            self.send(protocol.message("status", run_id, phase="running",
-                                       message=f"re-running the whole program to show launch {index}: {why}"))
-            return job, None
-        listing, record = found
-        return job.replace(replay={"launch": record}), listing
 
     def start_job(self, job, store, run_id=None):
         """Hand the job to the warm run process with the compiled kernels of `store`, into which
@@ -382,15 +362,6 @@ class Worker:
         if not died and grading is None and not (script and error is None):
             run.finish(self.kernel_caches)
 
-    def steps_cut_short(self, run_id):
-        """The result a script's program ended with, when a step of the page's after it (timing, IR)
-        ran past SCRIPT_STEPS_S: delivered whole, saying which step was stopped."""
-        result = protocol.decode(self.finished[0], protocol.RUN_TYPES)["content"]["result"]
-        result["notes"].append(f"The program ran to its end; the page's own step after it ({self.step or 'its steps'}) "
-                               f"took longer than its {self.settings.script_steps_s:g} s (SCRIPT_STEPS_S) and was "
-                               f"stopped: what the steps had not finished is missing, the program's result is whole.")
-        return protocol.encode(protocol.message("result", run_id, result=result), nan_to_null=True)
-
     def grade(self, run_id, line, grading, spec, deadline):
         """The graded result: the student's run (`line`) with the verdict of a grader, a fresh run
         process given the source as the server sent it (`spec`, this worker's own copy: the kept
@@ -417,30 +388,6 @@ class Worker:
             error.message = (f"grading took the run past {self.settings.timeout_s:g} s and was stopped. "
                              f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
         return outcome, error
-
-    def checked_script(self, run_id, msg, spec, listing=None, replay=None):
-        """A script's result (its run's `result` message) as a line, marked as its program's word, with
-        the server's own check of the launch it shows: a fresh run process given the source the server
-        kept and that launch's record, within RECHECK_BUDGET_S (sandbox.grading.recheck). A replayed launch's result lists
-        the launches kept from the run that listed them (`listing`); `replay` is which launches a
-        later selection replays (result.launches.replay)."""
-        result = msg["content"]["result"]
-        if listing is not None:
-            result["launches"] = {**listing, "selected": spec["options"]["launch"]}
-        elif isinstance(result.get("launches"), dict):
-            result["launches"]["replay"] = replay
-        launch, verdict = shown_launch(result), None
-        if launch is not None:
-            self.send(protocol.message("status", run_id, phase="checking",
-                                       message=f"the server checks launch {launch['index']} again, without the program"))
-            budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
-            verdict, error = self.run_checker(run_id, "recheck", {"source": spec["source"], "launch": launch},
-                                              recheck_ok, budget)
-            if error is not None:
-                verdict = {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
-                           "message": f"the server could not check it: {error.message}"}
-        results.claimed_by_program(result, verdict)
-        return protocol.encode(msg, nan_to_null=True)
 
     def run_checker(self, run_id, kind, job, shape_ok, deadline):
         """(the outcome, None) or (None, why there is none) of a fresh run process given `job` as its

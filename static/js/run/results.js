@@ -101,6 +101,12 @@ function summary(result) {
 // A script (docs/run-spec.md, script mode) checks itself: it ran to its end, its asserts held.
 function scriptSummary(launches) {
   const shown = launches.selected === null ? "" : `; the diagram, timings and IR are of launch ${launches.selected}`;
+  if (launches.replay?.replayed) {
+    return h("div", { class: "summary" }, h("span", { class: "summary-icon ok" }, "✓"),
+      h("div", {}, `Launch ${launches.selected} replayed alone`,
+        h("div", { class: "sub" }, "From the inputs it received when the program ran: the program did not run again. "
+                                   + "The list of launches and the benchmarks are that run's.")));
+  }
   return h("div", { class: "summary" }, h("span", { class: "summary-icon ok" }, "✓"),
     h("div", {}, "The program ran to its end",
       h("div", { class: "sub" }, launches.total

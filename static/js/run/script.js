@@ -1,10 +1,12 @@
 // Script mode (docs/run-spec.md): the editor holds a whole program, and the launch pane lists the
 // launches its run made (result.launches) in place of the form: kernel, line, grid, time and the
-// bounds check's verdict, marked as the program's own report. A click on one asks for it (options.launch): the run that lists them again,
-// with that launch's trace, timings and IR. "Form" makes a form run of one launch (/api/launch-form).
+// bounds check's verdict, marked as the program's own report. A click on one asks for it (options.launch):
+// that launch replayed alone from the inputs kept from the run that listed it, or, where they were not
+// kept, the whole program run again; each row says which, and what it costs, before the click.
+// "Form" makes a form run of one launch (/api/launch-form).
 import { on, emit } from "../shared/hub.js";
 import { h, replaceChildren } from "../shared/dom.js";
-import { formatMs, formatTuple } from "../shared/format.js";
+import { formatElapsed, formatMs, formatTuple } from "../shared/format.js";
 
 const BOUNDS = {
   ok: ["✓ in bounds", "bounds-ok"],
@@ -17,6 +19,9 @@ let els = null;
 let rules = null;      // the spec's options as the server defines them: {name: {default, modes, ...}}
 let selected = null;   // options.launch: the launch asked for, or null (the program's default)
 let shown = null;      // the result whose launches are listed
+let edited = false;    // the program, or an option its launches depend on, changed since they were listed
+let sent = null;       // {source, benchmarks} of the script run sent last
+let listed = null;     // the same, of the run whose launches are listed
 
 export function scriptMode() {
   return els !== null && els.pane.classList.contains("script");
@@ -60,6 +65,36 @@ function loadScript(spec) {
   renderLaunches();
 }
 
+// What a click on `launch` of a listing will cost, said before it costs it: {replay, short, words}.
+export function clickCost(launches, launch, changed) {
+  const took = Number.isFinite(launches.program_ms) ? formatElapsed(launches.program_ms) : null;
+  const rerun = (why) => ({ replay: false, short: took ? `re-run · ${took}` : "re-run",
+                            words: `re-runs the whole program${took ? ` (took ${took})` : ""}: ${why}` });
+  if (changed) return rerun("the program changed since its launches were listed");
+  if (launches.replay?.kept?.includes(launch.index)) {
+    return { replay: true, short: "replay", words: "replays this launch alone, from the inputs it received: the program does not run again" };
+  }
+  return rerun(launches.replay?.why || "its inputs were not kept from the run that listed it");
+}
+
+// The line under the list: what a click costs, for the row under the pointer or focus, else for any row.
+function sayCost(launch) {
+  const launches = shown?.launches;
+  const others = launches ? launches.list.filter((other) => other.index !== launches.selected) : [];
+  els.cost.hidden = !others.length;
+  if (!others.length) return;
+  if (launch) {
+    els.cost.textContent = launch.index === launches.selected ? `Launch ${launch.index} is the one shown.`
+      : `A click on launch ${launch.index} ${clickCost(launches, launch, edited).words}.`;
+    return;
+  }
+  const costs = others.map((other) => clickCost(launches, other, edited));
+  const rerun = costs.find((cost) => !cost.replay);
+  els.cost.textContent = !rerun ? `A click on another launch ${costs[0].words}.`
+    : costs.some((cost) => cost.replay) ? `A click on a launch marked “replay” shows it alone, without running the program; on any other it ${rerun.words}.`
+    : `A click on another launch ${rerun.words}.`;
+}
+
 function launchRow(launch, chosen) {
   // An unchecked launch that ran (on a GPU, one the GPU tracer cannot see: the notes say why).
   const [word, tone] = launch.bounds === "unchecked" && launch.ms !== null ? ["unchecked", "bounds-none"]
@@ -73,12 +108,18 @@ function launchRow(launch, chosen) {
                                title: "Make a form run of this launch: its kernel, inputs of the same shapes, dtypes and strides, its arguments and grid",
                                onclick: (event) => { event.stopPropagation(); emit("launch-to-form", { launch }); } },
                    "Form");
+  const cost = launch.index === chosen ? null : clickCost(shown.launches, launch, edited);
   return h("tr", { class: launch.index === chosen ? "selected" : null, tabindex: 0, "aria-selected": String(launch.index === chosen),
-                   dataset: { index: String(launch.index) }, onclick: pick,
+                   dataset: { index: String(launch.index), cost: cost ? (cost.replay ? "replay" : "rerun") : "shown" },
+                   title: cost ? `Click: ${cost.words}` : null, onclick: pick,
+                   onmouseenter: () => sayCost(launch), onmouseleave: () => sayCost(null),
+                   onfocus: () => sayCost(launch), onblur: () => sayCost(null),
                    onkeydown: (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); pick(); } } },
            h("td", {}, String(launch.index)), h("td", {}, launch.kernel), h("td", {}, launch.line ?? "–"),
            h("td", {}, formatTuple(trimmed(launch.grid))), h("td", {}, launch.ms === null ? "–" : formatMs(launch.ms)),
-           h("td", { class: tone }, word), h("td", {}, toForm));
+           h("td", { class: tone }, word),
+           h("td", { class: cost ? (cost.replay ? "cost-replay" : "cost-rerun") : "cost-shown" }, cost ? cost.short : "shown"),
+           h("td", {}, toForm));
 }
 
 function trimmed(grid) {
@@ -104,6 +145,7 @@ function renderLaunches() {
     els.serverCheck.title = check.message || "";
   }
   els.table.hidden = !rows.length;
+  sayCost(null);
   els.empty.hidden = Boolean(rows.length);
   if (!launches) els.empty.textContent = "Press Run: the launches appear here.";
   else if (!launches.total) els.empty.textContent = "The program launched no Triton kernel.";
@@ -120,6 +162,7 @@ export function initScript(pane, optionRules) {
     pane, body: pane.querySelector("#script-body"), table: pane.querySelector("#launches-table"),
     tbody: pane.querySelector("#launches-table tbody"), empty: pane.querySelector("#launches-empty"),
     claim: pane.querySelector("#launches-claim"), serverCheck: pane.querySelector("#launches-server-check"),
+    cost: pane.querySelector("#launches-cost"),
     radios: [...pane.querySelectorAll('input[name="run-mode"]')],
     trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
     ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
@@ -134,11 +177,25 @@ export function initScript(pane, optionRules) {
   on("run-result", ({ result }) => {
     if (!result.launches) return;
     shown = result;
+    listed = sent;
+    edited = false;
     const stillThere = selected !== null && selected < result.launches.total;   // (a launch that failed showed none)
     selected = result.launches.selected ?? (stillThere ? selected : null);
     renderLaunches();
   });
   on("launch-selected", ({ index }) => { selected = index; });
+  // A replay needs the program as it was listed: an edit, or another set of its benchmark points,
+  // makes a click run it again, which the list says at once.
+  let source = null;
+  const changed = () => {
+    const now = Boolean(listed) && (source !== null && source !== listed.source || els.allPoints.checked !== listed.benchmarks);
+    if (shown && now !== edited) { edited = now; renderLaunches(); }
+  };
+  on("source-changed", (event) => { source = event.source; changed(); });
+  on("run-started", ({ spec }) => {
+    if (spec?.mode === "script") sent = { source: spec.source, benchmarks: spec.options?.benchmarks === "all" };
+  });
+  els.allPoints.addEventListener("change", changed);
 }
 
 // The launch a script's result shows (a record of result.launches.list), or null.

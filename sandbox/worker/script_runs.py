@@ -1,0 +1,71 @@
+"""A worker's part in script mode: a selected launch replayed alone where its inputs were kept
+(sandbox.run.replay, sandbox.worker.kept_launches), the program's result kept through the page's
+own steps after it (SCRIPT_STEPS_S), and the result marked as its program's word beside the
+server's own check of the launch it shows (sandbox.grading.recheck)."""
+import time
+
+from sandbox import protocol
+from sandbox import result as results
+from sandbox.protocol import RECHECK_BUDGET_S
+from sandbox.worker.verdicts import recheck_ok, shown_launch
+
+# result.launches.replay of a program that is not its owner's own: nothing of it is kept.
+FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared link's, say): nothing of its run is kept",
+                  "replayed": False}
+
+
+class ScriptRuns:
+    """The Worker's methods for scripts (sandbox.worker.main.Worker): it has `kept_launches`,
+    `settings`, `finished` and `step`, `send` and `run_checker`."""
+
+    def replay_or_run(self, run_id, job, store):
+        """A script's job asking for a launch (`options.launch`): that launch alone, replayed from the
+        inputs kept from the run that listed it where they are here; else the whole program, said
+        before it runs, with why. Returns (the job, a replay's kept result.launches and .benchmarks,
+        or None)."""
+        options = job.spec.get("options") if isinstance(job.spec.get("options"), dict) else {}
+        index = options.get("launch")
+        if type(index) is not int or store is None:
+            return job, None
+        found, why = self.kept_launches.find(store, job.spec, index)
+        if found is None:
+            self.send(protocol.message("status", run_id, phase="running",
+                                       message=f"re-running the whole program to show launch {index}: {why}"))
+            return job, None
+        listing, benchmarks, record = found
+        return job.replace(replay={"launch": record}), {"launches": listing, "benchmarks": benchmarks}
+
+    def steps_cut_short(self, run_id):
+        """The result a script's program ended with, when a step of the page's after it (timing, IR)
+        ran past SCRIPT_STEPS_S: delivered whole, saying which step was stopped."""
+        result = protocol.decode(self.finished[0], protocol.RUN_TYPES)["content"]["result"]
+        result["notes"].append(f"The program ran to its end; the page's own step after it ({self.step or 'its steps'}) "
+                               f"took longer than its {self.settings.script_steps_s:g} s (SCRIPT_STEPS_S) and was "
+                               f"stopped: what the steps had not finished is missing, the program's result is whole.")
+        return protocol.encode(protocol.message("result", run_id, result=result), nan_to_null=True)
+
+    def checked_script(self, run_id, msg, spec, listing=None, replay=None):
+        """A script's result (its run's `result` message) as a line, marked as its program's word, with
+        the server's own check of the launch it shows: a fresh run process given the source the server
+        kept and that launch's record, within RECHECK_BUDGET_S (sandbox.grading.recheck). A replayed
+        launch's result lists the launches kept from the run that listed them (`listing`); `replay`
+        is which launches a later selection replays (result.launches.replay)."""
+        result = msg["content"]["result"]
+        if listing is not None:  # the program's own report, from the run that listed the launches
+            result["launches"] = {**listing["launches"], "selected": spec["options"]["launch"]}
+            result["launches"]["replay"] = {**result["launches"]["replay"], "replayed": True}
+            result["benchmarks"] = listing["benchmarks"]
+        elif isinstance(result.get("launches"), dict):
+            result["launches"]["replay"] = replay
+        launch, verdict = shown_launch(result), None
+        if launch is not None:
+            self.send(protocol.message("status", run_id, phase="checking",
+                                       message=f"the server checks launch {launch['index']} again, without the program"))
+            budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
+            verdict, error = self.run_checker(run_id, "recheck", {"source": spec["source"], "launch": launch},
+                                              recheck_ok, budget)
+            if error is not None:
+                verdict = {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
+                           "message": f"the server could not check it: {error.message}"}
+        results.claimed_by_program(result, verdict)
+        return protocol.encode(msg, nan_to_null=True)
