@@ -13,13 +13,17 @@ and the next Run:
   first     a new owner (a new connection: nothing of theirs compiled) pastes the program, Run
   select    the same owner clicks the last launch listed (`options.launch`), which the first Run
             did not show
+  back      then clicks the launch the first Run showed, to see it again
   again     Run again, unchanged (the default launch shown)
 
 Prints median and p95 in ms of the first part (the diagram: the `trace` part, docs/events.md; a
-result with no trace part has its whole result as its first part) and of the whole result.
+result with no trace part has its whole result as its first part) and of the whole result, and
+each selection's whole result as a share of the first Run's (the medians'; a selection replays
+its launch alone where the server kept its inputs, else runs the program whole again).
 """
 import argparse
 import itertools
+import statistics
 import pathlib
 import time
 
@@ -29,7 +33,7 @@ from benchmarks.server import ROOT
 
 PROGRAMS = sorted(p.name for p in (pathlib.Path(ROOT) / "tests" / "scripts").glob("*.py"))
 OPTIONS = {"check": True, "trace": True, "bench": True, "ir": True}
-CASES = ("first", "select", "again")
+CASES = ("first", "select", "back", "again")
 
 
 def spec(source, **options):
@@ -52,11 +56,19 @@ def person(build, source, think_s):
         time.sleep(think_s)
         *rows["select"], _ = sample(tab, spec(source, launch=max(0, len(launches["list"]) - 1)))
         time.sleep(think_s)
+        *rows["back"], _ = sample(tab, spec(source, launch=launches.get("selected") or 0))
+        time.sleep(think_s)
         *rows["again"], _ = sample(tab, spec(source))
         time.sleep(think_s)
         return rows
     finally:
         tab.close()
+
+
+def share(rows, first_rows):
+    """A case's median whole result as a share of the first Run's."""
+    whole = lambda rows: statistics.median(row[1] for row in rows)  # noqa: E731
+    return f"{whole(rows) / whole(first_rows):.2f}x" if rows and first_rows else "n/a"
 
 
 def main():
@@ -83,6 +95,9 @@ def main():
                     rows[build.name, case].append(row)
             for case in CASES:
                 say(f"| {name} | {case} | " + " | ".join(cell(rows[b.name, case]) for b in builds) + " |")
+            for case in ("select", "back"):
+                say(f"| {name} | {case} / first | " + " | ".join(share(rows[b.name, case], rows[b.name, "first"])
+                                                           for b in builds) + " |")
 
 if __name__ == "__main__":
     main()

@@ -497,3 +497,15 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     statuses = [e["args"][0]["message"] for e in events if e["name"] == "run_status"]
     assert any(message.startswith("re-running the whole program to show launch 1") for message in statuses)
     assert other["trace"]["coverage"] == shown["trace"]["coverage"]
+
+
+def test_a_tutorial_sized_program_runs_whole_within_the_default_limit(app):
+    """Triton's fused-softmax tutorial (a 256 x 391 check, its benchmark's first point: 4096 rows)
+    within RUN_TIMEOUT_S on this CPU: its tl.max and tl.sum no longer re-patch the language at
+    each call (most of its benchmark launch's time went there)."""
+    start = time.monotonic()
+    result, _ = run_script(app, program("softmax_tutorial.py"))
+    print(f"\nsoftmax_tutorial.py: {time.monotonic() - start:.1f} s, the program {result['launches']['program_ms']:.0f} ms")
+    assert result["status"] == "ok", result["error"]
+    assert [launch["bounds"] for launch in result["launches"]["list"]] == ["ok", "ok"]
+    assert result["benchmarks"][0]["points"][0][0] == 256 and result["ir"] is not None
