@@ -14,12 +14,12 @@ from sandbox.launch.kernel import write_source
 from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace
-from tests.corpus import fla, liger, without_store_mask
+from tests.corpus import bnb, cce, fla, liger, without_store_mask
 from tests.test_gpu_trace import instrumented_trace, interpreter_trace, same
 
 pytestmark = pytest.mark.integration  # runs the libraries' kernels: the corpus
 
-ENTRIES = {**liger.ENTRIES, **fla.ENTRIES}
+ENTRIES = {**liger.ENTRIES, **fla.ENTRIES, **bnb.ENTRIES, **cce.ENTRIES}
 
 # Kernels that cannot run as written, and why: each test of theirs is expected to fail.
 GAPS = {

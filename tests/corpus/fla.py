@@ -66,3 +66,54 @@ ENTRIES = {
         {"y": "y", "rstd": "rstd", "dy": "dy", "dx": "dx", "eps": 1e-6, "D": C, "BD": 64}, f"({R},)",
         {"dx": "dy * rstd[:, None] - (dy * y).sum(-1, keepdim=True) * y * rstd[:, None]"}, "dx", {"atol": 1e-5}),
 }
+
+POW_GATE = "(lambda x: torch.where(x > 0, x.clamp_min(1e-30) ** (2.0 / (x.clamp_min(0).sqrt() + 1)), x) * torch.sigmoid(x))"
+
+
+def gated_backward(kernel, gate, weighted, **extra):
+    """A gated activation's backward: (x, y, dz) -> dx, dy, and z = gate(x) * y where a z is passed.
+    The references differentiate the gate with autograd."""
+    dgate = f"torch.func.grad(lambda u: {gate}(u).sum())(x)"
+    outputs = {"dx": OUT, "dy": OUT} | ({"z": OUT} if weighted else {})
+    reference = {"dx": f"g * y * {dgate}", "dy": f"g * {gate}(x)"} | ({"z": f"{gate}(x) * y"} if weighted else {})
+    return Entry(ACT, kernel, {"x": X, "y": X, "g": X, **outputs},
+                 {"x": "x", "y": "y", "g": "g", "dx": "dx", "dy": "dy", "z": "z" if weighted else None,
+                  "stride_x_row": "x.stride(0)", "stride_y_row": "y.stride(0)", "stride_g_row": "g.stride(0)",
+                  "stride_dx_row": C, "stride_dy_row": C, "stride_z_row": C if weighted else 0, **extra,
+                  "T": R * C, "D": C}, FLAT, reference, "dx", {"atol": 1e-5})
+
+
+ENTRIES |= {
+    "fla.powglu_fwd": Entry(
+        ACT, "powglu_fwd_kernel", {"x": X, "y": X, "z": OUT},
+        {"x": "x", "y": "y", "z": "z", "stride_x_row": "x.stride(0)", "stride_y_row": "y.stride(0)",
+         "stride_z_row": C, "m": 2.0, "T": R * C, "D": C}, FLAT, {"z": f"{POW_GATE}(x) * y"}, "z", {"atol": 1e-5}),
+    "fla.swiglu_fwdbwd": gated_backward("swiglu_fwdbwd_kernel", "torch.nn.functional.silu", weighted=True),
+    "fla.sigmoidglu_fwdbwd": gated_backward("sigmoidglu_fwdbwd_kernel", "torch.sigmoid", weighted=False),
+    "fla.powglu_fwdbwd": gated_backward("powglu_fwdbwd_kernel", POW_GATE, weighted=True, m=2.0),
+}
+
+CUMSUM = "fla.ops.utils.cumsum"
+SEQ = "torch.randn(2, 50, 2)"  # [B, T, H]: 2 sequences of 50 steps, 2 heads
+
+
+def cumsum_args(**extra):
+    return {"s": "s", "o": "o", "scale": None, "cu_seqlens": None, "T": 50, "B": 2, "H": 2, **extra}
+
+
+ENTRIES |= {
+    "fla.chunk_local_cumsum_scalar": Entry(
+        CUMSUM, "chunk_local_cumsum_scalar_kernel", {"s": SEQ, "o": "torch.empty(2, 50, 2)"},
+        cumsum_args(chunk_indices=None, BT=16, REVERSE=False), "(triton.cdiv(50, 16) * 2 * 2,)",
+        {"o": "torch.cat([c.cumsum(1) for c in s.split(16, 1)], 1)"}, "o", {"atol": 1e-5}, store_root="p_o"),
+    "fla.chunk_global_cumsum_scalar_reverse": Entry(
+        CUMSUM, "chunk_global_cumsum_scalar_kernel", {"s": SEQ, "o": "torch.empty(2, 50, 2)"},
+        cumsum_args(REVERSE=True), "(2 * 2,)", {"o": "s.flip(1).cumsum(1).flip(1)"}, "o", {"atol": 1e-5},
+        store_root="p_o"),
+    "fla.mean_pooling_fwd": Entry(
+        "fla.ops.utils.pooling", "mean_pooling_fwd_kernel",
+        {"x": "torch.randn(2, 50, 2, 20)", "o": "torch.empty(2, 4, 2, 20)"},  # [B, T, H, D] in chunks of 16 steps
+        {"x": "x", "o": "o", "cu_seqlens": None, "chunk_indices": None, "T": 50, "H": 2, "D": 20, "BT": 16},
+        "lambda meta: (triton.cdiv(20, meta['BD']) * 4, 2 * 2)",
+        {"o": "torch.stack([c.mean(1) for c in x.split(16, 1)], 1)"}, "o", {"atol": 1e-5}, store_root="p_o"),
+}

@@ -122,3 +122,92 @@ ENTRIES = {
         f"lambda meta: (triton.cdiv({C}, meta['BLOCK_N']), {R})", {"Y": "torch.tanh(alpha * X) * gamma + beta"}, "Y",
         {"atol": 1e-5}),
 }
+
+GELU_TANH = "0.5 * a * (1 + torch.tanh(0.7978845608028654 * (a + 0.044715 * a ** 3)))"
+GELU_TANH_GRAD = ("(lambda t: 0.5 * (1 + t) + 0.5 * a * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * a * a))"
+                  "(torch.tanh(0.7978845608028654 * (a + 0.044715 * a ** 3)))")
+LOG_P = f"torch.log_softmax(torch.randn({R}, {C}), -1)"
+JSD_M = "torch.log(0.5 * torch.exp(X) + 0.5 * torch.exp(Y))"  # log of the mixture, beta = 0.5
+CAUSAL = f"torch.randn(2, {C}, {C})"  # two score matrices of 50 x 50, masked above the diagonal
+TWO_OF_EACH = f"view(2, 2, {C}).sum(0)"  # the rows a program strides over: 0 and 2, 1 and 3 (two programs)
+DYT = "(1 - torch.tanh(alpha * x) ** 2) * dy * gamma"
+
+ENTRIES |= {
+    "liger.geglu_backward": Entry(
+        OPS + "geglu", "_geglu_tanh_backward_kernel", {"dc": X, "a": X, "b": X},
+        {"dc": "dc", "a": "a", "b": "b", "stride": "dc.stride(0)", "n_cols": C, "BLOCK_SIZE": B}, ROWS,
+        {"a": f"dc * b * {GELU_TANH_GRAD}", "b": f"dc * {GELU_TANH}"}, "a", {"atol": 1e-5}),
+    "liger.dyt_backward": Entry(
+        OPS + "dyt", "_dyt_bwd_kernel",
+        {"dy": X, "x": X, "alpha": "torch.tensor([0.7])", "gamma": f"torch.randn({C})", "dx": OUT,
+         "da": "torch.zeros(2, 1)", "dg": f"torch.empty(2, {C})", "db": f"torch.empty(2, {C})"},
+        {"DY": "dy", "DX": "dx", "DA": "da", "DG": "dg", "DB": "db", "X": "x", "Alpha": "alpha", "Gamma": "gamma",
+         "HAVE_BETA": True, "M": R, "N": C},
+        f"lambda meta: (triton.cdiv({C}, meta['BLOCK_N']), 2)",  # the wrapper's NUM_SMS programs: 2 here
+        {"dx": f"alpha * {DYT}", "dg": f"(dy * torch.tanh(alpha * x)).{TWO_OF_EACH}", "db": f"dy.{TWO_OF_EACH}",
+         "da": f"(x * {DYT}).{TWO_OF_EACH}.sum(1, keepdim=True)"}, "dx", {"atol": 1e-4}),
+    "liger.jsd": Entry(
+        OPS + "jsd", "_jsd_kernel", {"X": LOG_P, "Y": LOG_P, "loss": OUT, "dX": OUT, "label": "torch.empty(1)"},
+        rows(X_ptr=("X", "X_stride"), Y_ptr=("Y", "Y_stride"), loss_ptr=("loss", "loss_stride"),
+             dX_ptr=("dX", "dX_stride"))
+        | {"label_ptr": "label", "beta": 0.5, "n_non_ignore": R, "ignore_index": -100, "n_cols": C, "BLOCK_SIZE": 16,
+           "HAS_LABEL": False}, ROWS,
+        {"loss": f"(0.5 * torch.exp(Y) * (Y - {JSD_M}) + 0.5 * torch.exp(X) * (X - {JSD_M})) / {R}",
+         "dX": f"0.5 * torch.exp(X) * (X - {JSD_M}) / {R}"}, "loss", {"atol": 1e-6}),
+    "liger.tvd": Entry(
+        OPS + "tvd", "_tv_distance_kernel",
+        {"p": f"torch.softmax(torch.randn({R}, {C}), -1)", "q": f"torch.softmax(torch.randn({R}, {C}), -1)",
+         "loss": OUT, "grads": OUT, "label": "torch.empty(1)"},
+        rows(p_ptr=("p", "p_stride"), q_ptr=("q", "q_stride"), loss_ptr=("loss", "loss_stride"),
+             grads_ptr=("grads", "grads_stride"))
+        | {"label_ptr": "label", "ignore_index": -100, "n_cols": C, "scale": 1.0, "BLOCK_SIZE": B,
+           "HAS_LABEL": False, "reduction": 0}, ROWS,  # reduction 0: none, a loss per element
+        {"loss": "0.5 * (p - q).abs()", "grads": "0.5 * torch.sign(p - q)"}, "grads"),
+    "liger.sparsemax_forward": Entry(
+        OPS + "sparsemax", "_sparsemax_forward_kernel",
+        {"x": X, "x_sorted": "x.sort(-1, descending=True).values", "out": OUT},
+        rows(x_ptr=("x", "x_stride_row"), sorted_x_ptr=("x_sorted", "sorted_x_stride_row"),
+             o_ptr=("out", "o_stride_row")) | {"n_cols": C, "BLOCK_SIZE": B, "num_warps": 4}, ROWS,
+        # the threshold tau of each row: the support is the k largest with 1 + k z_k > their sum
+        {"out": "(x - (lambda z, k: (z.cumsum(-1).gather(-1, k - 1) - 1) / k)(x_sorted, "
+                "((1 + torch.arange(1, {C + 1}) * x_sorted) > x_sorted.cumsum(-1)).sum(-1, keepdim=True))).clamp_min(0)"},
+        "out", {"atol": 1e-5}, store_root="ptr_output_row"),
+    "liger.causal_mask_forward": Entry(
+        OPS + "multi_token_attention", "_mask_fwd_kernel", {"scores": CAUSAL, "out": f"torch.empty(2, {C}, {C})"},
+        {"scores_ptr": "scores", "out_ptr": "out", "stride_b": "scores.stride(0)", "stride_m": "scores.stride(1)",
+         "stride_n": "scores.stride(2)", "L": C, "mask_val": -1e9, "BLOCK": 16, "num_warps": 4},
+        f"(triton.cdiv({C}, 16), triton.cdiv({C}, 16), 2)",
+        {"out": f"scores.masked_fill(torch.ones({C}, {C}, dtype=torch.bool).triu(1), -1e9)"}, "out"),
+    "liger.block_rms_norm_forward": Entry(
+        OPS + "rms_norm", "_block_rms_norm_forward_kernel",
+        {"X": f"torch.randn(20, {C})", "W": f"torch.randn({C})", "Y": f"torch.empty(20, {C})", "RSTD": "torch.empty(20)"},
+        rows(Y_ptr=("Y", "Y_row_stride"), X_ptr=("X", "X_row_stride"), W_ptr=("W", "W_row_stride"),
+             RSTD_ptr=("RSTD", "RSTD_row_stride"))
+        | {"n_rows": 20, "n_cols": C, "eps": 1e-6, "offset": 0.0, "casting_mode": 0, "elementwise_affine": True,
+           "BLOCK_SIZE": B, "BLOCK_ROW": 16}, "(triton.cdiv(20, 16),)",  # 16 rows a program, the last with 4
+        {"Y": f"X * {RMS} * W", "RSTD": f"{RMS}.squeeze(-1)"}, "Y", {"atol": 1e-5}),
+}
+
+RSTD = "torch.rsqrt(X.pow(2).mean(-1) + 1e-6)"
+ENTRIES |= {
+    "liger.swiglu_backward_tiled": Entry(
+        OPS + "swiglu", "_swiglu_backward_kernel_tiled", {"dc": X, "a": X, "b": X},
+        {"dc_ptr": "dc", "a_ptr": "a", "b_ptr": "b", "stride": "dc.stride(0)", "gate_multiplier": 1.0, "n_cols": C,
+         "BLOCK_SIZE": 16}, f"({R}, triton.cdiv({C}, 16))",
+        {"a": "dc * (torch.sigmoid(a) * (1 + a * (1 - torch.sigmoid(a)))) * b", "b": "dc * torch.nn.functional.silu(a)"},
+        "a", {"atol": 1e-5}),
+    "liger.causal_mask_backward": Entry(
+        OPS + "multi_token_attention", "_mask_bwd_kernel", {"grad": CAUSAL, "out": f"torch.empty(2, {C}, {C})"},
+        {"grad_in_ptr": "grad", "out_ptr": "out", "stride_b": "grad.stride(0)", "stride_m": "grad.stride(1)",
+         "stride_n": "grad.stride(2)", "L": C, "BLOCK": 16, "num_warps": 4},
+        f"(triton.cdiv({C}, 16), triton.cdiv({C}, 16), 2)", {"out": "grad.tril()"}, "out"),
+    "liger.rms_norm_backward": Entry(
+        OPS + "rms_norm", "_rms_norm_backward_kernel",
+        {"dY": X, "X": X, "W": f"torch.randn({C})", "RSTD": RSTD, "dX": OUT, "dW": f"torch.empty(2, {C})"},
+        rows(dY_ptr=("dY", "dY_row_stride"), dX_ptr=("dX", "dX_row_stride"), X_ptr=("X", "X_row_stride"),
+             W_ptr=("W", "W_row_stride"), RSTD_ptr=("RSTD", "RSTD_row_stride"), dW_ptr=("dW", "dW_row_stride"))
+        | {"X_dtype": "tl.float32", "n_rows": R, "n_cols": C, "offset": 0.0, "rows_per_program": 2, "casting_mode": 0,
+           "elementwise_affine": True, "BLOCK_SIZE": B}, "(2,)",  # the wrapper's one program a core: 2 here
+        {"dX": f"{RSTD}[:, None] * (dY * W - {RSTD}[:, None] ** 2 / {C} * (dY * W * X).sum(-1, keepdim=True) * X)",
+         "dW": f"(dY * X * {RSTD}[:, None]).view(2, 2, {C}).sum(1)"}, "dX", {"atol": 1e-5}, store_root="dx_base"),
+}
