@@ -65,6 +65,7 @@ class InstrumentedTracer:
         self.analysis = provenance.analyze(self.source, kernel.function.__name__)
         self.ranges = [TensorRange(name, t) for name, t in tensors.items() if isinstance(t, torch.Tensor)]
         self.owners = self._owners(args, tensors)
+        self.compiled_away = self._compiled_away(args)
         self.site_of = {}  # id of an out-of-bounds record -> its site
         self.device = next((r.tensor.device for r in self.ranges), torch.device("cpu"))
 
@@ -74,6 +75,16 @@ class InstrumentedTracer:
         """site index -> index into self.ranges of the tensor its pointer derives from."""
         index = {r.name: i for i, r in enumerate(self.ranges)}
         return {site: index[name] for site, name in provenance.site_tensors(self.analysis, args, tensors).items()}
+
+    def _compiled_away(self, args):
+        """Sites whose pointer derives from an argument passed as None (an optional tensor left out) and
+        from no tensor: Triton binds a None argument as a constant, so such an access can only sit in a
+        branch its flag compiles away (else the kernel itself would not compile). They stay as written,
+        unprobed."""
+        sites = self.analysis.sites if self.analysis else []
+        return {site.index for site in sites
+                if any(p in args and args[p] is None for p in site.roots)
+                and not any(hasattr(args.get(p), "data_ptr") for p in site.roots)}
 
     @property
     def unsupported(self):
@@ -90,7 +101,7 @@ class InstrumentedTracer:
         for site in self.analysis.sites:
             if site.name == "atomic_cas":
                 return f"tl.atomic_cas at line {site.line} (it takes no mask)"
-            if site.index not in self.owners:
+            if site.index not in self.owners and site.index not in self.compiled_away:
                 return (f"the pointer of the tl.{site.name} at line {site.line} is not derived from exactly one "
                         f"tensor argument")
         return None

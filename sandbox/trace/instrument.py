@@ -118,7 +118,7 @@ class Instrumenter(ast.NodeTransformer):
                               for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_RECORD", "_TP_COVER"]]
             return node
         site = self.sites.get(position)
-        if site is None:
+        if site is None or site.index in self.tracer.compiled_away:
             return node
         kind = site.op
         given = dict(zip(ARGUMENTS[kind], node.args))

@@ -170,7 +170,7 @@ ENTRIES |= {
              o_ptr=("out", "o_stride_row")) | {"n_cols": C, "BLOCK_SIZE": B, "num_warps": 4}, ROWS,
         # the threshold tau of each row: the support is the k largest with 1 + k z_k > their sum
         {"out": "(x - (lambda z, k: (z.cumsum(-1).gather(-1, k - 1) - 1) / k)(x_sorted, "
-                "((1 + torch.arange(1, {C + 1}) * x_sorted) > x_sorted.cumsum(-1)).sum(-1, keepdim=True))).clamp_min(0)"},
+                f"((1 + torch.arange(1, {C + 1}) * x_sorted) > x_sorted.cumsum(-1)).sum(-1, keepdim=True))).clamp_min(0)"},
         "out", {"atol": 1e-5}, store_root="ptr_output_row"),
     "liger.causal_mask_forward": Entry(
         OPS + "multi_token_attention", "_mask_fwd_kernel", {"scores": CAUSAL, "out": f"torch.empty(2, {C}, {C})"},

@@ -138,6 +138,17 @@ def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr, SQUARE: tl.constexpr):
         tl.store(out_ptr + offs, x, mask=offs < n)
 """, {"x": "torch.randn(20)", "out": "torch.empty(20)"}, {"x_ptr": "x", "out_ptr": "out", "n": 20, "BLOCK": 8,
                                                             "SQUARE": True}, "(3,)"),
+    # an optional output left None, written only where its flag is set: the access compiles away
+    "optional_pointer_none": spec("k", """
+@triton.jit
+def k(x_ptr, out_ptr, extra_ptr, n, BLOCK: tl.constexpr, HAS_EXTRA: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x + 1, mask=offs < n)
+    if HAS_EXTRA:
+        tl.store(extra_ptr + offs, x * 2, mask=offs < n)
+""", {"x": "torch.randn(20)", "out": "torch.empty(20)"}, {"x_ptr": "x", "out_ptr": "out", "extra_ptr": None, "n": 20,
+                                                            "BLOCK": 8, "HAS_EXTRA": False}, "(3,)"),
     "gather_by_index": spec("k", """
 @triton.jit
 def k(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
