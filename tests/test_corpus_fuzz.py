@@ -13,10 +13,11 @@ from tests.test_corpus import DEVICES, ENTRIES
 pytestmark = pytest.mark.integration  # runs the mutated corpus
 
 # A few kernels of each library, of each shape: a row kernel moving its pointers, a 2-D grid, a flat
-# autotuned activation with a grid of meta, a row reduction.
+# autotuned activation with a grid of meta, a row reduction, a lookup through loaded codes, and
+# heuristics over heuristics with optional tensors left None, a spin lock and tl.dot.
 KERNELS = ["liger.rms_norm_forward", "liger.swiglu_forward_tiled", "liger.softmax_multi_block_backward",
-           "fla.elu_p1_fwd", "fla.softmax_fwd", "fla.l2norm_fwd_row"]
-BLOCKS = ("BLOCK_SIZE", "B", "BD")
+           "fla.elu_p1_fwd", "fla.softmax_fwd", "fla.l2norm_fwd_row", "bnb.dequant_nf4", "cce.lse_forward"]
+BLOCKS = ("BLOCK_SIZE", "B", "BD", "SPLIT_SIZE")
 
 
 def first_input(spec):
@@ -30,8 +31,10 @@ def off_by_one_grid(spec, entry):
 
 
 def stride_argument(spec):
-    # fla's row kernels take the row's length D as their row stride
-    return next((n for n in spec["args"] if "stride" in n), "D")
+    """A stride; else fla's row kernels' row length D (their row stride); else a flat kernel's first size."""
+    args = spec["args"]
+    return next((n for n in args if "stride" in n), None) or ("D" if "D" in args else
+                                                            next(n for n, v in args.items() if type(v) is int))
 
 
 def wrong_stride(spec, entry):

@@ -6,6 +6,7 @@ package may do at import what a host without its GPU or its other dependencies c
 import ast
 import importlib
 import importlib.metadata
+import re
 from dataclasses import dataclass, field
 
 # fla-core asks Triton's driver for the GPU when first imported: imported after a run has installed
@@ -37,7 +38,7 @@ class Entry:
     def library(self):
         """(distribution name, version) of the installed library the kernel comes from."""
         dist = distribution(self.module)
-        return dist.metadata["Name"], dist.version
+        return re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower(), dist.version  # as PyPI spells it
 
     def spec(self, source=None, **options):
         return {"version": 1, "source": source or self.source(), "kernel": self.kernel, "inputs": dict(self.inputs),

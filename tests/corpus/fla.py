@@ -117,3 +117,23 @@ ENTRIES |= {
         "lambda meta: (triton.cdiv(20, meta['BD']) * 4, 2 * 2)",
         {"o": "torch.stack([c.mean(1) for c in x.split(16, 1)], 1)"}, "o", {"atol": 1e-5}, store_root="p_o"),
 }
+
+# the l2norm kernels over blocks of rows (the autotuner's first BT, 8: 20 rows leave the last block partial)
+ROWS20 = f"torch.randn(20, {C})"
+L2 = "fla.modules.norm.l2norm"
+ENTRIES |= {
+    "fla.l2norm_fwd": Entry(
+        L2, "l2norm_fwd_kernel", {"x": ROWS20, "y": f"torch.empty(20, {C})", "rstd": "torch.empty(20)"},
+        {"x": "x", "y": "y", "rstd": "rstd", "eps": 1e-6, "T": 20, "D": C, "BD": 64, "NB": 1},
+        "lambda meta: (triton.cdiv(20, meta['BT']),)",
+        {"y": "x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + 1e-6)", "rstd": "torch.rsqrt(x.pow(2).sum(-1) + 1e-6)"},
+        "y", {"atol": 1e-5}, store_root="p_y"),
+    "fla.l2norm_bwd": Entry(
+        L2, "l2norm_bwd_kernel",
+        {"y": f"torch.nn.functional.normalize({ROWS20}, dim=-1)", "rstd": "torch.rand(20) + 0.5", "dy": ROWS20,
+         "dx": f"torch.empty(20, {C})"},
+        {"y": "y", "rstd": "rstd", "dy": "dy", "dx": "dx", "eps": 1e-6, "T": 20, "D": C, "BD": 64, "NB": 1},
+        "lambda meta: (triton.cdiv(20, meta['BT']),)",
+        {"dx": "dy * rstd[:, None] - (dy * y).sum(-1, keepdim=True) * y * rstd[:, None]"}, "dx", {"atol": 1e-5},
+        store_root="p_dx"),
+}
