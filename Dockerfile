@@ -4,6 +4,11 @@
 # Scale out (docs/scale-out.md): the same image as one Celery worker per GPU, on any host (its
 # healthcheck is the web process's: off for a worker; /healthz lists the workers online):
 #   docker run --gpus '"device=0"' --no-healthcheck -e REDIS_URL=redis://:password@redis-host:6379/0 triton-playground python3 -m app.dispatch.celery_worker
+# More Triton versions beside the default (requirements.txt's): name them when building, and each is
+# baked into a directory of its own under TRITONS_DIR (outside the instance volume), with a worker of
+# its own in the server; a Celery worker runs one of them with WORKER_TRITON:
+#   docker build --build-arg TRITON_VERSIONS="3.8.0 3.7.1" -t triton-playground .
+#   docker run --gpus '"device=1"' --no-healthcheck -e REDIS_URL=... -e WORKER_TRITON=3.8.0 triton-playground python3 -m app.dispatch.celery_worker
 FROM nvidia/cuda:12.8.1-base-ubuntu24.04
 
 ENV DEBIAN_FRONTEND=noninteractive PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
@@ -19,6 +24,11 @@ COPY requirements.txt requirements-scale.txt /srv/
 # a scale-out worker: celery and redis too.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128 \
     && pip install -r /srv/requirements.txt -r /srv/requirements-scale.txt
+
+# The added versions, without their dependencies: torch is the environment's (docs/configuration.md, TRITON_VERSIONS).
+ARG TRITON_VERSIONS=""
+ENV TRITONS_DIR=/opt/tritons TRITON_VERSIONS=$TRITON_VERSIONS
+RUN for version in $TRITON_VERSIONS; do pip install --no-deps --target "$TRITONS_DIR/$version" "triton==$version" || exit 1; done
 
 WORKDIR /srv
 COPY app app

@@ -66,3 +66,19 @@ def test_a_host_without_nvidias_driver_installs_torchs_cpu_build(tmp_path):
                                     plain_pip=True).splitlines()
            if "pip install" in line]
     assert pip and not any("whl/cpu" in line for line in pip)  # a GPU host: torch as requirements.txt pins it
+
+
+def test_added_triton_versions_are_installed_each_into_a_directory_of_its_own_and_make_test_installs_a_second(tmp_path):
+    with open(os.path.join(ROOT, "requirements.txt")) as f:
+        default = next(line.strip().split("==")[1] for line in f if line.startswith("triton=="))
+    tritons_dir = tmp_path / "tritons"
+    run = planned("run", tmp_path, TRITONS_DIR=tritons_dir, TRITON_VERSIONS=f"3.8.0 {default}")
+    assert f"pip install --no-deps --target {tritons_dir}/3.8.0 triton==3.8.0" in run
+    assert f"--target {tritons_dir}/{default}" not in run  # the default is the environment's own
+    assert "--target" not in planned("run", tmp_path, TRITONS_DIR=tritons_dir)  # no version added, none installed
+    worker = planned("worker", tmp_path, TRITONS_DIR=tritons_dir, WORKER_TRITON="3.8.0")
+    assert f"--target {tritons_dir}/3.8.0 triton==3.8.0" in worker
+    test = planned("test", tmp_path, TRITONS_DIR=tritons_dir)
+    second = "3.9.0" if default == "3.7.1" else "3.7.1"  # the other of the two
+    assert f"--target {tritons_dir}/{second} triton=={second}" in test
+    assert f"TEST_TRITON={second}" in test.splitlines()[-1]
