@@ -127,3 +127,10 @@ def test_what_the_dispatcher_keeps_of_a_run_is_keyed_by_its_version():
         job.triton = version or "3.7.1"
     assert len({job.launch for job in jobs}) == 3
     assert len({compile_key(spec) for spec in specs}) == 3
+
+
+def test_the_added_versions_are_read_once_each_and_a_malformed_one_is_refused_naming_it():
+    assert tritons.added_versions({"TRITON_VERSIONS": "3.8.0, 3.7.1 3.8.0"}) == ["3.8.0", "3.7.1"]
+    assert tritons.added_versions({}) == []
+    with pytest.raises(ValueError, match="'latest' is not a Triton release"):
+        tritons.added_versions({"TRITON_VERSIONS": "3.8.0 latest"})

@@ -37,13 +37,13 @@ class Pool:
         # One warm worker per GPU by default, each pinned to its GPU; WORKERS of them, round-robin.
         assigned = gpu_assignments()
         count = config["WORKERS"] or len(assigned) or CPU_WORKERS
-        self.run_memory = memory.apply(config, count)  # before any worker is started with it
-        shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
-                            compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"))
         versions = tritons.server_versions(config)
         self.default_triton = versions[0][0]
         # The default's workers, then one of each version added (on a GPU host, round-robin over the GPUs too).
         chosen = [versions[0]] * count + versions[1:]
+        self.run_memory = memory.apply(config, len(chosen))  # before any worker is started with it
+        shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
+                            compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"))
         self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None, triton)
                       for i, triton in enumerate(chosen)]
         self.started_at = time.time()
