@@ -18,8 +18,10 @@ class Tab:
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.sio = socketio.AsyncClient()
         self.parts = {}  # part -> ms from sending the run to its run_partial (docs/events.md)
+        self.phases = {}  # run_status phase -> ms from sending the run to its first run_status of that phase
         self.sio.on("run_result", self._on_result)
         self.sio.on("run_partial", self._on_partial)
+        self.sio.on("run_status", self._on_status)
         self._call(self.sio.connect(url, transports=["websocket"]))
 
     def _call(self, coroutine):
@@ -33,9 +35,12 @@ class Tab:
     async def _on_partial(self, data):
         self.parts[data["part"]] = (time.perf_counter() - self.started) * 1e3
 
+    async def _on_status(self, data):
+        self.phases.setdefault(data.get("phase"), (time.perf_counter() - self.started) * 1e3)
+
     async def _run(self, spec):
         self.waiting = self.loop.create_future()
-        self.parts = {}
+        self.parts, self.phases = {}, {}
         await self.sio.call("run", {"spec": spec}, timeout=self.timeout_s)
         return await asyncio.wait_for(self.waiting, self.timeout_s)
 

@@ -11,14 +11,18 @@ options (the gallery's, as shipped: check, trace, bench and IR on) and `--think-
 and the next Run. The first part is the later of the `check` and `trace` parts (docs/events.md); a
 server that sends no parts has its whole result as its first part. Prints median and p95 in ms.
 
-Cases (`--cases`, default all; the matmul cases need a GPU, and are skipped in the interpreter):
+Cases (`--cases`, default all; the matmul cases need a GPU, and are skipped in the interpreter). An
+edit changes code the compiler sees (a constant of an operator: Triton compiles it anew), except the
+comment case, which says so: a comment-only edit compiles nothing new.
   again     Run again, the vector add example unchanged
   first     a new student's first Run of each gallery example (`--examples`, default all)
-  edit      edit the vector add kernel, Run at once
-  ahead     edit, ask the server to compile it (`compile`), Run 1 s later: a server without the
-            event says n/a
-  matmul    edit the 4096^3 fp16 matmul, trace on
-  autotune  paste a 16-config autotuned matmul (512^2), its first Run
+  comment   add a comment line to the vector add kernel, Run at once (compiles nothing new)
+  edit      change `x + y` to `x + y * c` (a new c each time), Run at once
+  block     a new BLOCK_SIZE value (a new specialisation), Run at once
+  ahead     the edit, the page's `compile` sent 0.4 s after the last keystroke, Run 1 s later: a
+            server without the event says n/a
+  matmul    edit the 4096^3 fp16 matmul (`acc += tl.dot(a, b) * c`), trace on
+  autotune  a new person pastes a 16-config autotuned matmul (512^2), its first Run
 """
 import argparse
 import contextlib
@@ -70,9 +74,20 @@ def autotune_spec(n=512):
             "reference": {"c": "a @ b"}, "options": {"atol": 0.1, "rtol": 0.05}}
 
 
-def edited(spec, kernel, mark):
-    """`spec` with its kernel's body changed (a comment line after the def: a new source, so a
-    new compile), as one edit of a person's."""
+EDITS = itertools.count(1)  # every edit's constant is new: nothing a server kept compiles it
+
+
+def edited(spec, code, to):
+    """`spec` with `code` in its source replaced by `to(c)`, c a constant no edit used before: one
+    edit of a person's, which the compiler sees."""
+    assert code in spec["source"], code
+    spec = copy.deepcopy(spec)
+    spec["source"] = spec["source"].replace(code, to(f"{1 + next(EDITS) * 1e-7:.7f}"), 1)
+    return spec
+
+
+def commented(spec, kernel, mark):
+    """`spec` with a comment line added after its kernel's signature: a new source, the same code."""
     spec = copy.deepcopy(spec)
     lines = spec["source"].split("\n")
     at = next(i for i, line in enumerate(lines) if line.startswith(f"def {kernel}("))
@@ -80,6 +95,17 @@ def edited(spec, kernel, mark):
         at += 1
     lines.insert(at + 1, f"    # edit {mark}")
     spec["source"] = "\n".join(lines)
+    return spec
+
+
+def add_edited(spec):
+    return edited(spec, "x + y,", lambda c: f"x + y * {c},")
+
+
+def new_block(spec):
+    """A BLOCK_SIZE no run used before (a multiple of 128, from 256 up to 8192, in turn)."""
+    spec = copy.deepcopy(spec)
+    spec["args"]["BLOCK_SIZE"] = 128 * (2 + next(EDITS) % 63)
     return spec
 
 
@@ -123,10 +149,17 @@ def side_by_side(other, log_dir, prefix):
 
 
 def sample(tab, spec):
-    """(first part ms, whole result ms, status) of one run on `tab`."""
+    """(first part ms, whole result ms, status, {phase: ms spent in it}) of one run on `tab`."""
     whole, result = tab.run(spec)
     first = [tab.parts[part] for part in FIRST_PARTS if part in tab.parts]
-    return (max(first) if first else whole), whole, result["status"]
+    return (max(first) if first else whole), whole, result["status"], phase_times(tab.phases, whole)
+
+
+def phase_times(phases, whole):
+    """{phase: ms from its first run_status to the next phase's (the last one's to the result)}."""
+    starts = sorted((ms, phase) for phase, ms in phases.items())
+    ends = [ms for ms, _ in starts[1:]] + [whole]
+    return {phase: end - ms for (ms, phase), end in zip(starts, ends)}
 
 
 def run_case(case, build, i, specs):
@@ -141,20 +174,25 @@ def run_case(case, build, i, specs):
             return sample(tab, specs[names[i % len(names)]])
         finally:
             tab.close()
+    if case == "comment":
+        return sample(build.tab, commented(vector_add, "add_kernel", f"{build.name} {i} {time.time()}"))
     if case == "edit":
-        return sample(build.tab, edited(vector_add, "add_kernel", f"{build.name} {i} {time.time()}"))
+        return sample(build.tab, add_edited(vector_add))
+    if case == "block":
+        return sample(build.tab, new_block(vector_add))
     if case == "ahead":
-        spec = edited(vector_add, "add_kernel", f"ahead {build.name} {i} {time.time()}")
+        spec = add_edited(vector_add)
+        time.sleep(0.4)  # the page sends `compile` once the person pauses
         if not build.tab.compile(spec):
             return None
         time.sleep(1.0)  # the person reads the editor's marks, then presses Run
         return sample(build.tab, spec)
     if case == "matmul":
-        spec = edited(specs["matmul"], specs["matmul"]["kernel"], f"{build.name} {i} {time.time()}")
+        spec = edited(specs["matmul"], "acc += tl.dot(a, b)", lambda c: f"acc += tl.dot(a, b) * {c}")
         spec["options"]["trace"] = True
         return sample(build.tab, spec)
     if case == "autotune":
-        spec = edited(autotune_spec(), "matmul_kernel", f"{build.name} {i} {time.time()}")
+        spec = edited(autotune_spec(), "acc += tl.dot(a, b)", lambda c: f"acc += tl.dot(a, b) * {c}")
         tab = Tab(build.server.url)
         try:
             return sample(tab, spec)
@@ -164,8 +202,10 @@ def run_case(case, build, i, specs):
 
 
 GPU_ONLY = ("matmul", "autotune")
-TITLES = {"again": "Run again, vector add unchanged", "first": "a new student's first Run",
-          "edit": "edit the vector add kernel, Run at once", "ahead": "edit, Run 1 s later (compiled ahead)",
+TITLES = {"again": "Run again, vector add unchanged (warm owner)", "first": "a new student's first Run",
+          "comment": "a comment added, Run at once (compiles nothing new)",
+          "edit": "`x + y` → `x + y * c`, Run at once", "block": "a new BLOCK_SIZE, Run at once",
+          "ahead": "the edit, compiled ahead, Run 1 s later",
           "matmul": "edit the 4096^3 fp16 matmul, trace on", "autotune": "paste a 16-config autotuned matmul (512^2)"}
 
 
@@ -177,6 +217,20 @@ def cell(rows):
     flag = f" {bad}" if bad else ""
     return (f"{statistics.median(first):.0f} / {percentile(first, 0.95):.0f} | "
             f"{statistics.median(whole):.0f} / {percentile(whole, 0.95):.0f}{flag}")
+
+
+def ratio(rows, other):
+    """This build's median whole result over the other's."""
+    if not rows or not other:
+        return "n/a"
+    return f"{statistics.median(r[1] for r in rows) / statistics.median(r[1] for r in other):.2f}×"
+
+
+def where(rows):
+    """Median ms per phase (run_status), the phases that took 20 ms or more."""
+    phases = {phase for r in rows for phase in r[3]}
+    spent = {phase: statistics.median(r[3].get(phase, 0.0) for r in rows) for phase in phases}
+    return ", ".join(f"{phase} {ms:.0f}" for phase, ms in sorted(spent.items(), key=lambda kv: -kv[1]) if ms >= 20)
 
 
 def main():
@@ -200,12 +254,15 @@ def main():
                 build.tab.run(specs["vector_add"])
         say(f"Edit → Run → see on {device['name']} (triton {device['triton']}, torch {device['torch']}), "
             f"{args.runs} runs per case and build, {args.think_s:g} s think, page-default options; logs in {logs}")
-        say("ms, median / p95: first part (verdict + diagram) | whole result")
-        say("| case | " + " | ".join(f"{b.name} ({roots[b.name]})" for b in builds) + " |")
-        say("|---|" + "---|" * len(builds))
+        say("ms, median / p95: first part (verdict + diagram) | whole result; the ratio of whole results' medians; "
+            "where this build's time goes (median ms per run_status phase)")
+        say("| case | " + " | ".join(f"{b.name} ({roots[b.name]})" for b in builds)
+            + (" | this ÷ other" if len(builds) > 1 else "") + " | where the time goes |")
+        say("|---|" + "---|" * (len(builds) + (len(builds) > 1) + 1))
         for case in cases:
             if case in GPU_ONLY and interpreted:
-                say(f"| {TITLES[case]} | " + " | ".join("skipped: needs a GPU" for _ in builds) + " |")
+                say(f"| {TITLES[case]} | " + " | ".join("skipped: needs a GPU" for _ in builds)
+                    + " | n/a" * (len(builds) > 1) + " | |")
                 continue
             rows = {b.name: [] for b in builds}
             for i, build in itertools.product(range(args.runs), builds):  # alternating: the same conditions
@@ -213,7 +270,9 @@ def main():
                 if found is not None:
                     rows[build.name].append(found)
                 time.sleep(args.think_s)
-            say(f"| {TITLES[case]} | " + " | ".join(cell(rows[b.name]) for b in builds) + " |")
+            this = rows[builds[0].name]
+            compared = f" | {ratio(this, rows[builds[1].name])}" if len(builds) > 1 else ""
+            say(f"| {TITLES[case]} | " + " | ".join(cell(rows[b.name]) for b in builds) + f"{compared} | {where(this)} |")
 
 
 if __name__ == "__main__":

@@ -233,10 +233,35 @@ def test_programs_too_big_for_their_slots_are_recorded_whole_by_a_second_launch(
         assert "truncated" not in program and program == expected[tuple(program["pid"])]
 
 
-def run_on_gpu(raw, gpu_tracer):
+def run_on_gpu(raw, gpu_tracer, cpu_first=0, **run):
     from sandbox.run.pipeline import run_spec
     return run_spec({**raw, "options": {**raw["options"], "device": "gpu"}},
-                    limits={"gpu_tracer": gpu_tracer, "max_programs": 4096, "max_bytes": 2_000_000})
+                    limits={"gpu_tracer": gpu_tracer, "max_programs": 4096, "max_bytes": 2_000_000,
+                            "trace_on_cpu_first": cpu_first}, **run)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_small_new_launch_is_traced_by_the_interpreter_first_and_a_checked_one_by_the_gpu():
+    """TRACE_ON_CPU_FIRST: the interpreter traces a small launch while its real compile runs beside it;
+    the same trace as the GPU tracer's. A launch checked before, or compiled ahead, or bigger than the
+    setting, gets the GPU tracer (its instrumented build is at hand, or the interpreter too slow)."""
+    raw = CORPUS["vector_add_masked_tail"]
+    first, on_gpu = run_on_gpu(raw, True, cpu_first=256), run_on_gpu(raw, True)
+    assert first["status"] == on_gpu["status"] == "ok", first["error"]
+    assert first["trace"]["tracer"] == "interpreter" and any("sooner" in note for note in first["notes"])
+    assert same(first["trace"]) == same(on_gpu["trace"])
+    for run in ({"sanitized_before": True}, {"compiled_ahead": True}):
+        assert run_on_gpu(raw, True, cpu_first=256, **run)["trace"]["tracer"] == "gpu", run
+    assert run_on_gpu(raw, True, cpu_first=1)["trace"]["tracer"] == "gpu"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", BUGS)
+def test_on_a_gpu_a_small_launch_out_of_bounds_is_stopped_by_the_interpreter_first_as_by_the_gpu_tracer(name):
+    raw, pid, tensor = BUGS[name]
+    first, on_gpu = run_on_gpu(raw, True, cpu_first=1 << 20), run_on_gpu(raw, True)
+    assert first["status"] == "error" and first["error"]["pid"] == pid, first["error"]
+    assert first["error"]["message"] == on_gpu["error"]["message"]
 
 
 @pytest.mark.gpu

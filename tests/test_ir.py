@@ -295,3 +295,23 @@ def test_a_launch_that_fails_inside_tritons_compiler_is_explained_on_a_gpu():
     error = run_spec(raw)["error"]
     assert error["phase"] == "compile" and "SASS (ptxas) stage" in error["message"]
     assert f"Triton {triton.__version__}" in error["hint"]
+
+
+def test_a_disassembly_started_as_the_kernel_compiled_is_the_one_the_ir_shows(tmp_path, monkeypatch):
+    """A run starts cuobjdump on the cubin its launch's compile made (~0.5 s, beside the check and the
+    timing); the IR step collects that one instead of starting another, and shows the same."""
+    from sandbox.launch import ir
+    if nvidia_tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))  # nothing derived and kept yet
+    kernel = ir.find_kernel(ir.load_module(write(tmp_path, VECTOR_ADD), interpret=False), "add_kernel")
+    signature, constexprs, attrs = ir.specialize(kernel.jit, vector_add_args())
+    compiled = triton.compile(ir.ASTSource(kernel.jit, signature, constexprs=constexprs, attrs=attrs),
+                              target=ir.GPUTarget("cuda", 90, 32))
+    ir.disassemble_early(compiled)
+    assert len(ir._early) == 1
+    started = next(iter(ir._early.values()))
+    sass, usage = ir.inspect_cubin(compiled.asm["cubin"], [])
+    assert not ir._early and started.file.closed  # collected, not started again
+    assert sass == ir.Disassembly(nvidia_tool("cuobjdump"), compiled.asm["cubin"]).result([])[0]
+    assert sass and "LDG" in sass and usage["REG"] > 0

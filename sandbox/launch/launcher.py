@@ -53,12 +53,13 @@ def compile_configs_at_once(kernel, grid, args):
 
 def compile_launch(kernel, grid, args, options):
     """Compile what launch() launches, launching nothing (Triton's warmup, with the same arguments and
-    options, so the launch finds it): an autotuned kernel's configs all at once."""
+    options, so the launch finds it): an autotuned kernel's configs all at once. Returns the compiled
+    kernel (None for an autotuned one: which config runs is not known yet)."""
     if kernel.autotuner is None:
-        kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
-                                                            num_stages=options["num_stages"]))
-    else:
-        compile_configs_at_once(kernel, grid, args)
+        return kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
+                                                                   num_stages=options["num_stages"]))
+    compile_configs_at_once(kernel, grid, args)
+    return None
 
 
 class Background:

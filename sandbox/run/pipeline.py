@@ -23,7 +23,7 @@ from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
-from sandbox.launch.ir import compile_ir
+from sandbox.launch.ir import compile_ir, disassemble_early
 from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
@@ -33,6 +33,7 @@ from sandbox.timeline.run import NO_GPU
 from sandbox.trace.interpreter import TraceBudgetExceeded
 
 
+CPU_FIRST_BUDGET_S = 0.25  # a small launch's interpreter pass, past which the GPU tracer takes over
 # a status phase -> the phase of an error raised during it
 ERROR_PHASE = {"compiling": "build", "running": "launch", "checking": "check", "bench": "bench", "ir": "ir"}
 
@@ -78,8 +79,11 @@ class Run(LaunchPass):
     """One run of one spec, its one launch made by the launch pass (sandbox.run.launch_pass);
     `emit(type, content)` streams status to the worker."""
 
-    def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None, given_inputs=None):
+    def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None, given_inputs=None,
+                 compiled_ahead=False):
         super().__init__(os.path.join(scratch, "kernel.py"), spec["options"], limits)
+        self.compiled_ahead = compiled_ahead
+        self.cpu_first_programs = limits.get("trace_on_cpu_first", 0)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
@@ -155,7 +159,7 @@ class Run(LaunchPass):
         before = {name: t.clone() for name, t in inputs.items()}
         grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
         if self.options["trace"] or (self.options["sanitize"] and not self.sanitized_before):
-            self.trace_pass(kernel, inputs, grid, lambda: compile_launch(kernel, grids or grid, args, self.options))
+            self.trace_pass(kernel, inputs, grid, lambda: self.compile_real(kernel, grids or grid, args))
             self.ready("trace")
         elif self.options["sanitize"]:
             self.result["notes"].append("Bounds check not repeated: this exact launch (source, inputs, arguments, "
@@ -236,8 +240,16 @@ class Run(LaunchPass):
         if gpu and error is not None:
             raise launch_error(error, self.path, "compile")
 
+    def compile_real(self, kernel, grid, args):
+        """The real launch's compile, launching nothing; the IR's disassembly of what it made starts at
+        once (it takes ~0.5 s, and runs beside the rest of the run)."""
+        compiled = compile_launch(kernel, grid, args, self.options)
+        if self.options["ir"] and self.options["arch"] is None:
+            disassemble_early(compiled)
+
     def trace_pass(self, kernel, inputs, grid, compile_real):
-        """The trace and bounds check before the real launch, by the launch pass: from an instrumented
+        """The trace and bounds check before the real launch: by the interpreter first where the launch
+        is small (traced_on_cpu_first), else by the launch pass: from an instrumented
         launch on the GPU (sandbox.trace.gpu), with `compile_real()` (the real launch's compile) on a
         thread beside its compile; or from the interpreter on CPU copies where instrumentation cannot
         see every access (unseen_on_gpu). Either raises the out-of-bounds error, the real launch never
@@ -249,6 +261,47 @@ class Run(LaunchPass):
         if checked:
             self.result["trace"] = trace
             self.emit("sanitized", {})
+
+    def traced_on_cpu_first(self, gpu_inputs, grid, compile_real):
+        """Trace and bounds-check a small launch (TRACE_ON_CPU_FIRST programs at most) by the interpreter
+        on CPU copies, the real launch's compile on a thread beside it: ~0.1 s, where the GPU tracer's
+        instrumented build takes ~0.5 s to compile after an edit. True if so; False where the launch is
+        not small, its instrumented build is likely at hand (compiled ahead, or the GPU tracer checked
+        this exact launch before: the gallery's warm-up, an earlier run), or the interpreter cannot run
+        it within CPU_FIRST_BUDGET_S: the GPU tracer then. An access out of bounds is the run's error."""
+        if self.compiled_ahead or self.sanitized_before or not 0 < math.prod(grid) <= self.cpu_first_programs:
+            return False
+        compiling = Background(compile_real)
+        try:
+            with silenced():
+                trace = self.interpreter_pass(gpu_inputs, grid, CPU_FIRST_BUDGET_S)
+        except RunError as e:
+            real = self.real_compile_failure(compiling)
+            if real is not None:  # the kernel itself does not compile: that, not the interpreter's view of it
+                raise real from None
+            if e.type in ("OutOfBounds", "DeviceAssert"):
+                raise
+            return False  # the interpreter's failure, or its budget spent: the GPU tracer judges
+        except Exception:
+            compiling.wait()
+            return False
+        compiling.wait()  # its failure, if any, is the real launch's to report
+        self.compiled_beside_ms = compiling.ms
+        self.result["trace"] = trace
+        self.notes.append("Traced and bounds-checked by Triton's interpreter on CPU copies of the inputs: a launch "
+                          "this small is traced there sooner than the GPU tracer's build of it compiles.")
+        # Not reported as `sanitized`: the worker's memory of checked launches stands for GPU-checked
+        # ones, whose instrumented build a rerun finds compiled.
+        return True
+
+    def interpreter_pass(self, gpu_inputs, grid, budget_s):
+        """The trace (or None) of the launch in the interpreter over CPU copies of `gpu_inputs`; raises
+        its RunError (out of bounds, or TraceBudgetExceeded past `budget_s`), or the interpreter's failure."""
+        module = load_module(self.path, True)
+        kernel = find_kernel(module, self.spec["kernel"])
+        inputs = {name: t.detach().cpu().clone() for name, t in gpu_inputs.items()}
+        args, _ = build.build_args(self.spec, kernel, {**build.expression_namespace(module), **inputs})
+        return traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits, budget_s)
 
     def unseen_on_gpu(self, why, launch):
         """A form run's launch the GPU tracer cannot check is traced by the interpreter on CPU copies."""
@@ -265,13 +318,8 @@ class Run(LaunchPass):
             self._trace_on_cpu(gpu_inputs, grid)
 
     def _trace_on_cpu(self, gpu_inputs, grid):
-        module = load_module(self.path, True)
-        kernel = find_kernel(module, self.spec["kernel"])
-        inputs = {name: t.detach().cpu().clone() for name, t in gpu_inputs.items()}
-        args, _ = build.build_args(self.spec, kernel, {**build.expression_namespace(module), **inputs})
         try:
-            self.result["trace"] = traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits,
-                                                 self.trace_budget_s)
+            self.result["trace"] = self.interpreter_pass(gpu_inputs, grid, self.trace_budget_s)
             self.emit("sanitized", {})  # every access of this launch is in bounds: the worker remembers it
         except TraceBudgetExceeded as e:
             self.result["notes"].append(e.message)  # a launch too big to trace still runs and is timed
@@ -393,7 +441,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
             if replay is not None:
                 return replays.replay(spec, replay["launch"], emit, scratch, limits or {}, device_info(kind), Run)
             return script.run_script(spec, emit, scratch, limits or {}, device_info(kind))
-        run = Run(spec, emit, scratch, limits or {}, sanitized_before, reference_times)
+        run = Run(spec, emit, scratch, limits or {}, sanitized_before, reference_times, compiled_ahead=compiled_ahead)
         if compiled_ahead:
             run.result["notes"].append(COMPILED_AHEAD)
         try:

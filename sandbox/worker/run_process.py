@@ -66,7 +66,8 @@ class Settings:
         run_root = value("RUN_ROOT") or os.path.join(tempfile.gettempdir(), "playground-runs")
         hidden = (run_root, env["TRITON_CACHE_DIR"], *filter(None, env.get("RUN_HIDDEN_PATHS", "").split(os.pathsep)))
         trace_limits = {"max_programs": value("TRACE_MAX_PROGRAMS"), "max_bytes": value("TRACE_MAX_BYTES"),
-                        "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0}
+                        "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0,
+                        "trace_on_cpu_first": value("TRACE_ON_CPU_FIRST")}
         shared = (tritons.kept_dir(run_root, "shared-kernels", tritons.default_version())
                   if value("SHARED_KERNELS") != 0 else None)
         visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
