@@ -264,29 +264,27 @@ class Run(LaunchPass):
 
     def traced_on_cpu_first(self, gpu_inputs, grid, compile_real):
         """Trace and bounds-check a small launch (TRACE_ON_CPU_FIRST programs at most) by the interpreter
-        on CPU copies, the real launch's compile on a thread beside it: ~0.1 s, where the GPU tracer's
-        instrumented build takes ~0.5 s to compile after an edit. True if so; False where the launch is
-        not small, its instrumented build is likely at hand (compiled ahead, or the GPU tracer checked
-        this exact launch before: the gallery's warm-up, an earlier run), or the interpreter cannot run
-        it within CPU_FIRST_BUDGET_S: the GPU tracer then. An access out of bounds is the run's error."""
+        on CPU copies, after its real compile (~0.1 s each for a small kernel, where the GPU tracer's
+        instrumented build takes ~0.5 s to compile after an edit). One after the other: the interpreter
+        patches triton.language while it runs, which a compile beside it would see. True if so; False
+        where the launch is not small, its instrumented build is likely at hand (compiled ahead, or the
+        GPU tracer checked this exact launch before: the gallery's warm-up, an earlier run), or the
+        compile or the interpreter fails or the interpreter takes over CPU_FIRST_BUDGET_S: the GPU
+        tracer then, which says why as ever. An access out of bounds is the run's error."""
         if self.compiled_ahead or self.sanitized_before or not 0 < math.prod(grid) <= self.cpu_first_programs:
             return False
-        compiling = Background(compile_real)
+        start = time.perf_counter()
         try:
+            compile_real()
+            self.compiled_beside_ms = (time.perf_counter() - start) * 1e3
             with silenced():
                 trace = self.interpreter_pass(gpu_inputs, grid, CPU_FIRST_BUDGET_S)
         except RunError as e:
-            real = self.real_compile_failure(compiling)
-            if real is not None:  # the kernel itself does not compile: that, not the interpreter's view of it
-                raise real from None
             if e.type in ("OutOfBounds", "DeviceAssert"):
                 raise
-            return False  # the interpreter's failure, or its budget spent: the GPU tracer judges
-        except Exception:
-            compiling.wait()
             return False
-        compiling.wait()  # its failure, if any, is the real launch's to report
-        self.compiled_beside_ms = compiling.ms
+        except Exception:
+            return False
         self.result["trace"] = trace
         self.notes.append("Traced and bounds-checked by Triton's interpreter on CPU copies of the inputs: a launch "
                           "this small is traced there sooner than the GPU tracer's build of it compiles.")
