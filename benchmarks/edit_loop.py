@@ -18,7 +18,7 @@ comment case, which says so: a comment-only edit compiles nothing new.
   first     a new student's first Run of each gallery example (`--examples`, default all)
   comment   add a comment line to the vector add kernel, Run at once (compiles nothing new)
   edit      change `x + y` to `x + y * c` (a new c each time), Run at once
-  block     a new BLOCK_SIZE value (a new specialisation), Run at once
+  block     a BLOCK_SIZE the owner has not run (a new specialisation), Run at once: 9 runs at most
   ahead     the edit, the page's `compile` sent 0.4 s after the last keystroke, Run 1 s later: a
             server without the event says n/a
   matmul    edit the 4096^3 fp16 matmul (`acc += tl.dot(a, b) * c`), trace on
@@ -102,10 +102,15 @@ def add_edited(spec):
     return edited(spec, "x + y,", lambda c: f"x + y * {c},")
 
 
-def new_block(spec):
-    """A BLOCK_SIZE no run used before (a multiple of 128, from 256 up to 8192, in turn)."""
+BLOCKS = (64, 128, 256, 512, 2048, 4096, 8192, 16384, 32)  # powers of two (tl.arange's), 1024 the example's
+
+
+def new_block(spec, i):
+    """The vector add with its i-th BLOCK_SIZE, one its owner has not run (None past the last)."""
+    if i >= len(BLOCKS):
+        return None
     spec = copy.deepcopy(spec)
-    spec["args"]["BLOCK_SIZE"] = 128 * (2 + next(EDITS) % 63)
+    spec["args"]["BLOCK_SIZE"] = BLOCKS[i]
     return spec
 
 
@@ -179,7 +184,8 @@ def run_case(case, build, i, specs):
     if case == "edit":
         return sample(build.tab, add_edited(vector_add))
     if case == "block":
-        return sample(build.tab, new_block(vector_add))
+        spec = new_block(vector_add, i)
+        return spec and sample(build.tab, spec)
     if case == "ahead":
         spec = add_edited(vector_add)
         time.sleep(0.4)  # the page sends `compile` once the person pauses

@@ -254,6 +254,8 @@ class Run(LaunchPass):
         thread beside its compile; or from the interpreter on CPU copies where instrumentation cannot
         see every access (unseen_on_gpu). Either raises the out-of-bounds error, the real launch never
         happening."""
+        if self.traced_on_cpu_first(inputs, grid, compile_real):
+            return
         tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
         trace, checked = self.sanitize_on_gpu(tracer, lambda: gpu_trace.gpu_trace(
             tracer, tracer.load(self.scratch), grid, args, self.trace_config(kernel), self.options, self.limits),
