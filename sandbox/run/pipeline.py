@@ -290,8 +290,10 @@ class Run(LaunchPass):
         self.result["trace"] = trace
         self.notes.append("Traced and bounds-checked by Triton's interpreter on CPU copies of the inputs: a launch "
                           "this small is traced there sooner than the GPU tracer's build of it compiles.")
-        # Not reported as `sanitized`: the worker's memory of checked launches stands for GPU-checked
-        # ones, whose instrumented build a rerun finds compiled.
+        if not self.options["trace"]:
+            # Reported only where no trace is asked for (a rerun then skips the check): with a trace, a
+            # launch checked before goes to the GPU tracer, whose build an interpreter pass never made.
+            self.emit("sanitized", {})
         return True
 
     def interpreter_pass(self, gpu_inputs, grid, budget_s):

@@ -262,7 +262,8 @@ def access_bytes(record):
 
 
 def unique_bytes(trace):
-    """Bytes a launch moves at least: each element loaded once plus each element stored once."""
+    """Bytes a launch moves at least: each element loaded once plus each element stored once (the
+    union of the accesses' runs, merged as intervals: no array of the elements themselves)."""
     loaded, stored = {}, {}
     for program in trace["programs"]:
         for access in program["accesses"]:
@@ -272,7 +273,17 @@ def unique_bytes(trace):
     total = 0
     for seen in (loaded, stored):
         for name, runs in seen.items():
-            elements = [np.arange(start, start + length) for start, length in runs]
             itemsize = getattr(torch, trace["tensors"][name]["dtype"]).itemsize
-            total += np.unique(np.concatenate(elements or [[]])).size * itemsize
+            total += covered(runs) * itemsize
     return int(total)
+
+
+def covered(runs):
+    """How many elements the (start, length) runs cover together."""
+    count, end = 0, None
+    for start, length in sorted(runs):
+        if end is None or start > end:
+            count, end = count + length, start + length
+        elif start + length > end:
+            count, end = count + start + length - end, start + length
+    return count

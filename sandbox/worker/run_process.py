@@ -410,7 +410,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         result = pipeline.compile_spec(job.spec, emit, scratch, settings.trace_limits)
     else:
-        limits = settings.trace_limits
+        limits = run_limits(settings.trace_limits, job)
         if protocol.kept_for(job.owner, job.provenance) is not None:  # what its worker would keep of it
             limits = {**limits, "kept_inputs_bytes": settings.kept_inputs_bytes}
         result = pipeline.run_spec(job.spec, emit, scratch, limits, job.sanitized_before,
@@ -419,6 +419,12 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     sys.stdout.flush()
     sys.stderr.flush()
     send(protocol.message("result", run_id, result=result))
+
+
+def run_limits(limits, job):
+    """A job's trace limits. The server's own runs (no owner: the gallery's warm-up) build what people's
+    later runs find compiled, the GPU tracer's instrumented builds among it: none is traced on the CPU first."""
+    return limits if job.owner is not None else {**limits, "trace_on_cpu_first": 0}
 
 
 # ---------------------------------------------------------------- what runs leave behind

@@ -17,7 +17,7 @@ import time
 import triton
 
 from sandbox import protocol
-from sandbox.spec import launch_key
+from sandbox.spec import SpecError, launch_key, normalize
 from sandbox.worker.ahead import READS_PER_STEP
 
 # What a warm-up run does of each example: no timing; the launch, the check (on a GPU the bounds
@@ -44,8 +44,12 @@ class Warming:
     # -- what the worker asks
 
     def sanitized(self, spec):
-        """Did this worker's warm-up bounds-check this exact launch?"""
-        return launch_key(spec) in self.verified
+        """Did this worker's warm-up bounds-check this exact launch? (`spec` as a job carries it, the
+        defaults it leaves out included: normalized before its launch is keyed.)"""
+        try:
+            return launch_key(normalize(spec)) in self.verified
+        except SpecError:
+            return False
 
     def fds(self):
         return self.run.watched() if self.run is not None else []
