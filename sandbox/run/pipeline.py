@@ -224,7 +224,7 @@ class Run(LaunchPass):
         kernel, inputs, _, args, grid, scope = self.prepare(not gpu, "cuda" if gpu else "cpu")
         if gpu:
             grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
-            compiling = Background(lambda: compile_launch(kernel, grids or grid, args, self.options))
+            compiling = Background(lambda: self.compile_real(kernel, grids or grid, args))
             if self.options["trace"] or self.options["sanitize"]:
                 tracer, tracer_args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
                 if self.unseen_by_gpu(tracer) is None:
