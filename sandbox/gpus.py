@@ -46,10 +46,10 @@ def host_gpus(proc=PROC_GPUS, dev="/dev"):
     except OSError:
         buses = []
     gpus = []
-    for bus in buses:
+    for index, bus in enumerate(buses):  # a GPU's index is its place among all, those a jail covers included
         info = _information(os.path.join(proc, bus, "information"))
         if info.get("Device Minor", "").isdigit():
-            gpus.append(Gpu(len(gpus), int(info["Device Minor"]), info.get("Model") or "NVIDIA GPU",
+            gpus.append(Gpu(index, int(info["Device Minor"]), info.get("Model") or "NVIDIA GPU",
                             info.get("GPU UUID", "")))
     if gpus:
         return gpus

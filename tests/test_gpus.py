@@ -38,6 +38,15 @@ def test_gpus_are_indexed_in_bus_order_with_the_drivers_minor(tmp_path):
     assert {g.name for g in found} == {H100}
 
 
+def test_inside_a_jail_a_gpu_keeps_its_index_among_the_covered_others(tmp_path):
+    """A run's jail covers the other GPUs' entries (empty directories, their names still listed): its
+    own GPU keeps the index it has on the host, which the result's device.index reports."""
+    proc = fake_driver(tmp_path / "proc", CARDS)
+    for bus, _, _ in CARDS[1:]:  # as the jail leaves them: 0000:18 and 0000:3b covered
+        os.remove(os.path.join(proc, bus, "information"))
+    assert [(g.index, g.uuid) for g in gpus.host_gpus(proc=proc, dev=str(tmp_path))] == [(2, "GPU-cccc")]
+
+
 def test_without_the_drivers_entries_the_device_nodes_count(tmp_path):
     for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia10"):
         (tmp_path / name).touch()
