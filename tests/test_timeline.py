@@ -130,3 +130,9 @@ def test_past_the_limits_programs_are_sampled_and_the_slowest_kept(monkeypatch):
 def test_a_record_of_another_layout_is_refused():
     with pytest.raises(record.RecordError):
         record.decode(b"\x02\x00\x00\x00" + bytes(60))
+
+
+def test_a_sweeps_configurations_record_no_timeline_only_the_specs_own_launch_does():
+    from sandbox.run import sweep
+    spec = normalize(vector_add_spec(timeline=True, sweep={"BLOCK_SIZE": [256, 512]}))
+    assert all(sweep.config_spec(spec, config)["options"]["timeline"] is False for config in sweep.configs(spec["options"]["sweep"]))

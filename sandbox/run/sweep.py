@@ -20,10 +20,10 @@ def configs(grid):
 
 def config_spec(spec, config):
     """The spec launched with `config`: its meta-parameters as arguments, its num_warps and
-    num_stages as options; checked and timed, not traced, no IR."""
+    num_stages as options; checked and timed, not traced, no IR, no timeline."""
     args = {**spec["args"], **{k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}}
     options = {**spec["options"], **{k: v for k, v in config.items() if k in LAUNCH_OPTIONS},
-               "sweep": None, "trace": False, "ir": False, "bench": True}
+               "sweep": None, "trace": False, "ir": False, "bench": True, "timeline": False}
     return {**spec, "args": args, "options": options}
 
 
