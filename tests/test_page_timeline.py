@@ -117,3 +117,14 @@ def test_without_a_timeline_the_tab_offers_one_click_that_runs_with_the_option(p
                            timeout=60_000)
     page.wait_for_selector(".timeline-refused")  # this host has no GPU: the run says so, and shows no timeline
     assert "a timeline needs a GPU" in page.inner_text(".timeline-refused")
+
+
+@pytest.mark.browser
+def test_in_script_mode_the_tab_says_a_timeline_is_a_form_runs(page, live_server):
+    open_playground(page, live_server + "/examples/vector_add")
+    page.click("[data-tab=timings]")
+    page.check("input[name=run-mode][value=script]")
+    page.wait_for_selector(".timeline-script")
+    assert page.locator(".timeline-record").count() == 0
+    page.check("input[name=run-mode][value=form]")
+    page.wait_for_selector(".timeline-record")

@@ -216,8 +216,9 @@ class TimelineCard {
 
 // ---- the tab's section ----
 
-function offer(result) {
+function offer(result, mode) {
   const refused = (result?.notes || []).find((note) => note.startsWith("No timeline"));
+  const script = mode === "script";
   return h("div", { class: "card timeline-card timeline-offer" },
     h("div", { class: "card-head" }, "Timeline", h("span", { class: "muted" }, "where the time goes inside the kernel")),
     h("div", { class: "card-body" },
@@ -225,23 +226,34 @@ function offer(result) {
       h("p", { class: "caption" }, "On a GPU, run the kernel once more under Proton's instrumentation: which program ran on "
         + "which SM and when, and per warp the regions of your source. Mark a region with the comments ",
       h("code", {}, "# region: NAME"), " and ", h("code", {}, "# endregion"), "; without them the kernel and its loops are timed."),
-      h("button", { type: "button", class: "button small timeline-record", onclick: () => emit("timeline-requested") },
-        "Record a timeline")));
+      script
+        ? h("p", { class: "caption timeline-script" }, "A timeline is of one launch of a form run: pick a launch in the "
+          + "list and make a form run of it (Form), then record its timeline.")
+        : h("button", { type: "button", class: "button small timeline-record", onclick: () => emit("timeline-requested") },
+          "Record a timeline")));
 }
 
 export function initTimeline(container) {
   if (!container) return;
   let card = null;
   let visible = false;
+  let mode = "form";
   const show = (node) => { card = null; replaceChildren(container, node); };
   const draw = (timeline) => {
     card = new TimelineCard(timeline);
     replaceChildren(container, card.render());
     if (visible) card.draw();
   };
-  const shown = (result) => (result?.timeline ? draw(result.timeline) : show(offer(result)));
-  show(offer(null));
-  on("spec-loaded", () => show(offer(null)));
+  const shown = (result) => (result?.timeline ? draw(result.timeline) : show(offer(result, mode)));
+  show(offer(null, mode));
+  on("spec-loaded", ({ spec }) => {
+    mode = spec?.mode === "script" ? "script" : "form";
+    show(offer(null, mode));
+  });
+  on("run-mode-changed", ({ mode: changed }) => {
+    mode = changed;
+    if (!card) show(offer(null, mode));
+  });
   on("run-started", ({ spec }) => {
     if (spec?.options?.timeline) show(h("div", { class: "empty-state" }, "recording a timeline…"));
   });
