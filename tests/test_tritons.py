@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from app.owners import key as owner_key
 from sandbox import tritons
 from tests.support.apps import running_app
 from tests.support.kernels import vector_add_spec
@@ -112,8 +113,17 @@ def test_kernels_are_kept_per_version(app, client):
         assert run(client, {**spec, "options": {**spec["options"], "triton": version}})[1]["status"] == "ok"
     root = os.path.join(app.config["RUN_ROOT"], "kernel-caches")
     assert sorted(os.listdir(root)) == sorted([default, extra])
-    owners = [name for name in os.listdir(os.path.join(root, default)) if name != ".locks"]
-    assert any(os.listdir(os.path.join(root, default, owner)) for owner in owners)
+
+    with client.session_transaction() as session:
+        owner = owner_key(session["owner"])
+
+    def kept(version):  # this owner's entries, collected just after each run's reply
+        directory = os.path.join(root, version, owner)
+        return set(os.listdir(directory)) if os.path.isdir(directory) else set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (kept(default) and kept(extra)):
+        time.sleep(0.2)
+    assert kept(default) and kept(extra) and not kept(default) & kept(extra), (kept(default), kept(extra))
     assert sorted(os.listdir(os.path.join(app.config["RUN_ROOT"], "shared-kernels"))) == sorted([default, extra])
 
 
