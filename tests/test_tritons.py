@@ -14,7 +14,7 @@ from app.owners import key as owner_key
 from sandbox import tritons
 from tests.support.apps import running_app
 from tests.support.kernels import vector_add_spec
-from tests.support.tritons import atomic_load_spec, newer_and_older, require_extra
+from tests.support.tritons import ATOMIC_LOAD, atomic_load_spec, newer_and_older, require_extra
 
 pytestmark = pytest.mark.integration
 ABSENT = "3.0.0"  # named in TRITON_VERSIONS, installed nowhere: its worker cannot start
@@ -101,6 +101,14 @@ def test_a_kernel_using_what_only_the_newer_version_has_runs_there_and_fails_on_
     assert result["status"] == "error" and result["device"]["triton"] == older
     assert error["message"].startswith(f"Triton {older} has no tl.atomic_load"), error
     assert error["field"] == "options.triton" and error["line"] == 9 and error["type"] == "AttributeError"
+    # A script's launch of it too, and on the newer version it runs.
+    program = ATOMIC_LOAD + "\nx = torch.arange(1, 65, dtype=torch.float32)\nout = torch.empty(64)\ncopy_kernel[(1,)](x, out, 64, BLOCK=64)\n"
+    for version, status in ((older, "error"), (newer, "ok")):
+        result = run(client, {"mode": "script", "source": program, "options": {"triton": version, "ir": False}})[1]
+        assert result["status"] == status and result["device"]["triton"] == version, result
+        if status == "error":
+            assert f"): Triton {older} has no tl.atomic_load" in result["error"]["message"], result["error"]
+            assert result["error"]["field"] == "options.triton"
 
 
 def test_kernels_are_kept_per_version(app, client):
