@@ -211,3 +211,39 @@ ENTRIES |= {
         {"dX": f"{RSTD}[:, None] * (dY * W - {RSTD}[:, None] ** 2 / {C} * (dY * W * X).sum(-1, keepdim=True) * X)",
          "dW": f"(dY * X * {RSTD}[:, None]).view(2, 2, {C}).sum(1)"}, "dX", {"atol": 1e-5}, store_root="dx_base"),
 }
+
+X_HAT = "((X - X.mean(-1, keepdim=True)) * torch.rsqrt(X.var(-1, unbiased=False, keepdim=True) + 1e-6))"
+ENTRIES |= {
+    "liger.layer_norm_backward": Entry(
+        OPS + "layer_norm", "_layer_norm_backward_kernel",
+        {"X": X, "W": f"torch.randn({C})", "Mean": "X.mean(-1)", "RSTD": "torch.rsqrt(X.var(-1, unbiased=False) + 1e-6)",
+         "dY": X, "DX": OUT, "DW": f"torch.empty(2, {C})", "DB": f"torch.empty(2, {C})"},
+        {"X_ptr": "X", "stride_x": "X.stride(0)", "W_ptr": "W", "Mean_ptr": "Mean", "stride_mean": "Mean.stride(0)",
+         "RSTD_ptr": "RSTD", "stride_rstd": "RSTD.stride(0)", "DX_ptr": "DX", "stride_dx": "DX.stride(0)",
+         "DW_ptr": "DW", "stride_dw": "DW.stride(0)", "DB_ptr": "DB", "stride_db": "DB.stride(0)", "DY_ptr": "dY",
+         "stride_dy": "dY.stride(0)", "n_rows": R, "n_cols": C, "rows_per_program": 2, "BLOCK_SIZE": B},
+        "(2,)",  # the wrapper's one program a core: 2 here, 2 rows each
+        {"DX": f"(lambda wdy: (wdy - ({X_HAT} * ({X_HAT} * wdy).mean(-1, keepdim=True) + wdy.mean(-1, keepdim=True)))"
+               f" * torch.rsqrt(X.var(-1, unbiased=False, keepdim=True) + 1e-6))(W * dY)",
+         "DW": f"(dY * {X_HAT}).view(2, 2, {C}).sum(1)", "DB": f"dY.view(2, 2, {C}).sum(1)"}, "DX", {"atol": 1e-4},
+        store_root="row_DX_ptr"),
+}
+
+TARGETS = f"torch.cat((torch.randint(0, {C}, ({R - 1},)), torch.tensor([-100])))"  # the last row ignored
+ENTRIES |= {
+    # reduction "none", the gradient written over the logits as in training; the outputs it is not asked
+    # for (z loss, accuracy, predicted tokens) and the class weights passed as None, as its wrapper does
+    "liger.cross_entropy": Entry(
+        OPS + "cross_entropy", "liger_cross_entropy_kernel",
+        {"X": X, "Y": TARGETS, "loss": f"torch.zeros({R})"},
+        {"X_ptr": "X", "X_stride": "X.stride(0)", "Y_ptr": "Y", "Y_stride": "Y.stride(0)", "weight_ptr": None,
+         "loss_ptr": "loss", "z_loss_ptr": None, "loss_stride": "loss.stride(0)", "token_accuracy_ptr": None,
+         "token_accuracy_stride": 0, "predicted_tokens_ptr": None, "predicted_tokens_stride": 0, "n_cols": C,
+         "n_non_ignore": float(R - 1), "sum_non_ignore_weight": float(R - 1), "weight_sum": 0.0, "ignore_index": -100,
+         "lse_square_scale": 0.0, "label_smoothing": 0.0, "reduction": "'none'", "softcap": None, "RETURN_Z_LOSS": False,
+         "RETURN_TOKEN_ACCURACY": False, "RETURN_PREDICTED_TOKENS": False, "BLOCK_SIZE": B, "HAS_WEIGHT": False,
+         "HAS_SOFTCAPPING": False, "HAS_GRADIENTS": True}, ROWS,
+        {"loss": "torch.nn.functional.cross_entropy(X, Y, reduction='none')",
+         "X": f"torch.where((Y < 0)[:, None], 0.0, torch.softmax(X, -1) - torch.nn.functional.one_hot(Y.clamp_min(0), {C}))"},
+        "X", {"atol": 1e-5}),  # the first masked store through X: the ignored row's zeros
+}
