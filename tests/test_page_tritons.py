@@ -53,6 +53,13 @@ def test_the_picker_lists_the_versions_and_a_kernel_lacking_in_the_chosen_one_is
         page.select_option("#opt-triton", newer)
         assert run_and_wait(page) == "ok"
         assert page.is_hidden("#triton-note")
+        assert page.evaluate("() => window.playground.getSpec().options.triton") == (None if newer == default else newer)
+        # A script runs on the version chosen too: the script's picker shows the same choice.
+        page.check('input[name="run-mode"][value="script"]')
+        assert page.input_value("#script-triton") == newer
+        page.select_option("#script-triton", older)
+        assert page.input_value("#opt-triton") == older
+        assert page.evaluate("() => window.playground.getSpec()") ["options"]["triton"] == (None if older == default else older)
 
 
 def test_the_versions_comparison_runs_the_kernel_on_each_version_side_by_side(server, browser):

@@ -15,6 +15,7 @@ import { initShare, initExport, isOwnSnippet, linkPrompt } from "./editor/share.
 import { initPuzzle, openingSpec, setPuzzleClass } from "./teach/puzzle.js";
 import { initCompare } from "./run/compare.js";
 import { initVersions } from "./run/versions.js";
+import { readTriton } from "./editor/triton-picker.js";
 import { initStep } from "./run/step.js";
 import { uiRules } from "./shared/ui-rules.js";
 import { initScript, optionsFor, scriptMode, scriptSpec } from "./run/script.js";
@@ -47,7 +48,7 @@ const { irStages, maxRowWidth, validPid, validRowWidth, validIrStage } = uiRules
 // ---- the spec ----
 
 function getSpec() {
-  if (scriptMode()) return scriptSpec(getSource(editorView), { ...(loadedSpec && loadedSpec.options) });
+  if (scriptMode()) return scriptSpec(getSource(editorView), { ...(loadedSpec && loadedSpec.options), triton: readTriton() });
   const launch = readLaunch();
   return {
     version: 1,

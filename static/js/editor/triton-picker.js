@@ -17,6 +17,12 @@ function label(v) {
   return `${v.version}${v.default ? " (default)" : ""}${v.live ? "" : " — no worker"}`;
 }
 
+// The form's picker and the script's show one choice: a change in either is the other's too.
+function chosen(value) {
+  for (const select of els.selects) select.value = value;
+  showReleased();
+}
+
 function showReleased() {
   const chosen = versions.find((v) => v.version === els.select.value);
   els.released.textContent = chosen?.released ? `released ${chosen.released}` : "";
@@ -28,10 +34,11 @@ export function setTriton(options) {
   const current = named ?? defaultVersion();
   const known = versions.some((v) => v.version === current);
   const shown = known || current === null ? versions : [...versions, { version: current, released: null, live: false }];
-  replaceChildren(els.select, shown.map((v) => h("option", { value: v.version, selected: v.version === current },
-    known || v.version !== current ? label(v) : `${v.version} — not on this server`)));
-  if (current !== null) els.select.value = current;
-  showReleased();
+  for (const select of els.selects) {
+    replaceChildren(select, shown.map((v) => h("option", { value: v.version, selected: v.version === current },
+      known || v.version !== current ? label(v) : `${v.version} — not on this server`)));
+  }
+  if (current !== null) chosen(current);
   showNote(null);
 }
 
@@ -49,13 +56,15 @@ function showNote(error) {
   els.note.textContent = lacking ? `${lacking.replace(/\.?$/, ".")}${others.length ? ` Try ${others.join(" or ")}.` : ""}` : "";
 }
 
-// root: the launch form; specSchema: the server's schema (its `tritons`).
+// root: the launch pane (the form's picker and the script's); specSchema: the server's schema (its `tritons`).
 export function initTritonPicker(root, specSchema) {
   versions = specSchema.tritons || [];
-  els = { select: root.querySelector("#opt-triton"), released: root.querySelector("#triton-released"),
-          note: root.querySelector("#triton-note") };
-  els.select.closest("label").hidden = versions.length === 0;
-  els.select.addEventListener("change", showReleased);
+  els = { select: root.querySelector("#opt-triton"), selects: [...root.querySelectorAll(".triton-select")],
+          released: root.querySelector("#triton-released"), note: root.querySelector("#triton-note") };
+  for (const select of els.selects) {
+    select.closest("label").hidden = versions.length === 0;
+    select.addEventListener("change", () => chosen(select.value));
+  }
   on("run-result", ({ result }) => showNote(result.error));
   on("run-started", () => showNote(null));
   return els.select;
