@@ -17,7 +17,7 @@ NODE_TEST = $(if $(shell command -v node 2>/dev/null),PYTHON=$(PY) node --test t
 # Triton versions beside the default (requirements.txt's): `make run TRITON_VERSIONS="3.8.0 3.7.1"`. Each is
 # installed once, without its dependencies (torch is the environment's), into a directory of its own,
 # TRITONS_DIR/<version>, which its workers find first (sandbox/tritons.py). Wheels are large: pip's cache keeps them.
-TRITONS_DIR ?= instance/tritons
+TRITONS_DIR ?= $(CURDIR)/instance/tritons
 DEFAULT_TRITON := $(shell sed -n 's/^triton==//p' requirements.txt)
 # The second version `make test` runs through real workers: whichever of these two is not the default.
 TEST_TRITON ?= $(if $(filter 3.7.1,$(DEFAULT_TRITON)),3.9.0,3.7.1)
