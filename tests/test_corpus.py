@@ -32,14 +32,8 @@ GPU_GAPS = {
     "liger.softmax_multi_block_backward": "sets acc = tl.float32(0.0), a dtype called as a constructor, which "
                                           "Triton's compiler refuses ('dtype' object is not callable, line 98)",
 }
-# ... and kernels the GPU tracer cannot probe: on a GPU their runs are traced by the interpreter on
-# CPU copies, as the run's notes say.
-GPU_TRACER_FALLBACKS = {
-    "cce.lse_forward": "spins on a lock with tl.atomic_cas, which takes no mask to keep a probe in bounds",
-}
-# (an instrumented build of a kernel the GPU tracer cannot probe is refused, as its fallback's reason says)
-NAMES = [pytest.param(name, marks=pytest.mark.xfail(reason=gaps[name], strict=True)) if name in gaps else name
-         for gaps in [GAPS | GPU_TRACER_FALLBACKS] for name in ENTRIES]
+NAMES = [pytest.param(name, marks=pytest.mark.xfail(reason=GAPS[name], strict=True)) if name in GAPS else name
+         for name in ENTRIES]
 DEVICES = ["interpreter", pytest.param("gpu", marks=pytest.mark.gpu)]
 FALLBACK = "Traced by Triton's interpreter on CPU copies"
 
@@ -54,13 +48,10 @@ def launches():
             yield pytest.param(name, device, marks=marks, id=f"{name}-{device}")
 
 
-def traced_by(result, device, name):
-    """The tracer a device's run must use: the GPU's own, with no fallback to the interpreter; where
-    the GPU tracer cannot probe the kernel, the interpreter, with a note that says why."""
-    fallback = device == "gpu" and name in GPU_TRACER_FALLBACKS
-    assert result["trace"]["tracer"] == ("gpu" if device == "gpu" and not fallback else "interpreter")
-    notes = [note for note in result["notes"] if note.startswith(FALLBACK)]
-    assert (notes and "atomic_cas" in notes[0]) if fallback else not notes, result["notes"]
+def traced_by(result, device):
+    """The tracer a device's run must use: the GPU's own, with no fallback to the interpreter."""
+    assert result["trace"]["tracer"] == ("gpu" if device == "gpu" else "interpreter")
+    assert not any(note.startswith(FALLBACK) for note in result["notes"]), result["notes"]
 
 
 @pytest.mark.parametrize("name, device", launches())
@@ -69,7 +60,7 @@ def test_a_library_kernel_runs_ok_checked_and_traced(name, device):
     assert result["error"] is None, result["error"]
     assert result["status"] == "ok", result["check"]
     assert result["trace"]["programs"] and result["check"]["ok"]
-    traced_by(result, device, name)
+    traced_by(result, device)
 
 
 @pytest.mark.parametrize("name, device", launches())
@@ -81,7 +72,7 @@ def test_a_library_kernel_without_a_store_mask_is_a_named_out_of_bounds_error(na
     assert error is not None and error["type"] == "OutOfBounds", error
     assert error["phase"] == "launch" and error["line"] == line
     assert f"`{entry.overrun}`" in error["message"] and isinstance(error["pid"], list)
-    traced_by(result, device, name)
+    traced_by(result, device)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -121,9 +112,7 @@ def test_the_gpu_tracer_takes_most_library_kernels_without_a_fallback(tmp_path):
     taken = len(reasons) - len(fallbacks)
     print(f"GPU tracer: {taken} of {len(reasons)} library kernels without a fallback; the others: {fallbacks}")
     assert taken >= 0.8 * len(reasons), fallbacks
-    # each a kernel that cannot run there as written, or one the GPU tracer names as beyond its probes
-    assert set(fallbacks) <= set(GAPS) | set(GPU_GAPS) | set(GPU_TRACER_FALLBACKS), fallbacks
-
+    assert set(fallbacks) <= set(GAPS) | set(GPU_GAPS), fallbacks  # each a kernel that cannot run there as written
 
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "how-it-works.md"
@@ -132,18 +121,18 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "how-it-works.md"
 def corpus_table():
     """The docs' table of the corpus, from the entries and the installed libraries: per library and
     version, its kernels, those `ok` here with their named out-of-bounds error, and its named
-    limitations (each kind counted apart)."""
+    limitations (in the interpreter; on a GPU, where Triton's compiler refuses the kernel)."""
     libraries = {}
     for name, entry in ENTRIES.items():
         libraries.setdefault(entry.library(), []).append(name)
     rows = [("library", "version", "kernels", "`ok` in the interpreter", "expected failures: interpreter",
-             "expected failures: GPU compiler", "traced by the interpreter on a GPU")]
+             "expected failures: GPU compiler")]
     for (library, version), names in libraries.items():
-        counts = [sum(name in gaps for name in names) for gaps in (GAPS, GPU_GAPS, GPU_TRACER_FALLBACKS)]
+        counts = [sum(name in gaps for name in names) for gaps in (GAPS, GPU_GAPS)]
         rows.append((library, version, len(names), len(names) - counts[0], *counts))
-    rows.append(("all", "", *(sum(row[i] for row in rows[1:]) for i in range(2, 7))))
+    rows.append(("all", "", *(sum(row[i] for row in rows[1:]) for i in range(2, 6))))
     lines = ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    lines[1:1] = ["|---|---|---:|---:|---:|---:|---:|"]
+    lines[1:1] = ["|---|---|---:|---:|---:|---:|"]
     return "\n".join("  " + line for line in lines)
 
 

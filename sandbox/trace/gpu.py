@@ -20,7 +20,7 @@ pointers (and the boundary mask) its base, shape, strides and indices give, kept
 
 `InstrumentedTracer.unsupported` says why a kernel cannot be instrumented (tensor descriptors,
 inline assembly, block pointers not made plainly, jit functions imported from other modules that
-access memory, pointers with no single root parameter, atomic_cas); the run then falls back to the
+access memory, pointers with no single root parameter); the run then falls back to the
 interpreter tracer on CPU copies.
 """
 import ast
@@ -99,8 +99,6 @@ class InstrumentedTracer:
                 return (f"memory accesses inside {name}() called at line {line}, a @triton.jit function of "
                         f"{imported} (not of the source)")
         for site in self.analysis.sites:
-            if site.name == "atomic_cas":
-                return f"tl.atomic_cas at line {site.line} (it takes no mask)"
             if site.index not in self.owners and site.index not in self.compiled_away:
                 return (f"the pointer of the tl.{site.name} at line {site.line} is not derived from exactly one "
                         f"tensor argument")

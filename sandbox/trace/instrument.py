@@ -11,6 +11,7 @@ ARGUMENTS = {
              "volatile"],
     "store": ["pointer", "value", "mask", "boundary_check", "cache_modifier", "eviction_policy"],
     "atomic": ["pointer", "val", "mask", "sem", "scope"],
+    "cas": ["pointer", "cmp", "val", "sem", "scope"],
 }
 DEFAULTS = {"mask": None, "other": None, "cache_modifier": "", "eviction_policy": "", "volatile": False,
             "sem": None, "scope": None}
@@ -120,7 +121,7 @@ class Instrumenter(ast.NodeTransformer):
         site = self.sites.get(position)
         if site is None or site.index in self.tracer.compiled_away:
             return node
-        kind = site.op
+        kind = "cas" if site.name == "atomic_cas" else site.op
         given = dict(zip(ARGUMENTS[kind], node.args))
         given.update({k.arg: k.value for k in node.keywords})
         if site.block is not None:

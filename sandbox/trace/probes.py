@@ -1,5 +1,5 @@
 """The device side of the GPU tracer (sandbox.trace.gpu): what an instrumented kernel runs at each
-memory access site instead of the bare tl.load / tl.store / tl.atomic_*.
+memory access site instead of the bare tl.load / tl.store / tl.atomic_* (tl.atomic_cas too).
 
 `probe` judges every lane by the tensor its pointer derives from (`base`, `span` elements of
 `1 << SHIFT` bytes), counts the active in-bounds lanes into that tensor's coverage counters, keeps
@@ -114,6 +114,16 @@ def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, c
         return tl.atomic_xor(ptr, val, mask=safe, sem=sem, scope=scope)
     else:
         return tl.atomic_xchg(ptr, val, mask=safe, sem=sem, scope=scope)
+
+
+@triton.jit
+def cas(ptr, cmp, val, sem: tl.constexpr, scope: tl.constexpr, base, span, cov, rec, cursor, cap, slot, viol, pid,
+        SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+    """tl.atomic_cas takes no mask: an out-of-bounds lane compares and swaps at its tensor's first
+    element instead, swapping in the value it compares with, so that memory keeps its value."""
+    safe = probe(ptr, None, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, RECORD, COVER)
+    elem = (ptr.to(tl.int64) - base) >> SHIFT
+    return tl.atomic_cas(tl.where(safe, ptr, ptr - elem), cmp, tl.where(safe, val, cmp), sem=sem, scope=scope)
 
 
 @triton.jit

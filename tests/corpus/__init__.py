@@ -9,9 +9,13 @@ import importlib.metadata
 import re
 from dataclasses import dataclass, field
 
-# fla-core asks Triton's driver for the GPU when first imported: imported after a run has installed
-# the CPU host's stand-in driver (sandbox.launch.host_driver, a CUDA target), it would ask torch.cuda too.
-importlib.import_module("fla.modules.activations.ops")
+# Imported before any run, as a GPU run's process would have them. fla-core asks Triton's driver for
+# the GPU when first imported: imported after a run has installed the CPU host's stand-in driver
+# (sandbox.launch.host_driver, a CUDA target), it would ask torch.cuda too. cut-cross-entropy's
+# kernels import its @triton.jit helpers: first imported by an interpreted run, they would be the
+# interpreter's stand-ins, which a build for a GPU (the GPU tracer's, compiled here for sm90) refuses.
+for module in ("fla.modules.activations.ops", "cut_cross_entropy.tl_utils"):
+    importlib.import_module(module)
 
 
 @dataclass

@@ -222,6 +222,21 @@ def k(a_ptr, out_ptr, M, N, stride_m, stride_n, BM: tl.constexpr, BN: tl.constex
 BLOCK_IO = {"a": "torch.randn(10, 12)", "out": "torch.empty(10)"}
 BLOCK_ARGS = {"a_ptr": "a", "out_ptr": "out", "M": 10, "N": 12, "stride_m": "a.stride(0)", "stride_n": "a.stride(1)",
               "BM": 4, "BN": 8}
+# each program adds its block's sum under a lock it spins on (tl.atomic_cas takes no mask)
+SPIN_LOCK = """
+@triton.jit
+def k(x_ptr, total_ptr, locks_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    part = tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0)
+    lock = locks_ptr + tl.program_id(0) % 2
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    tl.store(total_ptr, tl.load(total_ptr) + part)
+    tl.atomic_xchg(lock, 0)
+"""
+SPIN_LOCK_IO = {"x": "torch.randn(20)", "total": "torch.zeros(1)", "locks": "torch.zeros(2, dtype=torch.int32)"}
+SPIN_LOCK_ARGS = {"x_ptr": "x", "total_ptr": "total", "locks_ptr": "locks", "n": 20, "BLOCK": 8}
+CORPUS["spin_lock"] = spec("k", SPIN_LOCK, SPIN_LOCK_IO, SPIN_LOCK_ARGS, "(3,)")
 CORPUS["helper_functions"] = spec("add", HELPERS, ADD_IO, ADD_ARGS, ADD_GRID)
 CORPUS["block_pointers"] = spec("k", BLOCK_POINTERS, BLOCK_IO, BLOCK_ARGS, "(3,)")
 
@@ -246,6 +261,8 @@ BUGS = {
     "store_in_a_helper_unmasked": (spec("add", HELPERS.replace("tl.store(p + offs, v, mask=offs < n)",
                                                                "tl.store(p + offs, v)"),
                                         ADD_IO, ADD_ARGS, ADD_GRID), [3, 0, 0], "out"),
+    "lock_past_the_end": (spec("k", SPIN_LOCK.replace("tl.program_id(0) % 2", "tl.program_id(0)"), SPIN_LOCK_IO,
+                               SPIN_LOCK_ARGS, "(3,)"), [2, 0, 0], "locks"),
     "block_pointer_unchecked_rows": (spec("k", BLOCK_POINTERS.replace("boundary_check=(0, 1)", "boundary_check=(1,)"),
                                           BLOCK_IO, BLOCK_ARGS, "(3,)"), [2, 0, 0], "a"),
 }
