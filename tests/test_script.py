@@ -490,6 +490,11 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     assert shown["timings"] is not None and "ttir" in shown["ir"]
     assert shown["server_check"] == {"launch": 1, "bounds": "ok", "message": None}
     assert shown["claims"] == first["claims"]
+    # Back to the first launch: replayed too, and the server's check of it, made once, not made again.
+    back, events = run_script(app, source, client, launch=0)
+    statuses = [e["args"][0]["message"] for e in events if e["name"] == "run_status"]
+    assert "largest gap from torch" not in back["stdout"] and back["launches"]["replay"]["replayed"]
+    assert back["server_check"] == first["server_check"] and not any("checks launch 0" in s for s in statuses)
 
     # Someone else's selection of the same program runs it whole, and says so before it does.
     other, events = run_script(app, source, launch=1)

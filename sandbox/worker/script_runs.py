@@ -2,6 +2,9 @@
 (sandbox.run.replay, sandbox.worker.kept_launches), the program's result kept through the page's
 own steps after it (SCRIPT_STEPS_S), and the result marked as its program's word beside the
 server's own check of the launch it shows (sandbox.grading.recheck)."""
+import collections
+import hashlib
+import json
 import time
 
 from sandbox import protocol
@@ -9,14 +12,21 @@ from sandbox import result as results
 from sandbox.protocol import RECHECK_BUDGET_S
 from sandbox.worker.verdicts import recheck_ok, shown_launch
 
+RECHECKS_KEPT = 256  # the server's checks of script launches a worker remembers, the least recently used forgotten
 # result.launches.replay of a program that is not its owner's own: nothing of it is kept.
 FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared link's, say): nothing of its run is kept",
                   "replayed": False}
 
 
+def check_key(source, launch):
+    return hashlib.sha256(json.dumps([source, launch], sort_keys=True, default=str).encode()).hexdigest()
+
+
 class ScriptRuns:
     """The Worker's methods for scripts (sandbox.worker.main.Worker): it has `kept_launches`,
-    `settings`, `finished` and `step`, `send` and `run_checker`."""
+    `settings`, `finished` and `step`, `send`, `start_checker` and `run_checker`."""
+    rechecked = None  # check_key(source, launch record) -> the server's check of it, made on this worker
+    checking = None  # (its check_key, the checker) of a check started beside a replay (check_beside)
 
     def replay_or_run(self, run_id, job, store):
         """A script's job asking for a launch (`options.launch`): that launch alone, replayed from the
@@ -57,15 +67,38 @@ class ScriptRuns:
             result["benchmarks"] = listing["benchmarks"]
         elif isinstance(result.get("launches"), dict):
             result["launches"]["replay"] = replay
-        launch, verdict = shown_launch(result), None
-        if launch is not None:
-            self.send(protocol.message("status", run_id, phase="checking",
-                                       message=f"the server checks launch {launch['index']} again, without the program"))
-            budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
-            verdict, error = self.run_checker(run_id, "recheck", {"source": spec["source"], "launch": launch},
-                                              recheck_ok, budget)
-            if error is not None:
-                verdict = {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
-                           "message": f"the server could not check it: {error.message}"}
+        launch = shown_launch(result)
+        verdict = self.server_check(run_id, spec["source"], launch) if launch is not None else None
         results.claimed_by_program(result, verdict)
         return protocol.encode(msg, nan_to_null=True)
+
+    def check_beside(self, run_id, source, launch):
+        """Start the server's check of `launch` now, beside the run under way (a replay, which shows
+        that launch), unless this worker has made it already."""
+        key = check_key(source, launch)
+        if key not in self.rechecked:
+            self.checking = (key, self.start_checker(run_id, "recheck", {"source": source, "launch": launch}))
+
+    def server_check(self, run_id, source, launch):
+        """The server's check of `launch` (a record) of the program `source`: made once per source and
+        record on this worker (its verdict depends on nothing else: the inputs are made from the
+        record, from its seed), within RECHECK_BUDGET_S; a check that could not finish is made again."""
+        key = check_key(source, launch)
+        if key in self.rechecked:
+            self.rechecked.move_to_end(key)
+            return self.rechecked[key]
+        self.send(protocol.message("status", run_id, phase="checking",
+                                   message=f"the server checks launch {launch['index']} again, without the program"))
+        started = None
+        if self.checking is not None and self.checking[0] == key:
+            started, self.checking = self.checking[1], None
+        budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
+        verdict, error = self.run_checker(run_id, "recheck", {"source": source, "launch": launch}, recheck_ok, budget,
+                                          started)
+        if error is not None:
+            return {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
+                    "message": f"the server could not check it: {error.message}"}
+        self.rechecked[key] = verdict
+        while len(self.rechecked) > RECHECKS_KEPT:
+            self.rechecked.popitem(last=False)
+        return verdict
