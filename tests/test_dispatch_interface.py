@@ -25,7 +25,7 @@ def parameters(function):
 
 def test_the_protocol_names_the_whole_seam():
     assert set(PROTOCOL_METHODS) == {"start", "stop", "submit", "withdraw_client", "compile_ahead", "stop_run",
-                                     "run", "health"}
+                                     "run", "health", "tritons"}
 
 
 @pytest.mark.parametrize("method", PROTOCOL_METHODS)
