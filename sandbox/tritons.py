@@ -44,8 +44,9 @@ def tritons_dir(environ=os.environ):
 
 
 def directory(version, environ=os.environ):
-    """Where `version` is installed (TRITONS_DIR/<version>): what its worker's Python finds first."""
-    return os.path.join(tritons_dir(environ), version)
+    """Where `version` is installed (TRITONS_DIR/<version>): what its worker's Python finds first. Its
+    real path: the jail binds a directory where it really is, and a run's Python must find it there."""
+    return os.path.realpath(os.path.join(tritons_dir(environ), version))
 
 
 def installed(version, environ=os.environ):

@@ -18,6 +18,7 @@ from tests.support.tritons import ATOMIC_LOAD, atomic_load_spec, newer_and_older
 
 pytestmark = pytest.mark.integration
 ABSENT = "3.0.0"  # named in TRITON_VERSIONS, installed nowhere: its worker cannot start
+BROKEN = "3.1.0"  # its directory holds pip's record and no Triton: its worker imports another, and is not started
 
 
 def wait_for_workers(app, timeout_s=180):
@@ -25,7 +26,7 @@ def wait_for_workers(app, timeout_s=180):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         states = {w["triton"]: w["state"] for w in app.extensions["dispatcher"].health()["workers"]}
-        if states.get(ABSENT) == "dead" and all(s == "ready" for v, s in states.items() if v != ABSENT):
+        if states.get(ABSENT) == "dead" and all(s == "ready" for v, s in states.items() if v not in (ABSENT, BROKEN)):
             return
         time.sleep(0.2)
     raise RuntimeError(f"the workers did not start: {states}")
@@ -35,8 +36,11 @@ def wait_for_workers(app, timeout_s=180):
 def app(tmp_path_factory):
     extra = require_extra()
     directory = tmp_path_factory.mktemp("tritons")
-    with running_app(directory, WORKERS=1, RUN_ROOT=str(directory / "runs"), TRITON_VERSIONS=f"{extra} {ABSENT}",
-                     wait=wait_for_workers) as app:
+    installed = directory / "tritons"
+    (installed / BROKEN / f"triton-{BROKEN}.dist-info").mkdir(parents=True)
+    (installed / extra).symlink_to(tritons.directory(extra))
+    with running_app(directory, WORKERS=1, RUN_ROOT=str(directory / "runs"), TRITONS_DIR=str(installed),
+                     TRITON_VERSIONS=f"{extra} {ABSENT} {BROKEN}", wait=wait_for_workers) as app:
         yield app
 
 
@@ -57,7 +61,7 @@ def test_the_spec_lists_the_versions_the_server_runs_with_their_release_dates(cl
     assert listed[default] == {"version": default, "released": tritons.RELEASED[default], "default": True, "live": True}
     assert listed[extra] == {"version": extra, "released": tritons.RELEASED[extra], "default": False, "live": True}
     assert listed[ABSENT]["live"] is False  # its worker cannot start
-    assert body["options"]["triton"]["choices"] == [default, extra, ABSENT]
+    assert body["options"]["triton"]["choices"] == [default, extra, ABSENT, BROKEN]
     assert body["options"]["triton"]["default"] is None
 
 
@@ -83,6 +87,22 @@ def test_a_version_whose_worker_cannot_start_is_refused_saying_why(client):
     assert status == 503 and body["error"]["type"] == "TritonUnavailable", body
     assert f"no worker of Triton {ABSENT} is running" in body["error"]["message"]
     assert "not installed" in body["error"]["message"]
+
+
+def test_a_run_waiting_for_a_version_whose_worker_then_fails_to_start_is_refused_at_once(app, client):
+    """A worker whose directory holds no whole install imports another Triton: its start fails, saying
+    so, and a run that waited for it is refused then, not left to the queue's wait."""
+    def broken():
+        return next(w for w in app.extensions["dispatcher"].health()["workers"] if w["triton"] == BROKEN)
+    deadline = time.monotonic() + 120
+    while not (broken()["failed_starts"] and broken()["state"] == "starting" and broken()["pid"]):
+        assert time.monotonic() < deadline, broken()
+        time.sleep(0.05)
+    started = time.monotonic()
+    status, result = run(client, vector_add_spec(n=1024, triton=BROKEN))
+    assert status == 200 and result["error"]["type"] == "TritonUnavailable", result
+    assert f"imported Triton {tritons.default_version()}" in result["error"]["message"]
+    assert "holds no whole install" in result["error"]["message"] and time.monotonic() - started < 30
 
 
 def test_a_share_link_keeps_the_version(client):

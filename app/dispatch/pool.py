@@ -8,7 +8,7 @@ import time
 
 from app.dispatch import memory
 from app.dispatch.metrics import DispatchMetrics
-from app.dispatch.interface import QueueFull, RunLost, health_of, route_triton, wait_bound_s
+from app.dispatch.interface import QueueFull, RunLost, TritonUnavailable, health_of, route_triton, wait_bound_s
 from app.dispatch.jobs import CompileRequest, Job, JobQueue, ordinal, stopped
 from app.dispatch.slot import Slot, SlotShared, gpu_assignments
 from sandbox import tritons
@@ -43,7 +43,8 @@ class Pool:
         chosen = [versions[0]] * count + versions[1:]
         self.run_memory = memory.apply(config, len(chosen))  # before any worker is started with it
         shared = SlotShared(on_compiled=self.compiled, compiled_ahead=self.found_compiled,
-                            compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"))
+                            compile_dropped=self.compile_dropped, compile_taken=lambda _: self.metrics.compile("taken"),
+                            start_failed=self.start_failed)
         self.slots = [Slot(i, config, shared, assigned[i % len(assigned)] if assigned else None, triton)
                       for i, triton in enumerate(chosen)]
         self.started_at = time.time()
@@ -95,6 +96,16 @@ class Pool:
             elif why.get(slot.triton, "") is not None:
                 why[slot.triton] = f"its worker cannot start: {slot.start_error or 'no reason given'}"
         return why
+
+    def start_failed(self, slot):
+        """The runs waiting for a Triton version none of whose workers will start get their refusal
+        now (their worker may take minutes to start, or never), not the queue's "too busy" later."""
+        why = self.why_not_live().get(slot.triton)
+        if why is None:
+            return
+        refusal = TritonUnavailable(f"no worker of Triton {slot.triton} is running now ({why})", "options.triton")
+        for job in self.jobs.withdraw(lambda job: job.triton == slot.triton):
+            job.fail(refusal.error())
 
     def tritons(self):
         why = self.why_not_live()

@@ -154,6 +154,7 @@ class SlotShared:
     compiled_ahead: Callable = lambda job: False  # did a compile ahead of this job's spec finish?
     compile_dropped: Callable = lambda request: None  # a compile ahead no worker will do
     compile_taken: Callable = lambda request: None  # a compile ahead handed to this host's worker
+    start_failed: Callable = lambda slot: None  # a slot's worker would not start (its Triton's runs may have no worker)
 
 
 class Slot:
@@ -272,6 +273,7 @@ class Slot:
                       f"GPU {self.gpu}" if self.gpu is not None else "no GPU", self.start_error,
                       self.failed_starts, delay_s, exc_info=not isinstance(e, StartError))
             self.worker, self.state = None, "dead"
+            self.shared.start_failed(self)
             return False
 
     def handle(self, job):

@@ -453,8 +453,9 @@ def main():
         if worker is not None:
             worker.zygote.stop()
         sys.exit(1)
+    import triton  # imported already (prepare): from its directory where the worker runs an added version
     worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid(),
-                                 triton=tritons.default_version()))
+                                 triton=triton.__version__))
     worker.serve()
     for spare in worker.spares:  # stdin closed: the server stopped this worker
         spare.finish(worker.kernel_caches)

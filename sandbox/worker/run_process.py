@@ -23,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+import triton
+
 from sandbox import gpus, protocol, settings, tritons
 from sandbox.errors import StartError
 from sandbox.grading import grader, recheck
@@ -68,7 +70,7 @@ class Settings:
         trace_limits = {"max_programs": value("TRACE_MAX_PROGRAMS"), "max_bytes": value("TRACE_MAX_BYTES"),
                         "trace_budget_s": value("TRACE_BUDGET_S"), "gpu_tracer": value("GPU_TRACER") != 0,
                         "trace_on_cpu_first": value("TRACE_ON_CPU_FIRST")}
-        shared = (tritons.kept_dir(run_root, "shared-kernels", tritons.default_version())
+        shared = (tritons.kept_dir(run_root, "shared-kernels", triton.__version__)  # the Triton this worker imported
                   if value("SHARED_KERNELS") != 0 else None)
         visible = gpus.by_uuid(gpus.host_gpus(), env.get("CUDA_VISIBLE_DEVICES")) if has_gpu else None
         return cls(value("SANDBOX"), run_root, hidden, has_gpu, can_mount, isolation.Limits.from_settings(),
