@@ -28,6 +28,18 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def wait_for_flag_kernel(flag_ptr, out_ptr):
+    # program 0 waits for program 1's flag: at once on a GPU, never in an interpreter that runs program 0 first
+    pid = tl.program_id(0)
+    if pid == 0:
+        while tl.atomic_add(flag_ptr, 0) == 0:
+            pass
+    else:
+        tl.atomic_xchg(flag_ptr, 1)
+    tl.store(out_ptr + pid, pid)
+
+
+@triton.jit
 def add_one_unmasked_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -352,6 +364,18 @@ def test_a_trace_over_its_time_budget_stops_and_says_where(kernels):
                tracer={"budget_s": 0.0, "record": False})
     assert caught.value.phase == "trace" and caught.value.total == 10 and caught.value.done < 10
     assert "too slow for a launch this size" in caught.value.message
+
+
+def test_a_program_that_waits_for_another_stops_at_the_time_budget(kernels):
+    """The interpreter runs programs one after another: a program spinning on another's flag would spin
+    until the run's timeout. The budget is looked at on every access too, not only as a program starts."""
+    import time
+    flag, out = torch.zeros(1, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
+    start = time.monotonic()
+    with pytest.raises(TraceBudgetExceeded) as caught:
+        traced(kernels, {"flag": flag, "out": out}, kernels.wait_for_flag_kernel, (2,), flag, out,
+               tracer={"budget_s": 0.2, "record": False})
+    assert time.monotonic() - start < 5 and caught.value.done == 0
 
 
 def test_sampling_beyond_max_programs_keeps_first_last_and_a_spread(kernels):

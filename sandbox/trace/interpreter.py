@@ -220,8 +220,7 @@ class Tracer:
 
     def start_program(self, pid):
         self.finish_program()
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise TraceBudgetExceeded(self.executed, self.sample.total, self.budget_s)
+        self.check_budget(self.executed)
         index = self.executed
         self.executed += 1
         recording = self.sample.wants(index) if self.only is None else index == self.only
@@ -237,7 +236,14 @@ class Tracer:
 
     # -- one access
 
+    def check_budget(self, done):
+        """At each program's start and each access: a program that waits on another's flag (which a GPU
+        runs beside it, and the interpreter only after it) would spin until the run's timeout."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TraceBudgetExceeded(done, self.sample.total, self.budget_s)
+
     def access(self, op, ptrs, mask, builder, atomic=None):
+        self.check_budget(self.executed - 1)  # the program under way is not done
         ptrs = _array(ptrs)
         shape = ptrs.shape
         ptrs = ptrs.ravel()
