@@ -98,7 +98,6 @@ class Worker(ScriptRuns):
         self.kept_launches = KeptLaunches(os.path.join(settings.run_root, "kept-launches"), settings.kept_inputs_bytes)
         kernel_caches.on_drop.append(self.kept_launches.drop)
         self.rechecked = collections.OrderedDict()
-        self.checking = None  # (its key, the checker) of a server's check started beside a replay
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
         self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send)
@@ -295,11 +294,8 @@ class Worker(ScriptRuns):
         done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
         job = job.replace(grading=None, sanitized_before=sanitized,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
-        self.checking = None
         job, listing = self.replay_or_run(run_id, job, store) if script else (job, None)
         run = self.start_job(job, store, run_id)
-        if listing is not None:  # the server's check of the replayed launch, beside its replay
-            self.check_beside(run_id, job.spec["source"], job.replay["launch"])
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
         result = error = None
@@ -355,10 +351,6 @@ class Worker(ScriptRuns):
             # nothing of the program runs while the server checks its launch
             run.finish(self.kernel_caches, collect=collect if store is not None and listing is None else None)
             result = self.checked_script(run_id, msg, job.spec, listing, replay)
-        if self.checking is not None:  # a check started beside a run that failed: not worth waiting for
-            self.checking[1].finish(self.kernel_caches)
-            self.spares.append(self.new_run_process())
-            self.checking = None
         if error is not None:
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
@@ -398,24 +390,18 @@ class Worker(ScriptRuns):
                              f"Look for an endless loop, or a launch far bigger than the puzzle's tests.")
         return outcome, error
 
-    def start_checker(self, run_id, kind, job):
-        """A fresh run process given `job` as its `kind` ("grade", "recheck"), under way."""
+    def run_checker(self, run_id, kind, job, shape_ok, deadline):
+        """(the outcome, None) or (None, why there is none) of a fresh run process given `job` as its
+        `kind` ("grade", "recheck"): a check made where no user code has run. What it prints is
+        dropped; its status messages are relayed."""
+        from sandbox.worker.run_process import describe_exit
         checker = self.take_warm_run_process(run_id)
         checker.owner = None  # lent no kernels, keeps none
+        outcome = error = None
         try:
             checker.send_job(protocol.Job(**{kind: job}).message(run_id))
         except OSError:
-            pass  # it died meanwhile: run_checker says so
-        return checker
-
-    def run_checker(self, run_id, kind, job, shape_ok, deadline, checker=None):
-        """(the outcome, None) or (None, why there is none) of a fresh run process given `job` as its
-        `kind` ("grade", "recheck"), or of `checker`, one started so already (start_checker): a
-        check made where no user code has run. What it prints is dropped; its status messages are
-        relayed."""
-        from sandbox.worker.run_process import describe_exit
-        checker = checker or self.start_checker(run_id, kind, job)
-        outcome = error = None
+            pass  # it died meanwhile: the loop below says so
         while outcome is None and error is None:
             kind_of, data = checker.next_message(deadline, self.input.listener(run_id))
             if kind_of == "msg":

@@ -24,9 +24,8 @@ def check_key(source, launch):
 
 class ScriptRuns:
     """The Worker's methods for scripts (sandbox.worker.main.Worker): it has `kept_launches`,
-    `settings`, `finished` and `step`, `send`, `start_checker` and `run_checker`."""
+    `settings`, `finished` and `step`, `send` and `run_checker`."""
     rechecked = None  # check_key(source, launch record) -> the server's check of it, made on this worker
-    checking = None  # (its check_key, the checker) of a check started beside a replay (check_beside)
 
     def replay_or_run(self, run_id, job, store):
         """A script's job asking for a launch (`options.launch`): that launch alone, replayed from the
@@ -72,13 +71,6 @@ class ScriptRuns:
         results.claimed_by_program(result, verdict)
         return protocol.encode(msg, nan_to_null=True)
 
-    def check_beside(self, run_id, source, launch):
-        """Start the server's check of `launch` now, beside the run under way (a replay, which shows
-        that launch), unless this worker has made it already."""
-        key = check_key(source, launch)
-        if key not in self.rechecked:
-            self.checking = (key, self.start_checker(run_id, "recheck", {"source": source, "launch": launch}))
-
     def server_check(self, run_id, source, launch):
         """The server's check of `launch` (a record) of the program `source`: made once per source and
         record on this worker (its verdict depends on nothing else: the inputs are made from the
@@ -89,12 +81,8 @@ class ScriptRuns:
             return self.rechecked[key]
         self.send(protocol.message("status", run_id, phase="checking",
                                    message=f"the server checks launch {launch['index']} again, without the program"))
-        started = None
-        if self.checking is not None and self.checking[0] == key:
-            started, self.checking = self.checking[1], None
         budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
-        verdict, error = self.run_checker(run_id, "recheck", {"source": source, "launch": launch}, recheck_ok, budget,
-                                          started)
+        verdict, error = self.run_checker(run_id, "recheck", {"source": source, "launch": launch}, recheck_ok, budget)
         if error is not None:
             return {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
                     "message": f"the server could not check it: {error.message}"}
