@@ -146,10 +146,14 @@ def test_the_list_says_what_a_click_costs_before_it_costs_it(page, live_server):
     assert run_and_wait(page) == "ok"
     assert "largest gap from torch" in page.inner_text("#results")  # the program's own print
     assert click_costs(page) == ["shown", "replay"]
-    assert page.inner_text("#launches-cost") == ("A click on another launch replays this launch alone, from the "
-                                                 "inputs it received: the program does not run again.")
+    assert page.inner_text("#launches-cost") == ("A click on another launch replays it alone, in about the time it "
+                                                 "took in the program (Time), from the inputs it received: the program "
+                                                 "does not run again.")
     page.hover("#launches-table tbody tr[data-index='1']")
-    assert page.inner_text("#launches-cost").startswith("A click on launch 1 replays this launch alone")
+    own = page.eval_on_selector("#launches-table tbody tr[data-index='1']", "row => row.cells[4].textContent")
+    assert re.fullmatch(r"A click on launch 1 replays this launch alone \(it took [\d.]+ ms in the program\), from the "
+                        r"inputs it received: the program does not run again\.", page.inner_text("#launches-cost"))
+    assert own.endswith(" ms")
     page.screenshot(path=f"{SHOTS}/script-click-replays.png")
 
     pick_launch(page, 1)

@@ -72,7 +72,9 @@ export function clickCost(launches, launch, changed) {
                             words: `re-runs the whole program${took ? ` (took ${took})` : ""}: ${why}` });
   if (changed) return rerun("the program changed since its launches were listed");
   if (launches.replay?.kept?.includes(launch.index)) {
-    return { replay: true, short: "replay", words: "replays this launch alone, from the inputs it received: the program does not run again" };
+    const own = Number.isFinite(launch.ms) ? ` (it took ${formatMs(launch.ms)} in the program)` : "";
+    return { replay: true, short: "replay",
+             words: `replays this launch alone${own}, from the inputs it received: the program does not run again` };
   }
   return rerun(launches.replay?.why || "its inputs were not kept from the run that listed it");
 }
@@ -90,7 +92,8 @@ function sayCost(launch) {
   }
   const costs = others.map((other) => clickCost(launches, other, edited));
   const rerun = costs.find((cost) => !cost.replay);
-  els.cost.textContent = !rerun ? `A click on another launch ${costs[0].words}.`
+  els.cost.textContent = !rerun ? "A click on another launch replays it alone, in about the time it took in the program "
+                                  + "(Time), from the inputs it received: the program does not run again."
     : costs.some((cost) => cost.replay) ? `A click on a launch marked “replay” shows it alone, without running the program; on any other it ${rerun.words}.`
     : `A click on another launch ${rerun.words}.`;
 }
