@@ -94,6 +94,10 @@ HINTS = [
     (re.compile(r"Cannot broadcast|incompatible shapes|shape mismatch", re.I),
      "Two blocks with different shapes were combined. Check the shapes of your offsets: "
      "a row vector is offs[None, :] and a column vector offs[:, None]."),
+    (re.compile(r"Block pointers have been removed", re.I),
+     "Triton 3.9 removed block pointers (tl.make_block_ptr, tl.advance): describe the tensor once with "
+     "tl.make_tensor_descriptor(base, shape, strides, block_shape), then load and store tiles by their offsets "
+     "(desc.load([m, n]), desc.store([m, n], tile)); tiles past the edge read zeros, so no boundary_check."),
 ]
 
 

@@ -53,10 +53,12 @@ CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (b
          "styles": (list, type(None)), "points": (list,), "points_total": (int,)}
 # The server's own bounds check of a script's shown launch (sandbox.grading.recheck): `bounds` as a launch's.
 SERVER_CHECK = {"launch": (int, type(None)), "bounds": (str,), "message": OPTIONAL_STR}
+# A warning the run raised (sandbox.run.warned): at the user's `line`, else `where` in Triton (file:line).
+WARNING = {"category": (str,), "message": (str,), "line": (int, type(None)), "where": OPTIONAL_STR, "count": (int,)}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),
           "check": CHECK, "timings": TIMINGS, "trace": TRACE, "ir": (dict, type(None)), "notes": (list,),
-          "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
+          "warnings": (list,), "run_ms": OPTIONAL_NUMBER, "puzzle": PUZZLE,
           "sweep": SWEEP, "steps": STEPS, "launches": LAUNCHES, "benchmarks": (list, type(None)),
           "claims": (list, type(None)), "server_check": SERVER_CHECK, "timeline": TIMELINE}
 
@@ -97,7 +99,7 @@ PARTS = ("check", "trace", "timings", "ir", "timeline")
 def new(device=None):
     """A result with every field, as a run starts: nothing to show yet."""
     return {"run_id": None, "status": "ok", "device": device, "error": None, "stdout": "", "check": None,
-            "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": None,
+            "timings": None, "trace": None, "ir": None, "notes": [], "warnings": [], "run_ms": None,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
             "benchmarks": None, "claims": None, "server_check": None, "timeline": None}
 
@@ -192,6 +194,8 @@ def problems(result):
             found += [f"result.{problem}" for problem in server_check_problems(result["server_check"])]
         for name, output in ((result.get("check") or {}).get("outputs") or {}).items():
             found += _problems(output, OUTPUT_CHECK, f"result.check.outputs.{name}")
+        for i, warning in enumerate(result.get("warnings") or []):
+            found += _problems(warning, WARNING, f"result.warnings[{i}]")
         for i, chart in enumerate(result.get("benchmarks") or []):
             found += _problems(chart, CHART, f"result.benchmarks[{i}]")
         for i, launch in enumerate((result.get("launches") or {}).get("list") or []):

@@ -6,7 +6,7 @@ import pytest
 from sandbox.run import pipeline
 from sandbox.run.pipeline import run_spec
 from sandbox.trace import provenance
-from tests.support import has_gpu
+from tests.support import has_block_pointers, has_gpu, needs_block_pointers
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
 DEVICE = "gpu" if has_gpu() else "interpreter"
@@ -468,14 +468,49 @@ def block_pointer_spec(source=BLOCK_POINTERS):
                 "(triton.cdiv(M, meta['BLOCK_M']),)", {"out": "x.sum(1)"}, atol=1e-4)
 
 
+@needs_block_pointers
 def test_make_block_ptr_and_advance_walk_a_matrix():
     ok(run_spec(block_pointer_spec()))
 
 
+@pytest.mark.skipif(has_block_pointers(), reason="this Triton still has block pointers")
+def test_a_block_pointer_on_a_triton_without_them_is_an_error_at_its_line_that_names_the_replacement():
+    error = run_spec(block_pointer_spec())["error"]
+    assert error["phase"] == "launch" and "Block pointers have been removed" in error["message"]
+    assert error["line"] == line_of(BLOCK_POINTERS, "block = tl.make_block_ptr(")
+    assert "tl.make_tensor_descriptor" in error["hint"] and "Triton 3.9" in error["hint"]
+
+
+@needs_block_pointers
 def test_a_block_pointer_load_without_its_boundary_check_is_a_named_out_of_bounds_error():
     error = run_spec(block_pointer_spec(BLOCK_POINTERS.replace("boundary_check=(0, 1), ", "")))["error"]
     assert error["type"] == "OutOfBounds" and "`x`" in error["message"]
     assert error["line"] == line_of(BLOCK_POINTERS, "acc += tl.sum(tl.load(block")
+
+
+DESCRIBED = """
+@triton.jit
+def row_sums_described(x_ptr, out_ptr, M, N, stride_m, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[stride_m, 1], block_shape=[BLOCK_M, BLOCK_N])
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for k in range(0, tl.cdiv(N, BLOCK_N)):
+        acc += tl.sum(x.load([pid * BLOCK_M, k * BLOCK_N]), axis=1)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(out_ptr + rows, acc, mask=rows < M)
+"""
+
+
+def test_a_tensor_descriptor_walks_a_matrix_in_the_interpreter_traced_as_the_tensor_it_describes():
+    # What replaces block pointers (Triton 3.9 removed them): the tiles past the matrix's edge read zeros.
+    result = ok(run_spec(spec(DESCRIBED, "row_sums_described", {"x": "torch.randn(19, 44)", "out": "torch.empty(19)"},
+                              {"x_ptr": "x", "out_ptr": "out", "M": 19, "N": 44, "stride_m": "x.stride(0)",
+                               "BLOCK_M": 8, "BLOCK_N": 16},
+                              "(triton.cdiv(M, meta['BLOCK_M']),)", {"out": "x.sum(1)"}, atol=1e-4, trace=True)))
+    last = result["trace"]["programs"][2]["accesses"]
+    assert [(a["op"], a["tensor"]) for a in last] == [("load", "x")] * 3 + [("store", "out")]
+    assert last[0]["offsets"] == [[704, 16], [748, 16], [792, 16]]  # rows 16-18 of 19, columns 0-15
+    assert last[0]["line"] == line_of(DESCRIBED, "x.load(")
 
 
 TENSOR_DESCRIPTORS = """

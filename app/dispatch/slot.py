@@ -34,7 +34,8 @@ STOP_POLL_S = 0.25  # how often a slot waiting on its run looks whether its clie
 # a setting, NVIDIA_API_KEY with NVIDIA_VISIBLE_DEVICES); a run gets fewer (sandbox.worker.run_process).
 WORKER_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME",
               "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TRITON_CACHE_DIR", "TRITON_PTXAS_PATH",
-              "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS"}
+              "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS",
+              "TRITON_DEFAULT_FP_FUSION"}
 
 
 def worker_env(config, gpu=None, triton_dir=None):

@@ -22,6 +22,7 @@ from sandbox import result as results
 from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
+from sandbox.run.warned import Warned
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir, disassemble_early
 from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
@@ -446,10 +447,14 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
         run = Run(spec, emit, scratch, limits or {}, sanitized_before, reference_times, compiled_ahead=compiled_ahead)
         if compiled_ahead:
             run.result["notes"].append(COMPILED_AHEAD)
+        warned = Warned(run.path)
         try:
-            run.execute()
+            with warned.catching():
+                run.execute()
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
+        run.result["warnings"] = warned.entries()
+        run.result["notes"] += warned.notes()
         return run.result
 
 

@@ -20,6 +20,7 @@ from sandbox.launch.kernel import as_run_error, write_source
 from sandbox.launch.twin import compiled_twin
 from sandbox.run.capture import Capture
 from sandbox.run.script_gpu import GpuCapture
+from sandbox.run.warned import Warned
 
 
 def run_script(spec, emit, scratch, limits, device):
@@ -30,11 +31,21 @@ def run_script(spec, emit, scratch, limits, device):
     that runs long never takes the program's result with it."""
     result = results.new(device)
     path = f"{scratch}/program.py"
+    warned = Warned(path)
+    with warned.catching():
+        run_program(spec, emit, scratch, limits, path, result)
+    result["warnings"] = warned.entries()
+    result["notes"] += warned.notes()
+    return result
+
+
+def run_program(spec, emit, scratch, limits, path, result):
+    """The program run from its file `path`, its launches, chosen launch and error filled into `result`."""
     capture = None
     start = time.perf_counter()
     try:
         write_source(spec["source"], path)
-        if device["kind"] == "gpu":
+        if result["device"]["kind"] == "gpu":
             capture = GpuCapture(spec["options"], path, limits, scratch, emit)
         else:
             capture = Capture(spec["options"], path, limits)
@@ -59,7 +70,6 @@ def run_script(spec, emit, scratch, limits, device):
         results.fail(result, as_run_error(e, path, "program", "running the program"))
         if capture is not None and result["launches"] is None:
             result["launches"] = capture.listing(None)
-    return result
 
 
 def show_trace(result, kept, emit):

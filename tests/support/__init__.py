@@ -10,7 +10,7 @@ from conftest:
 - trace_corpus: kernels both tracers must see alike
 - postgres: a real PostgreSQL server made from scratch
 
-Here: the project's root and whether this host has a GPU."""
+Here: the project's root, whether this host has a GPU and whether its Triton has block pointers."""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,3 +22,16 @@ def has_gpu():
         return torch.cuda.is_available()
     except ImportError:
         return False
+
+
+def has_block_pointers():
+    """Whether this Triton has block pointers (tl.make_block_ptr, tl.advance): Triton 3.9 removed them
+    for tensor descriptors, from its interpreter as from its compiler."""
+    from triton.runtime.interpreter import InterpreterBuilder
+    return hasattr(InterpreterBuilder, "create_make_block_ptr")
+
+
+def needs_block_pointers(test):
+    """Mark `test` to run only on a Triton that has block pointers (3.7, the GPU host's 3.6)."""
+    import pytest
+    return pytest.mark.skipif(not has_block_pointers(), reason="this Triton has no block pointers (3.9 removed them)")(test)

@@ -13,7 +13,7 @@ LOAD_X, LOAD_Y, STORE_OUT = 14, 15, 17
 def result(**fields):
     """A result with every field, as a run that ran and checked nothing; `fields` replace those."""
     base = {"run_id": None, "status": "ok", "device": INTERPRETER, "error": None, "stdout": "", "check": None,
-            "timings": None, "trace": None, "ir": None, "notes": [], "run_ms": 12.5,
+            "timings": None, "trace": None, "ir": None, "notes": [], "warnings": [], "run_ms": 12.5,
             "puzzle": None, "sweep": None, "steps": None, "launches": None,
             "benchmarks": None, "claims": None, "server_check": None, "timeline": None}
     unknown = set(fields) - set(base)

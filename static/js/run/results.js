@@ -1,7 +1,7 @@
 // The status line (the phases of the current run as they stream in) and the Results tab:
-// the verdict, the error card, the launch, the run's notes, the coverage verdicts of the written
-// tensors, each checked output, and the kernel's stdout.
-import { on } from "../shared/hub.js";
+// the verdict, the error card, the launch, the run's notes and warnings, the coverage verdicts of
+// the written tensors, each checked output, and the kernel's stdout.
+import { emit, on } from "../shared/hub.js";
 import { h, replaceChildren, notesList } from "../shared/dom.js";
 import { formatCount, formatElapsed, formatNumber, formatTuple, phaseWords, plural } from "../shared/format.js";
 import { errorCard } from "./error-card.js";
@@ -204,6 +204,19 @@ function timeoutAdvice(phase) {
     TIMEOUT_ADVICE[phase] || "");
 }
 
+// The warnings the run raised (result.warnings): each at its line of the source (a link to it), else
+// where Triton raised it, with how often.
+function warningsCard(warnings) {
+  if (!warnings || !warnings.length) return null;
+  const where = (w) => (w.line !== null
+    ? h("button", { type: "button", class: "link-button", title: "Show this line in the editor",
+                    onclick: () => emit("jump-to-line", { line: w.line }) }, `line ${w.line}`)
+    : h("code", {}, w.where));
+  return h("ul", { class: "warnings", "aria-label": "warnings" }, warnings.map((w) => h("li", {},
+    where(w), " ", h("span", { class: "category" }, w.category), " ", w.message,
+    w.count > 1 ? h("span", { class: "count" }, ` (${plural(w.count, "time")})`) : null)));
+}
+
 function errorCardOf(error, lastPhase) {
   const card = Object.assign(errorCard(error), { id: "error-card" });
   if (error.phase === "timeout") card.append(timeoutAdvice(lastPhase));
@@ -248,6 +261,7 @@ export function initResults(statusEl, resultsEl) {
       result.error ? errorCardOf(result.error, status.phases?.at(-1)) : summary(result),
       launchFacts(result),
       notesList(result.notes),
+      warningsCard(result.warnings),
       coverageNotes(verdicts),
       result.check ? outputsCard(result.check, verdicts) : null,
       result.stdout ? stdoutCard(result.stdout, false) : null);

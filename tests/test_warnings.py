@@ -1,0 +1,89 @@
+"""Warnings are part of the result: Python's and Triton's warnings raised while a run compiles and
+runs the user's code reach `result.warnings` at the user's line (else Triton's file and line), one
+entry per warning and place with its count, bounded in number and length (sandbox.run.warned)."""
+import torch
+
+from sandbox import result as results
+from sandbox.launch.ir import compile_ir
+from sandbox.launch.kernel import write_source
+from sandbox.run.pipeline import run_spec
+from sandbox.run.warned import MAX_MESSAGE, MAX_WARNINGS, Warned
+from tests.support import ROOT
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+DEPRECATED = HEADER + """
+@triton.jit
+def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = tl.view(x, (BLOCK,))
+    tl.store(out_ptr + offs, y * 2, mask=offs < n)
+"""
+VIEW_LINE = DEPRECATED.splitlines().index("    y = tl.view(x, (BLOCK,))") + 1
+
+
+def spec(source=DEPRECATED, **options):
+    return {"version": 1, "source": source, "kernel": "double", "inputs": {"x": "torch.randn(40)", "out": "torch.empty(40)"},
+            "args": {"x_ptr": "x", "out_ptr": "out", "n": 40, "BLOCK": 16}, "grid": "(3,)",
+            "reference": {"out": "x * 2"},
+            "options": {"device": "interpreter", "ir": False, "bench": False, **options}}
+
+
+def test_a_deprecated_call_in_the_kernel_is_a_warning_at_its_line_once_with_its_count():
+    result = run_spec(spec())
+    assert result["status"] == "ok" and not results.problems(result)
+    [warning] = result["warnings"]
+    assert warning["category"] == "UserWarning" and "view is deprecated" in warning["message"]
+    assert warning["line"] == VIEW_LINE and warning["where"] is None
+    assert warning["count"] == 3  # once per program: the interpreter runs the call three times
+
+
+def test_a_run_without_warnings_has_none():
+    result = run_spec(spec(DEPRECATED.replace("tl.view(x, (BLOCK,))", "tl.reshape(x, (BLOCK,))")))
+    assert result["status"] == "ok" and result["warnings"] == []
+
+
+def test_a_warning_of_the_compiler_is_at_the_line_it_was_compiling(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))  # compiled afresh: a cached kernel warns of nothing
+    path = str(tmp_path / "kernel.py")
+    write_source(DEPRECATED, path)
+    warned = Warned(path)
+    with warned.catching():
+        compile_ir(path, "double", {"x_ptr": torch.empty(40), "out_ptr": torch.empty(40), "n": 40, "BLOCK": 16})
+    [warning] = warned.entries()
+    assert "view is deprecated" in warning["message"] and warning["line"] == VIEW_LINE
+
+
+def test_a_warning_whose_stack_never_reaches_the_users_file_names_where_without_a_server_path(tmp_path):
+    import sys
+    import warnings
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    warned = Warned(str(tmp_path / "kernel.py"))
+    with warned.catching():
+        warnings.warn_explicit("from a library", DeprecationWarning, f"{site}/lib/mod.py", 7)
+        warnings.warn_explicit("from the playground", UserWarning, f"{ROOT}/sandbox/trace/record.py", 9)
+    [warning] = warned.entries()  # the playground's own is none of the person's business
+    assert warning["category"] == "DeprecationWarning" and warning["line"] is None
+    assert warning["where"] == "lib/mod.py:7"
+
+
+def test_warnings_are_bounded_in_number_and_length():
+    source = DEPRECATED + "\nimport warnings\nfor i in range(30):\n    warnings.warn(f'{i} ' + 'x' * 2000)\n"
+    result = run_spec(spec(source.replace("tl.view(x, (BLOCK,))", "tl.reshape(x, (BLOCK,))")))
+    assert result["status"] == "ok" and not results.problems(result)
+    assert len(result["warnings"]) == MAX_WARNINGS
+    assert all(len(w["message"]) == MAX_MESSAGE and w["message"].endswith("…") for w in result["warnings"])
+    assert "10 more warnings raised" in " ".join(result["notes"])
+
+
+def test_a_script_programs_warnings_reach_its_result():
+    source = DEPRECATED + """
+x = torch.randn(40)
+out = torch.empty(40)
+double[(3,)](x, out, 40, BLOCK=16)
+"""
+    result = run_spec({"version": 1, "mode": "script", "source": source,
+                       "options": {"device": "interpreter", "ir": False, "bench": False}})
+    assert result["error"] is None, result["error"]
+    [warning] = result["warnings"]
+    assert warning["line"] == VIEW_LINE and warning["count"] == 3
