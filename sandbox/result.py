@@ -53,7 +53,7 @@ CHART = {"name": (str,), "x": (str,), "y": (str,), "x_log": (bool,), "y_log": (b
          "styles": (list, type(None)), "points": (list,), "points_total": (int,)}
 # The server's own bounds check of a script's shown launch (sandbox.grading.recheck): `bounds` as a launch's.
 SERVER_CHECK = {"launch": (int, type(None)), "bounds": (str,), "message": OPTIONAL_STR}
-# A warning the run raised (sandbox.run.warned): at the user's `line`, else `where` in Triton (file:line).
+# A warning the run raised (sandbox.launch.warned): at the user's `line`, else `where` in Triton (file:line).
 WARNING = {"category": (str,), "message": (str,), "line": (int, type(None)), "where": OPTIONAL_STR, "count": (int,)}
 DEVICE = {"kind": (str,), "name": (str,), "index": (int, type(None)), "triton": (str,), "torch": (str,)}
 RESULT = {"run_id": OPTIONAL_STR, "status": (str,), "device": DEVICE, "error": ERROR, "stdout": (str,),

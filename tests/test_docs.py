@@ -149,6 +149,8 @@ def test_the_result_document_has_the_results_fields_and_each_parts():
              "launches": result.LAUNCHES, "server_check": result.SERVER_CHECK, "timeline": result.TIMELINE}
     wrong = {part: (found[part], list(fields)) for part, fields in parts.items() if set(found[part] or ()) != set(fields)}
     assert not wrong, f"documented vs defined: {wrong}"
+    warnings = next(line for line in block.splitlines() if line.lstrip().startswith('"warnings"'))  # a list of them
+    assert re.findall(r'"(\w+)"', warnings)[1:] == list(result.WARNING)
 
 
 def test_the_run_spec_document_has_the_specs_fields_and_options_with_their_defaults():

@@ -1,13 +1,13 @@
 """Warnings are part of the result: Python's and Triton's warnings raised while a run compiles and
 runs the user's code reach `result.warnings` at the user's line (else Triton's file and line), one
-entry per warning and place with its count, bounded in number and length (sandbox.run.warned)."""
+entry per warning and place with its count, bounded in number and length (sandbox.launch.warned)."""
 import torch
 
 from sandbox import result as results
 from sandbox.launch.ir import compile_ir
 from sandbox.launch.kernel import write_source
 from sandbox.run.pipeline import run_spec
-from sandbox.run.warned import MAX_MESSAGE, MAX_WARNINGS, Warned
+from sandbox.launch.warned import MAX_MESSAGE, MAX_WARNINGS, Warned
 from tests.support import ROOT
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
@@ -87,3 +87,10 @@ double[(3,)](x, out, 40, BLOCK=16)
     assert result["error"] is None, result["error"]
     [warning] = result["warnings"]
     assert warning["line"] == VIEW_LINE and warning["count"] == 3
+
+
+def test_a_program_replayed_step_by_step_raises_its_warning_once():
+    result = run_spec(spec(step_pid=[1, 0, 0]))
+    assert result["error"] is None and result["steps"]["steps"]
+    [warning] = result["warnings"]
+    assert warning["line"] == VIEW_LINE and warning["count"] == 1

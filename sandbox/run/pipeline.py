@@ -22,7 +22,7 @@ from sandbox import result as results
 from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
-from sandbox.run.warned import Warned
+from sandbox.launch.warned import Warned
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir, disassemble_early
 from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch

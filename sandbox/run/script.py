@@ -20,7 +20,7 @@ from sandbox.launch.kernel import as_run_error, write_source
 from sandbox.launch.twin import compiled_twin
 from sandbox.run.capture import Capture
 from sandbox.run.script_gpu import GpuCapture
-from sandbox.run.warned import Warned
+from sandbox.launch.warned import Warned
 
 
 def run_script(spec, emit, scratch, limits, device):

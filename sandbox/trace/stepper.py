@@ -26,6 +26,7 @@ from sandbox import result as results
 from sandbox.errors import RunError, explain
 from sandbox.launch import build
 from sandbox.launch.kernel import as_run_error, user_line, write_source
+from sandbox.launch.warned import Warned
 from sandbox.trace import provenance
 from sandbox.trace.interpreter import Tracer
 from sandbox.trace.record import owners_by_position, TensorRange
@@ -271,8 +272,12 @@ def stepped(spec, scratch, device):
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="step-"))
         path = os.path.join(scratch, "kernel.py")
+        warned = Warned(path)
         try:
-            step_run(spec, result, path)
+            with warned.catching():
+                step_run(spec, result, path)
         except Exception as e:
             results.fail(result, as_run_error(e, path, "launch", "replaying the program line by line"))
+    result["warnings"] = warned.entries()
+    result["notes"] += warned.notes()
     return result

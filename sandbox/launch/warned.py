@@ -17,7 +17,7 @@ import warnings
 MAX_WARNINGS = 20
 MAX_MESSAGE = 500
 MAX_CATEGORY = 100  # a user's own warning class may have any name
-_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above run/
+_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above launch/
 
 
 class Warned:
