@@ -4,8 +4,9 @@ the run process's stderr.
 
 Each warning is placed where the person can act on it: at the line of the user's file the warning's
 stack runs through (the interpreter runs the kernel as Python, a module runs its own code there), or
-the line Triton's compiler was compiling when it warned; else where it was raised (Triton's own
-file, `triton/language/core.py:2134`). The same warning at the same place is one entry with its
+the line Triton's compiler was compiling when it warned; else, where Triton raised it or was on its
+way, the place it was raised (`triton/knobs.py:504`). Any other (the playground's own; torch's or
+numpy's at the playground's call) is none of the person's business. The same warning at the same place is one entry with its
 count (a warning raised per call is raised once per program in the interpreter); at most
 MAX_WARNINGS entries of at most MAX_MESSAGE characters each, a note counting the rest.
 """
@@ -14,10 +15,12 @@ import os
 import sys
 import warnings
 
+import triton
+
 MAX_WARNINGS = 20
 MAX_MESSAGE = 500
 MAX_CATEGORY = 100  # a user's own warning class may have any name
-_SANDBOX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sandbox/, above launch/
+_TRITON = os.path.dirname(triton.__file__) + os.sep  # Triton's package: its files, never the playground's
 
 
 class Warned:
@@ -39,7 +42,7 @@ class Warned:
     def show(self, message, category, filename, lineno, file=None, line=None):
         line, where = self.place(filename, lineno)
         if line is None and where is None:
-            return  # the playground's own, raised outside the user's code: not the person's to act on
+            return  # not the person's to act on
         text = str(message).strip()
         text = text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
         kind = category.__name__[:MAX_CATEGORY]
@@ -53,9 +56,11 @@ class Warned:
 
     def place(self, filename, lineno):
         """(the user's line, None) where the warning concerns their file; else (None, where it was
-        raised), or (None, None) for the playground's own warning."""
+        raised) where Triton raised it or was on its way; else (None, None): the playground's own,
+        or torch's or numpy's at the playground's call."""
         if filename in self.paths:
             return lineno, None
+        through_triton = _in_triton(filename)
         frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename in self.paths:
@@ -63,10 +68,9 @@ class Warned:
             compiling = self.compiling_line(frame)
             if compiling is not None:
                 return compiling, None
+            through_triton = through_triton or _in_triton(frame.f_code.co_filename)
             frame = frame.f_back
-        if os.path.abspath(filename).startswith(_SANDBOX + os.sep):
-            return None, None
-        return None, f"{package_path(filename)}:{lineno}"
+        return None, f"{package_path(filename)}:{lineno}" if through_triton else None
 
     def compiling_line(self, frame):
         """The user's line Triton's compiler (its CodeGenerator walking the kernel's syntax tree) was
@@ -83,6 +87,10 @@ class Warned:
     def notes(self):
         return [f"{self.left_out} more warning{'s' if self.left_out > 1 else ''} raised: only the first "
                 f"{MAX_WARNINGS} different ones are listed."] if self.left_out else []
+
+
+def _in_triton(filename):
+    return filename.startswith(_TRITON)
 
 
 def package_path(filename):
