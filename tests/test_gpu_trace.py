@@ -16,6 +16,7 @@ from sandbox.launch.kernel import write_source
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace, provenance
 from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
+from tests.support import needs_block_pointers
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
 from tests.support.trace_corpus import BUGS, CORPUS
 
@@ -109,7 +110,8 @@ def test_an_overrun_is_judged_by_the_tensor_the_pointer_comes_from(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["vector_add_masked_tail", "atomics", "loop_over_k_with_dot", "autotuned",
-                                  "helper_functions", "block_pointers", "spin_lock", "optional_pointer_none"])
+                                  "helper_functions", pytest.param("block_pointers", marks=needs_block_pointers()),
+                                  "spin_lock", "optional_pointer_none"])
 def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     interpreter_trace(CORPUS[name], tmp_path / "interpreted")  # an interpreted launch first, as a GPU run's fallback
     assert not callable(tl.int32)  # the interpreter's patches are undone (a callable dtype does not compile)

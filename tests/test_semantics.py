@@ -468,7 +468,7 @@ def block_pointer_spec(source=BLOCK_POINTERS):
                 "(triton.cdiv(M, meta['BLOCK_M']),)", {"out": "x.sum(1)"}, atol=1e-4)
 
 
-@needs_block_pointers
+@needs_block_pointers()
 def test_make_block_ptr_and_advance_walk_a_matrix():
     ok(run_spec(block_pointer_spec()))
 
@@ -481,7 +481,7 @@ def test_a_block_pointer_on_a_triton_without_them_is_an_error_at_its_line_that_n
     assert "tl.make_tensor_descriptor" in error["hint"] and "Triton 3.9" in error["hint"]
 
 
-@needs_block_pointers
+@needs_block_pointers()
 def test_a_block_pointer_load_without_its_boundary_check_is_a_named_out_of_bounds_error():
     error = run_spec(block_pointer_spec(BLOCK_POINTERS.replace("boundary_check=(0, 1), ", "")))["error"]
     assert error["type"] == "OutOfBounds" and "`x`" in error["message"]

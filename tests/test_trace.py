@@ -276,7 +276,7 @@ def test_atomics_are_recorded_and_count_as_writes(kernels):
     assert trace["coverage"]["counts"]["unwritten_runs"] == [[2, 1], [4, 1]]
 
 
-@needs_block_pointers
+@needs_block_pointers()
 @pytest.mark.filterwarnings("ignore:tl.make_block_ptr is deprecated")
 def test_block_pointers_with_boundary_check(kernels):
     a, out = torch.randn(5, 6), torch.empty(5, 6)
@@ -340,7 +340,7 @@ def test_sanitizer_runs_without_recording(kernels):
     assert "tl.load(ptr, mask=offs < n, other=0.0)" in caught.value.hint
 
 
-@needs_block_pointers
+@needs_block_pointers()
 @pytest.mark.filterwarnings("ignore:tl.make_block_ptr is deprecated")
 def test_block_pointer_without_boundary_check_is_stopped(kernels):
     a, out = torch.randn(5, 6), torch.empty(5, 6)

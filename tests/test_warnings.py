@@ -8,7 +8,7 @@ from sandbox.launch.ir import compile_ir
 from sandbox.launch.kernel import write_source
 from sandbox.run.pipeline import run_spec
 from sandbox.launch.warned import MAX_MESSAGE, MAX_WARNINGS, Warned
-from tests.support import ROOT
+from tests.support import ROOT, needs_block_pointers
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
 DEPRECATED = HEADER + """
@@ -94,3 +94,12 @@ def test_a_program_replayed_step_by_step_raises_its_warning_once():
     assert result["error"] is None and result["steps"]["steps"]
     [warning] = result["warnings"]
     assert warning["line"] == VIEW_LINE and warning["count"] == 1
+
+
+@needs_block_pointers()
+def test_a_block_pointer_warns_of_its_deprecation_at_its_line_where_triton_still_has_them():
+    from tests.test_semantics import BLOCK_POINTERS, block_pointer_spec, line_of
+    result = run_spec(block_pointer_spec())
+    assert result["status"] == "ok"
+    [warning] = [w for w in result["warnings"] if "make_block_ptr is deprecated" in w["message"]]
+    assert warning["line"] == line_of(BLOCK_POINTERS, "block = tl.make_block_ptr(") and warning["count"] == 3

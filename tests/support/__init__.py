@@ -31,7 +31,8 @@ def has_block_pointers():
     return hasattr(InterpreterBuilder, "create_make_block_ptr")
 
 
-def needs_block_pointers(test):
-    """Mark `test` to run only on a Triton that has block pointers (3.7, the GPU host's 3.6)."""
+def needs_block_pointers():
+    """The mark of a test, or a parameter, that runs only on a Triton with block pointers (3.7, the GPU
+    host's 3.6)."""
     import pytest
-    return pytest.mark.skipif(not has_block_pointers(), reason="this Triton has no block pointers (3.9 removed them)")(test)
+    return pytest.mark.skipif(not has_block_pointers(), reason="this Triton has no block pointers (3.9 removed them)")
