@@ -23,7 +23,7 @@ def recorded():
     with open(DATA) as f:
         made = json.load(f)
     result = {"run_id": "recorded", "status": "ok", "device": made["device"], "error": None, "stdout": "",
-              "check": None, "timings": made["timings"], "trace": None, "ir": None, "notes": [], "run_ms": None,
+              "check": None, "timings": made["timings"], "trace": None, "ir": None, "notes": [], "warnings": [], "run_ms": None,
               "puzzle": None, "sweep": None, "steps": None, "launches": None, "benchmarks": None, "claims": None,
               "server_check": None, "timeline": made["timeline"]}
     return made["spec"], result
