@@ -6,9 +6,10 @@ Each warning is placed where the person can act on it: at the line of the user's
 stack runs through (the interpreter runs the kernel as Python, a module runs its own code there), or
 the line Triton's compiler was compiling when it warned; else, where Triton raised it or was on its
 way, the place it was raised (`triton/knobs.py:504`). Any other (the playground's own; torch's or
-numpy's at the playground's call) is none of the person's business. The same warning at the same place is one entry with its
-count (a warning raised per call is raised once per program in the interpreter); at most
-MAX_WARNINGS entries of at most MAX_MESSAGE characters each, a note counting the rest.
+numpy's at the playground's call) is none of the person's business. The same warning at the same
+place is one entry with its count (a warning raised per call is raised once per program in the
+interpreter); at most MAX_WARNINGS entries of at most MAX_MESSAGE characters each, a note counting
+the rest.
 """
 import contextlib
 import os
@@ -84,9 +85,13 @@ class Warned:
     def entries(self):
         return list(self.found.values())
 
-    def notes(self):
-        return [f"{self.left_out} more warning{'s' if self.left_out > 1 else ''} raised: only the first "
-                f"{MAX_WARNINGS} different ones are listed."] if self.left_out else []
+    def into(self, result):
+        """`result` with the warnings caught, and a note of those left out."""
+        result["warnings"] = self.entries()
+        if self.left_out:
+            result["notes"].append(f"{self.left_out} more warning{'s' if self.left_out > 1 else ''} raised: only "
+                                   f"the first {MAX_WARNINGS} different ones are listed.")
+        return result
 
 
 def _in_triton(filename):

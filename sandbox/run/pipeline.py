@@ -22,11 +22,11 @@ from sandbox import result as results
 from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
-from sandbox.launch.warned import Warned
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir, disassemble_early
 from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
+from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
 from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
 from sandbox.trace import gpu as gpu_trace, stepper
@@ -453,9 +453,7 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
                 run.execute()
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
-        run.result["warnings"] = warned.entries()
-        run.result["notes"] += warned.notes()
-        return run.result
+        return warned.into(run.result)
 
 
 def interpreter_lacks(exc):

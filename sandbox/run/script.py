@@ -18,9 +18,9 @@ from sandbox import result as results
 from sandbox.launch.ir import compile_kernel
 from sandbox.launch.kernel import as_run_error, write_source
 from sandbox.launch.twin import compiled_twin
+from sandbox.launch.warned import Warned
 from sandbox.run.capture import Capture
 from sandbox.run.script_gpu import GpuCapture
-from sandbox.launch.warned import Warned
 
 
 def run_script(spec, emit, scratch, limits, device):
@@ -34,9 +34,7 @@ def run_script(spec, emit, scratch, limits, device):
     warned = Warned(path)
     with warned.catching():
         run_program(spec, emit, scratch, limits, path, result)
-    result["warnings"] = warned.entries()
-    result["notes"] += warned.notes()
-    return result
+    return warned.into(result)
 
 
 def run_program(spec, emit, scratch, limits, path, result):

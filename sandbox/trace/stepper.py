@@ -278,6 +278,4 @@ def stepped(spec, scratch, device):
                 step_run(spec, result, path)
         except Exception as e:
             results.fail(result, as_run_error(e, path, "launch", "replaying the program line by line"))
-    result["warnings"] = warned.entries()
-    result["notes"] += warned.notes()
-    return result
+    return warned.into(result)
