@@ -444,6 +444,19 @@ def fill(out_ptr, value, n, BLOCK: tl.constexpr):
                      "(3,)", {"out": "torch.full((33,), 2.5)"}, ir=True)))
 
 
+def test_a_mask_of_a_blocks_comparison_and_a_scalars_loads_and_stores_as_compiled():
+    # The interpreter hands such a mask over as int32 lanes, which Triton 3.9's loads and stores refuse.
+    source = """
+@triton.jit
+def copy_small(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs < n) & (n < 2000)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+"""
+    ok(run_spec(spec(source, "copy_small", {"x": "torch.randn(40)", "out": "torch.empty(40)"},
+                     {"x_ptr": "x", "out_ptr": "out", "n": 40, "BLOCK": 16}, "(3,)", {"out": "x"})))
+
+
 # -- block pointers and tensor descriptors
 
 BLOCK_POINTERS = """
