@@ -21,7 +21,7 @@ import torch
 from triton.runtime import interpreter
 
 from sandbox.errors import RunError, error_chain
-from sandbox.trace.patches import interpreter_hygiene, patch_interpreter_compat
+from sandbox.trace.patches import boolean_mask, interpreter_hygiene, patch_interpreter_compat
 from sandbox.trace.record import (LIMITS, VERBS, Coverage, ProgramSample, TensorRange, access_bytes,
                                   device_assert_error, fix_hint, out_of_bounds_error, runs_of, trace_of)
 
@@ -132,12 +132,14 @@ class Tracer:
         tracer = self
 
         def create_masked_load(self, ptrs, mask, other, *rest, **kwargs):
+            mask = boolean_mask(mask)
             tracer.access("load", ptrs, mask, self)
             if other is None and tracer.poison:
                 other = tracer.undefined(ptrs, mask)
             return tracer.saved["create_masked_load"](self, ptrs, mask, other, *rest, **kwargs)
 
         def create_masked_store(self, ptrs, value, mask, *rest, **kwargs):
+            mask = boolean_mask(mask)
             tracer.access("store", ptrs, mask, self)
             return tracer.saved["create_masked_store"](self, ptrs, value, mask, *rest, **kwargs)
 

@@ -3,8 +3,9 @@
 - `interpreter_hygiene()`: an interpreted launch leaves triton.language as it found it, so the same
   process can compile for a GPU afterwards;
 - `patch_interpreter_compat()`: Triton 3.6's interpreter made to take what 3.7's takes (interpreter
-  scalars in `range`, float arguments as fp32 tensors, libdevice functions), and 3.9's what 3.7's
-  took (an int1 mask whose lanes the interpreter holds as int32).
+  scalars in `range`, float arguments as fp32 tensors, libdevice functions);
+- `boolean_mask()`: 3.9's loads and stores made to take what 3.7's took (a mask whose lanes the
+  interpreter holds as int32).
 """
 import contextlib
 
@@ -96,29 +97,17 @@ def patch_interpreter_compat():
     patch_lang_tensor.scalar_index_compat = True
     interpreter._patch_lang_tensor = patch_lang_tensor
     interpreter._implicit_cvt = _float_arguments(interpreter._implicit_cvt)
-    builder = interpreter.InterpreterBuilder
-    builder.create_masked_load = _boolean_mask(builder.create_masked_load, 1)
-    builder.create_masked_store = _boolean_mask(builder.create_masked_store, 2)
     libdevice.install()
 
 
-def _boolean_mask(method, position):
-    """A masked load or store that takes its mask (argument `position` after `self`) as a compiled launch
-    takes it: an int1 tensor. The interpreter may hand it an int1 tensor's lanes as int32 (`(offs < n) &
-    (n < 2000)`, a block's comparison and a scalar's), which Triton 3.9's loads and stores refuse ("mask
-    has unsupported dtype"; 3.7's took them): those lanes as booleans."""
-    if getattr(method, "boolean_mask", False):
-        return method
-
-    def masked(self, *args, **kwargs):
-        mask = args[position] if len(args) > position else None
-        if mask is not None and mask.data.dtype != np.bool_:
-            mask = interpreter.TensorHandle(mask.data.astype(np.bool_), tl.int1)
-            args = (*args[:position], mask, *args[position + 1:])
-        return method(self, *args, **kwargs)
-
-    masked.boolean_mask = True
-    return masked
+def boolean_mask(mask):
+    """A masked load's or store's mask as a compiled launch takes it: int1 lanes. The interpreter may
+    hand over an int1 tensor's lanes as int32 (`(offs < n) & (n < 2000)`, a block's comparison and a
+    scalar's), which Triton 3.9's loads and stores refuse ("mask has unsupported dtype"; 3.7's took
+    them): those lanes as booleans. The tracer's hooks of every masked load and store pass it on so."""
+    if mask is None or mask.data.dtype == np.bool_:
+        return mask
+    return interpreter.TensorHandle(mask.data.astype(np.bool_), tl.int1)
 
 
 def _float_arguments(convert):
