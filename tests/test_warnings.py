@@ -103,3 +103,9 @@ def test_a_block_pointer_warns_of_its_deprecation_at_its_line_where_triton_still
     assert result["status"] == "ok"
     [warning] = [w for w in result["warnings"] if "make_block_ptr is deprecated" in w["message"]]
     assert warning["line"] == line_of(BLOCK_POINTERS, "block = tl.make_block_ptr(") and warning["count"] == 3
+
+
+def test_the_interpreters_arithmetic_warns_of_no_overflow_a_gpu_computes_silently():
+    result = run_spec(spec(DEPRECATED.replace("tl.view(x, (BLOCK,))", "tl.exp(x * 1000.0) - tl.exp(x * 1000.0)"),
+                           check=False))
+    assert result["status"] == "ok" and result["warnings"] == []  # inf - inf: NaN, as on a GPU, unremarked

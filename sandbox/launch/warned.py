@@ -34,9 +34,12 @@ class Warned:
 
     @contextlib.contextmanager
     def catching(self):
-        """Every warning (none filtered: a deprecation too, each time it is raised) comes here."""
+        """Every warning (a deprecation too, each time it is raised) comes here..."""
         with warnings.catch_warnings():
             warnings.simplefilter("always")
+            # ... but the interpreter's numpy arithmetic, which warns of an overflow or a NaN where a GPU
+            # computes the inf or NaN silently (a correct flash attention's exp(-inf - -inf), say)
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
             warnings.showwarning = self.show
             yield
 
