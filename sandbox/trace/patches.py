@@ -105,8 +105,8 @@ def boolean_mask(mask):
     hand over an int1 tensor's lanes as int32 (`(offs < n) & (n < 2000)`, a block's comparison and a
     scalar's), which Triton 3.9's loads and stores refuse ("mask has unsupported dtype"; 3.7's took
     them): those lanes as booleans. The tracer's hooks of every masked load and store pass it on so."""
-    if mask is None or mask.data.dtype == np.bool_:
-        return mask
+    if not isinstance(mask, interpreter.TensorHandle) or mask.data.dtype == np.bool_:
+        return mask  # none, booleans, or (a block pointer's on 3.7) a bare numpy array
     return interpreter.TensorHandle(mask.data.astype(np.bool_), tl.int1)
 
 
