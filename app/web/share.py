@@ -6,7 +6,7 @@ a stored snippet is loaded with only its valid fields (rows saved before the sch
 import hashlib
 import json
 
-from flask import current_app
+from flask import current_app, has_app_context
 
 from app import db as database
 from app.db import get_db
@@ -94,8 +94,9 @@ def schema():
 
 def with_tritons(schema):
     """The schema with the Triton versions this server runs (`tritons`: each one's release date,
-    whether it is the default and whether a worker of it is live), which options.triton may name."""
-    dispatcher = current_app.extensions.get("dispatcher")
+    whether it is the default and whether a worker of it is live), which options.triton may name.
+    Outside a server (the page modules' tests read the schema from Python alone): none."""
+    dispatcher = current_app.extensions.get("dispatcher") if has_app_context() else None
     versions = dispatcher.tritons() if dispatcher is not None else []
     options = {**schema["options"], "triton": {**schema["options"]["triton"],
                                                "choices": [v["version"] for v in versions]}}
