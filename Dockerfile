@@ -20,10 +20,14 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 python3
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 COPY requirements.txt requirements-scale.txt /srv/
-# torch's CUDA build first, so the pinned requirements find it already satisfied. The image is also
-# a scale-out worker: celery and redis too.
+# torch's CUDA build first, so the pinned requirements find it already satisfied. That build pins the
+# Triton it was made with; the playground's default is requirements.txt's, installed over it without
+# dependencies (torch's own compiler, which would want its pin, is not what runs kernels here). The
+# image is also a scale-out worker: celery and redis too.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128 \
-    && pip install -r /srv/requirements.txt -r /srv/requirements-scale.txt
+    && grep -v '^triton==' /srv/requirements.txt > /tmp/requirements-but-triton.txt \
+    && pip install -r /tmp/requirements-but-triton.txt -r /srv/requirements-scale.txt \
+    && pip install --no-deps "$(grep '^triton==' /srv/requirements.txt)"
 
 # The added versions, without their dependencies: torch is the environment's (docs/configuration.md, TRITON_VERSIONS).
 ARG TRITON_VERSIONS=""
