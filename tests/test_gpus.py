@@ -181,14 +181,8 @@ time.sleep(2)  # both runs at once: the second worker's run starts while the fir
 SEES = VECTOR_ADD + SEEING
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(cuda_devices() < 2, reason="needs two GPUs")
-def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(make_app):
-    app = make_app(RUN_TIMEOUT_S=60.0)  # WORKERS by default: one per GPU
-    dispatcher = app.extensions["dispatcher"]
-    assert len(dispatcher.slots) == cuda_devices()
-    devices = [w["device"] for w in app.test_client().get("/healthz").get_json()["workers"]]
-    assert [d["index"] for d in devices] == list(range(cuda_devices())) and all(d["kind"] == "gpu" for d in devices)
+def two_owners_at_once(dispatcher, source):
+    """The results of two people's runs of `source` (a vector add and what it prints), sent at once."""
     results, done = [], threading.Event()
 
     def listener(_run_id, type, content):
@@ -198,8 +192,20 @@ def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(mak
                 done.set()
 
     for owner in ("alice", "bob"):
-        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES, trace=False), owner, listener=listener)
+        dispatcher.submit(vector_add_spec(n=1 << 16, source=source, trace=False), owner, listener=listener)
     assert done.wait(120)
+    return results
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_devices() < 2, reason="needs two GPUs")
+def test_two_concurrent_runs_land_on_different_gpus_each_seeing_only_its_own(make_app):
+    app = make_app(RUN_TIMEOUT_S=60.0)  # WORKERS by default: one per GPU
+    dispatcher = app.extensions["dispatcher"]
+    assert len(dispatcher.slots) == cuda_devices()
+    devices = [w["device"] for w in app.test_client().get("/healthz").get_json()["workers"]]
+    assert [d["index"] for d in devices] == list(range(cuda_devices())) and all(d["kind"] == "gpu" for d in devices)
+    results = two_owners_at_once(dispatcher, SEES)
     assert [r["status"] for r in results] == ["ok", "ok"], [r["error"] for r in results]
     indices = {r["device"]["index"] for r in results}
     assert len(indices) == 2 and indices <= set(range(cuda_devices()))
@@ -249,17 +255,7 @@ def test_a_run_reads_only_its_own_gpus_driver_entries(make_app):
     own GPU only (the other's gpus/<bus>/ is covered), and the two are different GPUs."""
     app = make_app(RUN_TIMEOUT_S=60.0)
     dispatcher = app.extensions["dispatcher"]
-    results, done = [], threading.Event()
-
-    def listener(_run_id, type, content):
-        if type == "result":
-            results.append(content["result"])
-            if len(results) == 2:
-                done.set()
-
-    for owner in ("alice", "bob"):
-        dispatcher.submit(vector_add_spec(n=1 << 16, source=SEES + DRIVER_ENTRIES, trace=False), owner, listener=listener)
-    assert done.wait(120)
+    results = two_owners_at_once(dispatcher, SEES + DRIVER_ENTRIES)
     assert [r["status"] for r in results] == ["ok", "ok"], [r["error"] for r in results]
     assert {r["device"]["index"] for r in results} == {0, 1}
     seen = []

@@ -10,9 +10,8 @@ import tempfile
 import pytest
 
 from tests.support import ROOT
-from tests.support.apps import running_app
 from tests.support.kernels import vector_add_spec
-from tests.support.tritons import require_extra
+from tests.support.tritons import app_of_two_versions, require_extra
 
 pytestmark = pytest.mark.integration
 
@@ -43,9 +42,7 @@ print("FOUND " + _json.dumps({"here": _here, "tritons": _listing(_tritons), "ins
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    extra = require_extra()
-    directory = tmp_path_factory.mktemp("hostile-tritons")
-    with running_app(directory, WORKERS=1, RUN_ROOT=str(directory / "runs"), TRITON_VERSIONS=extra) as app:
+    with app_of_two_versions(tmp_path_factory.mktemp("hostile-tritons")) as app:
         yield app
 
 

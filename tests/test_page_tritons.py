@@ -6,10 +6,10 @@ an IR diff between them."""
 import pytest
 
 from sandbox import tritons
-from tests.support.apps import running_app, served
+from tests.support.apps import served
 from tests.support.browser import page_without_errors
 from tests.support.kernels import vector_add_spec
-from tests.support.tritons import atomic_load_spec, newer_and_older, require_extra
+from tests.support.tritons import app_of_two_versions, atomic_load_spec, newer_and_older, require_extra
 from tests.test_browser import RUN_TIMEOUT_MS, open_playground, run_and_wait
 
 pytestmark = pytest.mark.browser
@@ -18,9 +18,7 @@ SHOTS = "/tmp/shots"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    extra = require_extra()
-    directory = tmp_path_factory.mktemp("page-tritons")
-    with running_app(directory, WORKERS=1, RUN_ROOT=str(directory / "runs"), TRITON_VERSIONS=extra) as app:
+    with app_of_two_versions(tmp_path_factory.mktemp("page-tritons")) as app:
         yield app
 
 

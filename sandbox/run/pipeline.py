@@ -289,8 +289,8 @@ class Run(LaunchPass):
         except Exception:
             return False
         self.result["trace"] = trace
-        self.notes.append("Traced and bounds-checked by Triton's interpreter on CPU copies of the inputs: a launch "
-                          "this small is traced there sooner than the GPU tracer's build of it compiles.")
+        self.notes.append("Bounds-checked (and traced, where asked) by Triton's interpreter on CPU copies of the "
+                          "inputs: a launch this small is checked there sooner than the GPU tracer's build of it compiles.")
         if not self.options["trace"]:
             # Reported only where no trace is asked for (a rerun then skips the check): with a trace, a
             # launch checked before goes to the GPU tracer, whose build an interpreter pass never made.

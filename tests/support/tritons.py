@@ -27,6 +27,13 @@ def require_extra():
     return version
 
 
+def app_of_two_versions(directory):
+    """A real app (one worker per version) running the default Triton and the extra one, its runs under
+    `directory`; skips where no extra version is installed."""
+    from tests.support.apps import running_app
+    return running_app(directory, WORKERS=1, RUN_ROOT=str(directory / "runs"), TRITON_VERSIONS=require_extra())
+
+
 def as_tuple(version):
     return tuple(int(part) for part in version.split("."))
 
