@@ -124,6 +124,7 @@ def test_an_autotuned_kernel_shows_every_configs_time_and_the_choice(client):
     assert all(row["ms"] > 0 for row in table)
     chosen = [row for row in table if row["chosen"]]
     assert len(chosen) == 1 and chosen[0]["ms"] == min(row["ms"] for row in table)
+    assert any("each over 20 ms of calls" in note for note in result["timings"]["notes"])
 
 
 def test_a_matmul_reports_tflops_against_the_tensor_core_peak(client):

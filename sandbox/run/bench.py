@@ -15,6 +15,7 @@ import torch
 import triton.testing
 
 from sandbox import result as results
+from sandbox.launch.launcher import TUNING_REP_MS
 from sandbox.trace.record import unique_bytes
 
 LAUNCH_BOUND_MS = 0.01  # below ~10 µs a kernel's time is mostly launch overhead
@@ -253,5 +254,7 @@ def autotune_listed(autotuner):
 def autotune_note(autotuner):
     if len(autotuner.configs) == 1:
         return "One autotune config: the autotuner ran it without timing it."
-    return ("The autotuner timed each config (median ms) and launched the fastest; the first launch's time "
-            "includes compiling and timing them all. The trace comes from the interpreter, which runs the first config.")
+    briefly = (f" (each over {TUNING_REP_MS} ms of calls, where Triton's default is 100 ms: the chosen config is "
+               f"then timed in full below)" if getattr(autotuner, "timed_briefly", False) else "")
+    return (f"The autotuner timed each config (median ms){briefly} and launched the fastest; the first launch's "
+            f"time includes compiling and timing them all. The trace is of the first config's launch.")

@@ -24,7 +24,7 @@ from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir, disassemble_early
-from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch
+from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, compiled_choice
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
 from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
@@ -180,6 +180,8 @@ class Run(LaunchPass):
             torch.cuda.synchronize()
         except Exception as e:
             raise self.launch_failed(e) from None
+        if grids:
+            self.disassemble_choice(kernel, grids.last, args)
         # The compile done beside the trace pass, and the first launch (what of the compile was left).
         first_launch_ms = self.compiled_beside_ms + (time.perf_counter() - start) * 1e3
         self.check(inputs, before, poisoned)
@@ -248,6 +250,13 @@ class Run(LaunchPass):
         if self.options["ir"] and self.options["arch"] is None:
             disassemble_early(compiled)
 
+    def disassemble_choice(self, kernel, grid, args):
+        """The disassembly of an autotuned kernel's chosen config starts as soon as it is chosen, beside
+        the check and the timing (as compile_real starts a kernel's)."""
+        if self.options["ir"] and self.options["arch"] is None:
+            with contextlib.suppress(Exception):  # an optimisation only: the IR step disassembles what is missing
+                disassemble_early(compiled_choice(kernel, grid, args))
+
     def trace_pass(self, kernel, inputs, grid, compile_real):
         """The trace and bounds check before the real launch: by the interpreter first where the launch
         is small (traced_on_cpu_first), else by the launch pass: from an instrumented
@@ -255,7 +264,7 @@ class Run(LaunchPass):
         thread beside its compile; or from the interpreter on CPU copies where instrumentation cannot
         see every access (unseen_on_gpu). Either raises the out-of-bounds error, the real launch never
         happening."""
-        if self.traced_on_cpu_first(inputs, grid, compile_real):
+        if self.traced_on_cpu_first(kernel, inputs, grid, compile_real):
             return
         tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
         trace, checked = self.sanitize_on_gpu(tracer, lambda: gpu_trace.gpu_trace(
@@ -265,16 +274,20 @@ class Run(LaunchPass):
             self.result["trace"] = trace
             self.emit("sanitized", {})
 
-    def traced_on_cpu_first(self, gpu_inputs, grid, compile_real):
+    def traced_on_cpu_first(self, kernel, gpu_inputs, grid, compile_real):
         """Trace and bounds-check a small launch (TRACE_ON_CPU_FIRST programs at most) by the interpreter
         on CPU copies, after its real compile (~0.1 s each for a small kernel, where the GPU tracer's
         instrumented build takes ~0.5 s to compile after an edit). One after the other: the interpreter
         patches triton.language while it runs, which a compile beside it would see. True if so; False
         where the launch is not small, its instrumented build is likely at hand (compiled ahead, or the
-        GPU tracer checked this exact launch before: the gallery's warm-up, an earlier run), or the
-        compile or the interpreter fails or the interpreter takes over CPU_FIRST_BUDGET_S: the GPU
-        tracer then, which says why as ever. An access out of bounds is the run's error."""
+        GPU tracer checked this exact launch before: the gallery's warm-up, an earlier run), the kernel
+        is autotuned over several configs (their compile, longer than the instrumented build's, is made
+        beside the GPU tracer's instead), or the compile or the interpreter fails or takes over
+        CPU_FIRST_BUDGET_S: the GPU tracer then, which says why as ever. An access out of bounds is the
+        run's error."""
         if self.compiled_ahead or self.sanitized_before or not 0 < math.prod(grid) <= self.cpu_first_programs:
+            return False
+        if kernel.autotuner is not None and len(kernel.autotuner.configs) > 1:
             return False
         start = time.perf_counter()
         try:

@@ -1,0 +1,48 @@
+"""A form run's autotuner times each config briefly, unless the kernel's author said how to time it
+(sandbox.launch.launcher.time_configs_briefly); the run then times the chosen config in full."""
+import contextlib
+
+import pytest
+import triton
+import triton.language as tl
+
+from sandbox.launch.launcher import TUNING_REP_MS, time_configs_briefly
+from sandbox.run.bench import autotune_note
+
+pytestmark = pytest.mark.unit
+
+CONFIGS = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})]
+
+
+def tuned(configs=CONFIGS, **autotune):
+    @triton.autotune(configs=configs, key=["n"], **autotune)
+    @triton.jit
+    def kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, 1.0, mask=offsets < n)
+    return kernel
+
+
+def test_an_autotuner_without_a_timing_of_its_authors_times_each_config_briefly_and_says_so():
+    autotuner = tuned()
+    assert time_configs_briefly(autotuner)
+    assert autotuner.do_bench is autotuner._do_bench  # the autotuner's own timing calls it
+    assert f"each over {TUNING_REP_MS} ms of calls" in autotune_note(autotuner)
+
+
+@pytest.mark.parametrize("autotune", [{"do_bench": lambda fn, quantiles: [1.0, 1.0, 1.0]}, {"warmup": 10, "rep": 50}],
+                         ids=["do_bench", "warmup and rep"])
+def test_an_authors_own_timing_of_the_configs_is_kept(autotune):
+    with pytest.warns(Warning) if "rep" in autotune else contextlib.nullcontext():
+        autotuner = tuned(**autotune)
+    kept = autotuner._do_bench
+    assert not time_configs_briefly(autotuner)
+    assert autotuner._do_bench is kept
+    assert "ms of calls" not in autotune_note(autotuner)
+
+
+def test_a_single_config_is_never_timed():
+    autotuner = tuned(configs=CONFIGS[:1])
+    assert not time_configs_briefly(autotuner)
+    assert autotune_note(autotuner).startswith("One autotune config")
+
