@@ -21,8 +21,11 @@ comment case, which says so: a comment-only edit compiles nothing new.
   block     a BLOCK_SIZE the owner has not run (a new specialisation), Run at once: 9 runs at most
   ahead     the edit, the page's `compile` sent 0.4 s after the last keystroke, Run 1 s later: a
             server without the event says n/a
-  matmul    edit the 4096^3 fp16 matmul (`acc += tl.dot(a, b) * c`), trace on
+  matmul    a new person runs the gallery's matmul at 4096^3 in fp16 (128 x 128 x 64 tiles), edited
+            (`acc += tl.dot(a, b) * c`), trace on
   autotune  a new person pastes a 16-config autotuned matmul (512^2), its first Run
+  persistent  a new person pastes a persistent matmul (2048^3 fp16, 132 programs: benchmarks.big_kernels)
+  attention   a new person pastes a fused attention forward (16 heads x 1024 x 64, fp16)
 """
 import argparse
 import contextlib
@@ -33,6 +36,7 @@ import statistics
 import tempfile
 import time
 
+from benchmarks import big_kernels
 from benchmarks.client import Tab
 from benchmarks.first_run import examples, wait_warmed
 from benchmarks.latency import percentile
@@ -83,6 +87,16 @@ def edited(spec, code, to):
     assert code in spec["source"], code
     spec = copy.deepcopy(spec)
     spec["source"] = spec["source"].replace(code, to(f"{1 + next(EDITS) * 1e-7:.7f}"), 1)
+    return spec
+
+
+def matmul_4096(gallery_matmul, n=4096):
+    """The gallery's matmul at a GPU's size: fp16 n x n x n, 128 x 128 x 64 tiles, 8 warps, 3 stages."""
+    spec = copy.deepcopy(gallery_matmul)
+    spec["inputs"] = {name: f"torch.{init}({n}, {n}, dtype=torch.float16)"
+                      for name, init in (("a", "randn"), ("b", "randn"), ("c", "empty"))}
+    spec["args"].update({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+    spec["options"].update({"num_stages": 3, "num_warps": 8, "atol": 0.5, "rtol": 0.05})
     return spec
 
 
@@ -193,12 +207,16 @@ def run_case(case, build, i, specs):
             return None
         time.sleep(1.0)  # the person reads the editor's marks, then presses Run
         return sample(build.tab, spec)
-    if case == "matmul":
-        spec = edited(specs["matmul"], "acc += tl.dot(a, b)", lambda c: f"acc += tl.dot(a, b) * {c}")
+    pasted = {"matmul": lambda: edited(matmul_4096(specs["matmul"]), "acc += tl.dot(a, b)",
+                                       lambda c: f"acc += tl.dot(a, b) * {c}"),
+              "autotune": lambda: edited(autotune_spec(), "acc += tl.dot(a, b)", lambda c: f"acc += tl.dot(a, b) * {c}"),
+              "persistent": lambda: edited(big_kernels.persistent_matmul_spec(), "acc.to(tl.float16)",
+                                           lambda c: f"(acc * {c}).to(tl.float16)"),
+              "attention": lambda: edited(big_kernels.attention_spec(), "out = acc / total[:, None]",
+                                          lambda c: f"out = acc / total[:, None] * {c}")}
+    if case in pasted:  # a new person: a connection of their own, nothing of theirs compiled
+        spec = pasted[case]()
         spec["options"]["trace"] = True
-        return sample(build.tab, spec)
-    if case == "autotune":
-        spec = edited(autotune_spec(), "acc += tl.dot(a, b)", lambda c: f"acc += tl.dot(a, b) * {c}")
         tab = Tab(build.server.url)
         try:
             return sample(tab, spec)
@@ -207,12 +225,14 @@ def run_case(case, build, i, specs):
     raise ValueError(f"unknown case {case!r}")
 
 
-GPU_ONLY = ("matmul", "autotune")
+GPU_ONLY = ("matmul", "autotune", "persistent", "attention")
 TITLES = {"again": "Run again, vector add unchanged (warm owner)", "first": "a new student's first Run",
           "comment": "a comment added, Run at once (compiles nothing new)",
           "edit": "`x + y` → `x + y * c`, Run at once", "block": "a new BLOCK_SIZE, Run at once",
           "ahead": "the edit, compiled ahead, Run 1 s later",
-          "matmul": "edit the 4096^3 fp16 matmul, trace on", "autotune": "paste a 16-config autotuned matmul (512^2)"}
+          "matmul": "a new person's 4096^3 fp16 matmul, edited, trace on",
+          "autotune": "paste a 16-config autotuned matmul (512^2)", "persistent": "paste a persistent matmul (2048^3)",
+          "attention": "paste a fused attention forward (16 x 1024 x 64)"}
 
 
 def cell(rows):
