@@ -31,14 +31,14 @@ DEFAULT_OPTIONS = {
     "launch": None,               # script mode: the index of the launch to trace, time and compile
     "benchmarks": "first",        # script mode: run each perf_report benchmark at its "first" point, or "all"
     "triton": None,               # the Triton release to run on ("3.9.0"), one the server has; None: its default
-    "timeline": False,            # GPU: run the kernel once more under Proton's instrumentation (result.timeline)
+    "timeline": False,            # GPU: the kernel (a script's shown launch) once more under Proton's instrumentation
 }
 MODES = ("form", "script")  # a kernel and its launch form, or a whole program that launches kernels itself
 BENCHMARKS = ("first", "all")
 # What a script takes from its program instead of the spec: refused there, naming the field.
 FORM_ONLY_FIELDS = ("kernel", "inputs", "args", "grid", "reference")
 SCRIPT_ONLY_OPTIONS = ("launch", "benchmarks")  # not kept in a form run's spec: its content (and link) is as before
-FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol", "timeline")
+FORM_ONLY_OPTIONS = ("puzzle", "sweep", "step_pid", "check", "flops", "atol", "rtol")
 # The names every expression of a spec (inputs, args, grid, reference, flops) may read besides the
 # inputs, the arguments and what the source defines: these modules (sandbox.launch.build gives them),
 # the grid's `meta`, and Python's builtins.

@@ -1,6 +1,6 @@
 """The timeline: regions read from the source and turned into Proton's scopes, the option refused
-where there is no GPU, and a record made on a GPU (checked in under tests/data/timeline) decoded
-into the result's part."""
+where there is no GPU (a script's: tests/test_script_timeline.py), and a record made on a GPU
+(checked in under tests/data/timeline) decoded into the result's part."""
 import ast
 import gzip
 import json
@@ -68,12 +68,13 @@ def test_markers_that_cannot_be_timed_are_refused_naming_the_problem(source, wor
         regions.instrument(source, "add_kernel")
 
 
-def test_the_option_is_a_form_runs_and_a_boolean():
+def test_the_option_is_a_boolean_of_form_runs_and_scripts_alike():
     assert normalize(vector_add_spec())["options"]["timeline"] is False
     with pytest.raises(SpecError, match="options.timeline must be true or false"):
         normalize(vector_add_spec(timeline="yes"))
-    with pytest.raises(SpecError, match="options.timeline is not available for a script"):
-        normalize({"mode": "script", "source": "print(1)", "options": {"timeline": True}})
+    assert normalize({"mode": "script", "source": "print(1)", "options": {"timeline": True}})["options"]["timeline"]
+    with pytest.raises(SpecError, match="options.timeline must be true or false"):
+        normalize({"mode": "script", "source": "print(1)", "options": {"timeline": 1}})
 
 
 @pytest.mark.cpu_only

@@ -40,9 +40,10 @@ class LaunchFailed(BaseException):
 class Kept:
     """What a launch that may be shown leaves: its trace, its arguments and how it ran."""
 
-    def __init__(self, function, arguments, tensors, trace, ms, num_warps, num_stages, autotuner):
+    def __init__(self, function, arguments, tensors, trace, ms, num_warps, num_stages, autotuner, grid):
         self.function, self.arguments, self.tensors, self.trace = function, arguments, tensors, trace
         self.ms, self.num_warps, self.num_stages, self.autotuner = ms, num_warps, num_stages, autotuner
+        self.grid = grid  # as launched: 3 ints
         self.sent = False  # its trace was sent as the launch ran
         self.replay = None  # on a GPU: the launch again, from its inputs as they were (script_gpu)
 
@@ -238,7 +239,7 @@ class Capture(LaunchPass):
         record["ms"], record["bounds"] = ms, "ok"
         if keep:
             self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"], record["num_stages"],
-                                    autotuner)
+                                    autotuner, grid)
         return value
 
     def timings(self, kept, index):
@@ -265,7 +266,7 @@ class Capture(LaunchPass):
                          f"{error.message}")
         if error.trace is not None:
             self.kept[index] = Kept(kernel.jit, arguments, tensors, error.trace, None, record["num_warps"],
-                                    record["num_stages"], None)
+                                    record["num_stages"], None, grid)
         if self.error is None:
             self.error = error
 

@@ -30,7 +30,7 @@ from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
 from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
 from sandbox.trace import gpu as gpu_trace, stepper
-from sandbox.timeline.run import NO_GPU
+from sandbox.timeline.run import NO_GPU, timeline_or_note
 from sandbox.trace.interpreter import TraceBudgetExceeded
 
 
@@ -202,17 +202,11 @@ class Run(LaunchPass):
     def record_timeline(self, kernel, grid, args):
         """The timeline part (sandbox.timeline), from one more launch under Proton's instrumentation;
         one that cannot be made leaves a note and the rest of the run as it was."""
-        from sandbox.timeline.run import timeline
         self.status("bench", "recording a timeline of the kernel with Proton's instrumentation")
         chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner else None
         config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
         kernel_ms = ((self.result["timings"] or {}).get("kernel_ms") or {}).get("median")
-        try:
-            self.result["timeline"] = timeline(self.spec, self.scratch, config, grid, args, kernel_ms)
-        except RunError as e:
-            self.notes.append(e.message)
-        except Exception as e:
-            self.notes.append(f"No timeline: the instrumented launch failed: {type(e).__name__}: {e}")
+        self.result["timeline"] = timeline_or_note(self.notes, self.spec, self.scratch, config, grid, args, kernel_ms)
         self.ready("timeline")
 
     def compile_ahead(self):

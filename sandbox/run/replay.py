@@ -9,7 +9,8 @@
         loaded from the program's definitions as the server kept its source (a form run's module:
         sandbox.launch_form.definitions, none of the program's statements), the inputs read back
         as raw bytes into tensors of the record's shapes, dtypes and strides, then checked, traced,
-        timed and compiled as a form run's launch (sandbox.run.pipeline.Run).
+        timed, given its timeline (options.timeline) and compiled as a form run's launch
+        (sandbox.run.pipeline.Run).
 
 The files are the program's own bytes and the records its own word: read as data only (never
 unpickled), sized against the record before a tensor is made of them.
@@ -24,6 +25,7 @@ from sandbox.launch.kernel import as_run_error
 from sandbox.launch_form import definitions, form_of
 
 INPUTS_DIR = "launch-inputs"  # in a run's scratch dir
+PAGE_STEPS = ("bench", "ir")  # the status phases of a run's steps after its launch and check
 DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32, torch.int64,
     torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -98,7 +100,8 @@ def replay(spec, record, emit, scratch, limits, device, run_class):
     index = record["index"]
     emit("status", {"phase": "compiling", "message": f"launch {index} alone, from the inputs kept when it ran"})
     form, _ = form_of(spec["source"], record, spec["options"]["seed"])
-    options = {**form["options"], **{k: spec["options"][k] for k in ("trace", "bench", "ir", "trace_pid", "arch")},
+    asked = ("trace", "bench", "ir", "trace_pid", "arch", "timeline")
+    options = {**form["options"], **{k: spec["options"][k] for k in asked},
                "device": "gpu" if device["kind"] == "gpu" else "interpreter"}
     form = {**form, "options": options, "source": definitions(spec["source"], in_place=True)}
     try:
@@ -109,11 +112,27 @@ def replay(spec, record, emit, scratch, limits, device, run_class):
     # an autotuned one's, set by the config, left out.
     given = {name: tensor for name, tensor in inputs.items() if name in form["args"]}
     form["args"] = {**form["args"], **{name: name for name in given}}
-    run = run_class(form, emit, scratch, limits, given_inputs=given)
+    run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given)
+    run.result["notes"].append(f"Launch {index} replayed alone from the inputs it received when the program ran "
+                               f"(kept from that run): the program did not run again.")
     try:
         run.execute()
     except Exception as e:  # noqa: BLE001  (the run's error, as a form run's)
         results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
-    run.result["notes"].insert(0, f"Launch {index} replayed alone from the inputs it received when the program "
-                                  f"ran (kept from that run): the program did not run again.")
     return run.result
+
+
+class FinishedBeforeSteps:
+    """A replayed run's `emit`: what it emits passed on, its result so far going to the worker
+    (`finished`) as the page's own steps begin (timing, timeline, IR: their status phases), as a
+    program's does (sandbox.run.script): a step that runs past SCRIPT_STEPS_S never takes the
+    launch's result with it."""
+
+    def __init__(self, emit, result):
+        self.emit, self.result, self.sent = emit, result, False
+
+    def __call__(self, type, content):
+        if type == "status" and content["phase"] in PAGE_STEPS and not self.sent:
+            self.sent = True
+            self.emit("finished", {"result": self.result()})
+        self.emit(type, content)

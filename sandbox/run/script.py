@@ -7,10 +7,11 @@ benchmarks) runs as its own `__main__` in Triton's interpreter, with Triton's la
 
 so each launch, however it was made, is recorded (`result.launches`, docs/result.md) and runs under
 the bounds sanitizer (sandbox.trace). One launch is seen whole: `options.launch`, or by default the
-first launch of the kernel launched last; its trace, timings and IR are the result's, as for a form
-run. An out-of-bounds access stops its launch before it happens and ends the run naming the launch,
-even where the program catches the exception. On a GPU the same capture hooks the compiled launch
-path instead, each launch checked by the GPU tracer first (sandbox.run.script_gpu).
+first launch of the kernel launched last; its trace, timings, timeline (on a GPU, options.timeline)
+and IR are the result's, as for a form run. An out-of-bounds access stops its launch before it
+happens and ends the run naming the launch, even where the program catches the exception. On a GPU
+the same capture hooks the compiled launch path instead, each launch checked by the GPU tracer
+first (sandbox.run.script_gpu).
 """
 import time
 
@@ -21,6 +22,7 @@ from sandbox.launch.twin import compiled_twin
 from sandbox.launch.warned import Warned
 from sandbox.run.capture import Capture
 from sandbox.run.script_gpu import GpuCapture
+from sandbox.timeline.run import NO_GPU
 
 
 def run_script(spec, emit, scratch, limits, device):
@@ -56,6 +58,8 @@ def run_program(spec, emit, scratch, limits, path, result):
         kept = capture.kept.get(chosen)
         if kept is not None:
             show_trace(result, kept, emit)
+        if spec["options"]["timeline"] and result["device"]["kind"] != "gpu":
+            result["notes"].append(NO_GPU)
         error = capture.error or failure
         if error is not None:
             results.fail(result, error)
@@ -79,7 +83,8 @@ def show_trace(result, kept, emit):
 
 
 def show_steps(result, kept, index, capture, emit):
-    """The page's own steps for the chosen launch: its timings and IR, each sent as soon as it is ready."""
+    """The page's own steps for the chosen launch: its timings, its timeline (on a GPU) and its IR,
+    each sent as soon as it is ready."""
     def ready(part, content):
         result[part] = content
         if content is not None:
@@ -88,6 +93,11 @@ def show_steps(result, kept, index, capture, emit):
     if capture.options["bench"]:
         emit("status", {"phase": "bench", "message": f"timing launch {index}"})
         ready("timings", capture.timings(kept, index))
+    if capture.options["timeline"] and result["device"]["kind"] == "gpu":
+        emit("status", {"phase": "bench",
+                        "message": f"recording a timeline of launch {index} with Proton's instrumentation"})
+        kernel_ms = ((result["timings"] or {}).get("kernel_ms") or {}).get("median")
+        ready("timeline", capture.timeline(kept, result["notes"], kernel_ms))
     if capture.options["ir"]:
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
         ready("ir", capture.ir_of(lambda: compile_kernel(

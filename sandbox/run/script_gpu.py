@@ -11,7 +11,8 @@ running the program again to show another launch (`options.launch`) finds that l
 compiled; an autotuner's trial of a config, never listed, by the light build that only checks
 (half as slow to compile), the configs' builds compiled ahead of the trials. The launch that is
 shown has its trace from that check, its timings from do_bench's way of timing (sandbox.run.bench)
-replaying it with its inputs restored before each repetition, and its IR.
+replaying it with its inputs restored before each repetition, its timeline where asked
+(options.timeline: one more launch under Proton's instrumentation, sandbox.timeline), and its IR.
 
 Launches that repeat one already checked run unchecked: the repetitions of a function that
 `triton.testing.do_bench` times (its first call is checked), and the autotuner's timing of a config
@@ -31,9 +32,11 @@ from sandbox.errors import RunError
 from sandbox.run import bench
 from sandbox.launch.kernel import Kernel
 from sandbox.launch.launcher import COMPILE_THREADS
+from sandbox.launch_form import definitions
 from sandbox.run.capture import Capture, Kept, LaunchFailed, Warmed
 from sandbox.run.launch_pass import Launch
 from sandbox.run.launch_record import bind, resolve_grid
+from sandbox.timeline.run import timeline_or_note
 from sandbox.trace import gpu as gpu_trace
 
 
@@ -161,7 +164,7 @@ class GpuCapture(Capture):
             self.failed(e, index, record, kernel, arguments, tensors, grid, run)
             raise LaunchFailed() from None
         record["bounds"] = "ok" if checked else "unchecked"
-        before = snapshot(tensors) if keep and self.options["bench"] else None
+        before = snapshot(tensors) if keep and (self.options["bench"] or self.options["timeline"]) else None
         self.keep_inputs(index, tensors)
         start = time.perf_counter()
         try:
@@ -175,7 +178,7 @@ class GpuCapture(Capture):
         record["ms"] = ms
         if keep:
             kept = self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"],
-                                           record["num_stages"], autotuner)
+                                           record["num_stages"], autotuner, grid)
             if before is not None:
                 kept.replay = (run, lambda: restore(before))
             if trace is not None:  # the diagram need not wait for the rest of the program
@@ -328,6 +331,19 @@ class GpuCapture(Capture):
                                 f"restored to what the program gave it before each call; the first launch's time "
                                 f"is the program's own launch (its compile included where it compiled).")
         return timings
+
+
+    def timeline(self, kept, notes, kernel_ms):
+        """The shown launch's timeline part, made as a form run's is (sandbox.timeline.run), its inputs
+        restored to what the program gave it: its kernel from the program's definitions (on its own
+        lines, as a replay of it loads them), launched with its arguments, grid and config; None with
+        a note in `notes` where none can be made."""
+        if kept.replay is not None:
+            kept.replay[1]()
+        spec = {"source": definitions(self.source, in_place=True), "kernel": kept.function.__name__}
+        config = Config({}, num_warps=kept.num_warps, num_stages=kept.num_stages)
+        with self.passing_through():
+            return timeline_or_note(notes, spec, self.scratch, config, kept.grid, kept.arguments, kernel_ms)
 
 
 class TunerRun:

@@ -1,6 +1,7 @@
 """The timeline run: the kernel launched once more under Proton's intra-kernel instrumentation, its
 regions made Proton's scopes (sandbox.timeline.regions), the record decoded (record) into the
-result's `timeline` part (part). GPU only: Proton reads the GPU's own clocks."""
+result's `timeline` part (part). GPU only: Proton reads the GPU's own clocks. A form run's launch
+and a script's shown launch (sandbox.run.script, or replayed alone: sandbox.run.replay) alike."""
 import os
 
 import torch
@@ -21,7 +22,7 @@ def timeline(spec, scratch, jit_config, grid, args, kernel_ms):
     try:
         instrumented = regions.instrument(spec["source"], spec["kernel"])
     except regions.RegionError as e:
-        raise RunError("launch", f"no timeline: {e}", type="RegionError", field="source") from None
+        raise RunError("launch", f"No timeline: {e}", type="RegionError", field="source") from None
     path = os.path.join(scratch, "timeline_kernel.py")
     with open(path, "w") as f:
         f.write(instrumented.source)
@@ -39,6 +40,18 @@ def timeline(spec, scratch, jit_config, grid, args, kernel_ms):
                       properties["sm_clock_rate"] / 1e6, properties["multiprocessor_count"], kernel_ms)
 
 
+def timeline_or_note(notes, *args):
+    """`timeline(*args)`, or None with a note in `notes` saying why there is none: a launch that
+    cannot be instrumented leaves the rest of its run as it was."""
+    try:
+        return timeline(*args)
+    except RunError as e:
+        notes.append(e.message if e.message.startswith("No timeline") else f"No timeline: {e.message}")
+    except Exception as e:
+        notes.append(f"No timeline: the instrumented launch failed: {type(e).__name__}: {e}")
+    return None
+
+
 def recorded(launch, name):
     """(Proton's host buffer as bytes, the compiled kernel) of one launch under an instrumentation session."""
     import triton.profiler as proton
@@ -52,7 +65,7 @@ def recorded(launch, name):
         compiled = launch()
         torch.cuda.synchronize()
         if hook.host_buffer is None:
-            raise RunError("launch", "no timeline: Proton recorded nothing for this launch")
+            raise RunError("launch", "No timeline: Proton recorded nothing for this launch")
         return hook.host_buffer.numpy().tobytes(), compiled
     finally:
         hook.enable_host_buffer = False
