@@ -228,7 +228,6 @@ def normalize(raw):
     _expect(type(options["num_warps"]) is int and options["num_warps"] in NUM_WARPS,
             f"options.num_warps must be a power of 2 ({', '.join(map(str, NUM_WARPS))}), not {options['num_warps']}",
             "options.num_warps")
-    _expect(isinstance(options["timeline"], bool), "options.timeline must be true or false", "options.timeline")
     for key in ("atol", "rtol"):
         _expect(options[key] is None or _is_number(options[key]) and options[key] >= 0,
                 f"options.{key} must be a non-negative number, or null for the dtype's default", f"options.{key}")
@@ -260,7 +259,7 @@ def _check_common_options(options):
     """The options a form run and a script share."""
     _expect(options["device"] in DEVICES, f"options.device must be one of {', '.join(DEVICES)}", "options.device")
     _expect(isinstance(options["seed"], int), "options.seed must be an integer", "options.seed")
-    for key in ("check", "bench", "trace", "ir", "sanitize"):
+    for key in ("check", "bench", "trace", "ir", "sanitize", "timeline"):
         _expect(isinstance(options[key], bool), f"options.{key} must be true or false", f"options.{key}")
     _expect(options["arch"] is None or isinstance(options["arch"], str), "options.arch must be a string such as \"sm90\"", "options.arch")
     _expect(options["triton"] is None or isinstance(options["triton"], str) and TRITON_VERSION.match(options["triton"]),

@@ -1,5 +1,6 @@
 """The timeline in the Timings tab, drawn from a timeline recorded on a GPU (tests/data/timeline):
-the SM lanes, a program's warps, a click on a region highlighting its lines, and the summary."""
+the SM lanes, a program's warps, a click on a region highlighting its lines, and the summary; in
+script mode, the shown launch's, offered and drawn the same way."""
 import json
 import os
 import time
@@ -7,7 +8,9 @@ import time
 import pytest
 
 from tests.support.browser import page_without_errors
-from tests.test_browser import open_playground
+from tests.test_browser import open_playground, run_and_wait
+from tests.test_page_script import pick_launch, script_page
+from tests.test_script_timeline import PROGRAM
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "timeline", "layer_norm.json")
 SHOTS = "/tmp/shots"
@@ -120,11 +123,59 @@ def test_without_a_timeline_the_tab_offers_one_click_that_runs_with_the_option(p
 
 
 @pytest.mark.browser
-def test_in_script_mode_the_tab_says_a_timeline_is_a_form_runs(page, live_server):
+def test_in_script_mode_the_tab_offers_the_shown_launchs_timeline(page, live_server):
     open_playground(page, live_server + "/examples/vector_add")
     page.click("[data-tab=timings]")
     page.check("input[name=run-mode][value=script]")
     page.wait_for_selector(".timeline-script")
-    assert page.locator(".timeline-record").count() == 0
+    assert "the launch shown is timed" in page.inner_text(".timeline-script")
+    assert page.inner_text(".timeline-record") == "Record the shown launch's timeline"
+    assert page.is_visible("#script-timeline") and not page.is_checked("#script-timeline")
     page.check("input[name=run-mode][value=form]")
     page.wait_for_selector(".timeline-record")
+    assert page.locator(".timeline-script").count() == 0 and page.inner_text(".timeline-record") == "Record a timeline"
+
+
+@pytest.mark.browser
+@pytest.mark.cpu_only
+def test_in_script_mode_one_click_runs_the_program_with_the_option_and_a_cpu_host_says_why_not(page, live_server):
+    script_page(page, live_server, PROGRAM)
+    page.click("[data-tab=timings]")
+    page.click(".timeline-record")
+    page.wait_for_function("document.querySelector('#status-line').dataset.state !== 'idle'")
+    assert page.is_checked("#script-timeline") and not page.is_checked("#opt-timeline")  # the script's own option
+    spec = page.evaluate("window.playground.getSpec()")
+    assert spec["mode"] == "script" and spec["options"]["timeline"] is True
+    assert run_and_wait(page, lambda page: None) == "ok"
+    page.wait_for_selector(".timeline-refused")
+    assert "a timeline needs a GPU" in page.inner_text(".timeline-refused")
+    # Another launch selected: replayed alone with the option on, and the same word.
+    pick_launch(page, 1)
+    assert page.evaluate("window.playground.getSpec().options")["timeline"] is True
+    page.wait_for_selector(".timeline-refused")
+    assert "a timeline needs a GPU" in page.inner_text(".timeline-refused")
+
+
+@pytest.mark.browser
+def test_in_script_mode_a_recorded_timeline_is_drawn_as_a_form_runs_and_a_region_links_the_program(page, live_server):
+    """A script's result with the timeline of its shown launch (the recorded one, its kernel's source
+    as a program's): drawn as in a form run, and a click on a region highlights the program's lines."""
+    spec, result = recorded()
+    timeline = result["timeline"]
+    program = spec["source"] + "\n# the program's own statements would launch it here\n"
+    script = {"version": 1, "mode": "script", "source": program, "options": {"timeline": True}}
+    launch = {"index": 0, "kernel": spec["kernel"], "line": None, "grid": timeline["grid"], "args": [],
+              "num_warps": timeline["num_warps"], "num_stages": 3, "config": None, "ms": 0.01, "bounds": "ok"}
+    result = {**result, "launches": {"total": 1, "selected": 0, "list": [launch], "program_ms": 900.0,
+                                     "replay": {"kept": [0], "why": None, "replayed": False}}}
+    open_playground(page, live_server + "/examples/layer_norm")
+    deliver(page, script, result)
+    assert page.evaluate("window.playground.getSpec()")["mode"] == "script"
+    assert page.get_attribute(".timeline-lanes", "data-drawn") == str(len(timeline["bars"]))
+    assert page.locator(".timeline-warps .warp-label").count() == timeline["num_warps"]
+    page.locator('.timeline-warps rect.region[data-region="1"]').first.dispatch_event("click")
+    first, last = timeline["regions"][1]["lines"]
+    page.wait_for_function(f"document.querySelectorAll('#editor .cm-linked-line').length === {last - first + 1}")
+    assert page.locator("#editor .cm-linked-line").first.inner_text().strip().startswith("mean = tl.sum")
+    os.makedirs(SHOTS, exist_ok=True)
+    page.screenshot(path=f"{SHOTS}/script-timeline.png")

@@ -291,7 +291,8 @@ export function initLaunch(root, specSchema, serverFacts = {}) {
   on("run-started", () => markField(root, null));
   on("run-result", ({ result }) => (result.error?.problems ? showProblems(root, result.error.problems) : markField(root, result.error)));
   on("sweep-refused", ({ problems }) => showProblems(root, problems));
-  on("timeline-requested", () => {  // the Timings tab's one click: the option on, and a run
+  on("timeline-requested", ({ mode }) => {  // the Timings tab's one click: the option on, and a run
+    if (mode !== "form") return;  // a script's own option (script.js)
     els.options.timeline.checked = true;
     emit("run-requested");
   });

@@ -38,7 +38,7 @@ export function scriptSpec(source, options) {
   return {
     version: 1, mode: "script", source,
     options: { ...kept, trace: els.trace.checked, bench: els.bench.checked, ir: els.ir.checked,
-               benchmarks: els.allPoints.checked ? "all" : "first", launch: selected },
+               timeline: els.timeline.checked, benchmarks: els.allPoints.checked ? "all" : "first", launch: selected },
   };
 }
 
@@ -59,6 +59,7 @@ function loadScript(spec) {
   els.trace.checked = value("trace");
   els.bench.checked = value("bench");
   els.ir.checked = value("ir");
+  els.timeline.checked = value("timeline");
   els.allPoints.checked = value("benchmarks") === "all";
   selected = Number.isInteger(options.launch) ? options.launch : null;
   shown = null;
@@ -168,7 +169,8 @@ export function initScript(pane, optionRules) {
     cost: pane.querySelector("#launches-cost"),
     radios: [...pane.querySelectorAll('input[name="run-mode"]')],
     trace: pane.querySelector("#script-trace"), bench: pane.querySelector("#script-bench"),
-    ir: pane.querySelector("#script-ir"), allPoints: pane.querySelector("#script-all-points"),
+    ir: pane.querySelector("#script-ir"), timeline: pane.querySelector("#script-timeline"),
+    allPoints: pane.querySelector("#script-all-points"),
     title: document.querySelector("#editor-title"),
   };
   for (const radio of els.radios) {
@@ -187,6 +189,11 @@ export function initScript(pane, optionRules) {
     renderLaunches();
   });
   on("launch-selected", ({ index }) => { selected = index; });
+  on("timeline-requested", ({ mode }) => {  // the Timings tab's one click: the shown launch's timeline
+    if (mode !== "script") return;
+    els.timeline.checked = true;
+    emit("run-requested");
+  });
   // A replay needs the program as it was listed: an edit, or another set of its benchmark points,
   // makes a click run it again, which the list says at once.
   let source = null;

@@ -227,10 +227,11 @@ function offer(result, mode) {
         + "which SM and when, and per warp the regions of your source. Mark a region with the comments ",
       h("code", {}, "# region: NAME"), " and ", h("code", {}, "# endregion"), "; without them the kernel and its loops are timed."),
       script
-        ? h("p", { class: "caption timeline-script" }, "A timeline is of one launch of a form run: pick a launch in the "
-          + "list and make a form run of it (Form), then record its timeline.")
-        : h("button", { type: "button", class: "button small timeline-record", onclick: () => emit("timeline-requested") },
-          "Record a timeline")));
+        ? h("p", { class: "caption timeline-script" }, "In a program, the launch shown is timed: the one selected in "
+          + "the list of launches (replayed alone where its inputs were kept), else the one its run shows.")
+        : null,
+      h("button", { type: "button", class: "button small timeline-record", onclick: () => emit("timeline-requested", { mode }) },
+        script ? "Record the shown launch's timeline" : "Record a timeline")));
 }
 
 export function initTimeline(container) {

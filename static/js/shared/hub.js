@@ -44,7 +44,7 @@
 //   launch-selected        {index}                     a script's launch was picked: run it again showing that
 //                                                      launch (script.js)
 //   launch-to-form         {launch}                    make a form run of this launch of a script (script.js)
-//   timeline-requested     {}                          tick the timeline option and run (timeline.js)
+//   timeline-requested     {mode}                      tick the timeline option of the mode's pane and run (timeline.js)
 //   timeline-region-selected {line, endLine}           a timeline region was clicked: its source lines (timeline.js)
 const target = new EventTarget();
 
