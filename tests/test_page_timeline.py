@@ -170,7 +170,8 @@ def test_in_script_mode_a_recorded_timeline_is_drawn_as_a_form_runs_and_a_region
                                      "replay": {"kept": [0], "why": None, "replayed": False}}}
     open_playground(page, live_server + "/examples/layer_norm")
     deliver(page, script, result)
-    assert page.evaluate("window.playground.getSpec()")["mode"] == "script"
+    assert page.is_checked("#script-timeline")  # the script's own option, as its spec says
+    assert page.evaluate("window.playground.getSpec()")["options"]["timeline"] is True
     assert page.get_attribute(".timeline-lanes", "data-drawn") == str(len(timeline["bars"]))
     assert page.locator(".timeline-warps .warp-label").count() == timeline["num_warps"]
     page.locator('.timeline-warps rect.region[data-region="1"]').first.dispatch_event("click")
