@@ -116,9 +116,25 @@ def definitions(source, in_place=False):
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) or _is_constant(node):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            kept.append("\n".join(lines[first - 1:node.end_lineno]))
-            blank[first - 1:node.end_lineno] = lines[first - 1:node.end_lineno]
+            last = _last_line(node, lines)
+            kept.append("\n".join(lines[first - 1:last]))
+            blank[first - 1:last] = lines[first - 1:last]
     return "\n".join(blank) + "\n" if in_place else "\n\n".join(kept) + "\n"
+
+
+def _last_line(node, lines):
+    """A definition's last line, with the comments indented under it after its last statement (a
+    timeline region's closing `# endregion`: sandbox.timeline.regions)."""
+    last = node.end_lineno
+    if not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return last
+    for number in range(last + 1, len(lines) + 1):
+        text = lines[number - 1]
+        if text.strip() and not (text.lstrip().startswith("#") and len(text) - len(text.lstrip()) > node.col_offset):
+            break
+        if text.strip():
+            last = number
+    return last
 
 
 def _is_constant(node):

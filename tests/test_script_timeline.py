@@ -6,7 +6,9 @@ import pytest
 
 from app import socketio
 from sandbox import result as results
+from sandbox.launch_form import definitions
 from sandbox.run.pipeline import run_spec
+from sandbox.timeline import regions
 from sandbox.timeline.run import NO_GPU
 from tests.support.apps import running_app
 from tests.test_script import run_script
@@ -62,6 +64,20 @@ def listed_then_replayed(tmp_path, launch, emitted=None, **options):
 
 def line_of(start):
     return next(i for i, line in enumerate(PROGRAM.split("\n"), 1) if line.strip().startswith(start))
+
+
+def test_a_programs_regions_are_read_from_its_definitions_on_the_programs_own_lines():
+    """What a script's timeline instruments (its definitions, as a replay loads them): the kernel's
+    regions, the one closed after its last statement too, on the program's lines."""
+    for in_place in (True, False):
+        kept = definitions(PROGRAM, in_place=in_place)
+        assert kept.rstrip().endswith("# endregion") and "scaled" not in kept
+    instrumented = regions.instrument(definitions(PROGRAM, in_place=True), "scale_kernel")
+    assert [(r.name, r.lines) for r in instrumented.regions] == [
+        ("load", [line_of("x = tl.load")] * 2), ("store", [line_of("tl.store")] * 2)]
+    # A comment after a definition, not under it, is not the definition's.
+    source = PROGRAM.replace("    # endregion\n\n\nsmall", "    # endregion\n# the program\n\nsmall")
+    assert source != PROGRAM and definitions(source).rstrip().endswith("    # endregion")
 
 
 # -- on a host without a GPU

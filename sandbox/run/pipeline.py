@@ -30,7 +30,7 @@ from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
 from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
 from sandbox.trace import gpu as gpu_trace, stepper
-from sandbox.timeline.run import NO_GPU, timeline_or_note
+from sandbox.timeline.run import NO_GPU, timeline, timeline_or_note
 from sandbox.trace.interpreter import TraceBudgetExceeded
 
 
@@ -206,7 +206,8 @@ class Run(LaunchPass):
         chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner else None
         config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
         kernel_ms = ((self.result["timings"] or {}).get("kernel_ms") or {}).get("median")
-        self.result["timeline"] = timeline_or_note(self.notes, self.spec, self.scratch, config, grid, args, kernel_ms)
+        self.result["timeline"] = timeline_or_note(
+            self.notes, lambda: timeline(self.spec, self.scratch, config, grid, args, kernel_ms))
         self.ready("timeline")
 
     def compile_ahead(self):

@@ -97,7 +97,7 @@ def show_steps(result, kept, index, capture, emit):
         emit("status", {"phase": "bench",
                         "message": f"recording a timeline of launch {index} with Proton's instrumentation"})
         kernel_ms = ((result["timings"] or {}).get("kernel_ms") or {}).get("median")
-        ready("timeline", capture.timeline(kept, result["notes"], kernel_ms))
+        ready("timeline", capture.record_timeline(kept, result["notes"], kernel_ms))
     if capture.options["ir"]:
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
         ready("ir", capture.ir_of(lambda: compile_kernel(

@@ -36,7 +36,7 @@ from sandbox.launch_form import definitions
 from sandbox.run.capture import Capture, Kept, LaunchFailed, Warmed
 from sandbox.run.launch_pass import Launch
 from sandbox.run.launch_record import bind, resolve_grid
-from sandbox.timeline.run import timeline_or_note
+from sandbox.timeline.run import timeline, timeline_or_note
 from sandbox.trace import gpu as gpu_trace
 
 
@@ -332,18 +332,20 @@ class GpuCapture(Capture):
                                 f"is the program's own launch (its compile included where it compiled).")
         return timings
 
-
-    def timeline(self, kept, notes, kernel_ms):
+    def record_timeline(self, kept, notes, kernel_ms):
         """The shown launch's timeline part, made as a form run's is (sandbox.timeline.run), its inputs
         restored to what the program gave it: its kernel from the program's definitions (on its own
         lines, as a replay of it loads them), launched with its arguments, grid and config; None with
         a note in `notes` where none can be made."""
-        if kept.replay is not None:
-            kept.replay[1]()
-        spec = {"source": definitions(self.source, in_place=True), "kernel": kept.function.__name__}
-        config = Config({}, num_warps=kept.num_warps, num_stages=kept.num_stages)
+        def make():
+            if kept.replay is not None:
+                kept.replay[1]()
+            spec = {"source": definitions(self.source, in_place=True), "kernel": kept.function.__name__}
+            config = Config({}, num_warps=kept.num_warps, num_stages=kept.num_stages)
+            return timeline(spec, self.scratch, config, kept.grid, kept.arguments, kernel_ms)
+
         with self.passing_through():
-            return timeline_or_note(notes, spec, self.scratch, config, kept.grid, kept.arguments, kernel_ms)
+            return timeline_or_note(notes, make)
 
 
 class TunerRun:

@@ -40,11 +40,11 @@ def timeline(spec, scratch, jit_config, grid, args, kernel_ms):
                       properties["sm_clock_rate"] / 1e6, properties["multiprocessor_count"], kernel_ms)
 
 
-def timeline_or_note(notes, *args):
-    """`timeline(*args)`, or None with a note in `notes` saying why there is none: a launch that
-    cannot be instrumented leaves the rest of its run as it was."""
+def timeline_or_note(notes, make):
+    """The part `make()` makes (a call of `timeline`), or None with a note in `notes` saying why there
+    is none: a launch that cannot be instrumented leaves the rest of its run as it was."""
     try:
-        return timeline(*args)
+        return make()
     except RunError as e:
         notes.append(e.message if e.message.startswith("No timeline") else f"No timeline: {e.message}")
     except Exception as e:
