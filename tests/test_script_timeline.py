@@ -10,6 +10,7 @@ from sandbox.launch_form import definitions
 from sandbox.run.pipeline import run_spec
 from sandbox.timeline import regions
 from sandbox.timeline.run import NO_GPU
+from sandbox.worker.kept_launches import program_key
 from tests.support.apps import running_app
 from tests.test_script import run_script
 from tests.test_timeline_gpu import check_shape
@@ -94,6 +95,10 @@ def test_on_a_cpu_host_a_scripts_timeline_is_refused_with_the_form_runs_note(cap
     assert result["trace"]["programs_total"] == 4 and result["timings"] is not None and result["ir"] is not None
 
 
+def test_the_timeline_option_is_how_a_launch_is_shown_so_a_selection_still_replays():
+    assert program_key(script(launch=1, timeline=True)) == program_key(script()) is not None
+
+
 @pytest.mark.cpu_only
 def test_a_replayed_launch_takes_the_option_and_says_why_it_has_no_timeline(tmp_path, capsys):
     first, shown = listed_then_replayed(tmp_path, 1, timeline=True)
@@ -123,12 +128,13 @@ def test_a_replayed_launchs_result_survives_its_steps_running_long(tmp_path):
     (made tiny here): stopped, the launch's result delivered whole, saying which step was cut short."""
     with running_app(tmp_path, WORKERS=1, SCRIPT_STEPS_S=0.05) as app:
         client = socketio.test_client(app)
-        first, _ = run_script(app, PROGRAM, client, timeline=True)
+        first, _ = run_script(app, PROGRAM, client)
         assert first["launches"]["replay"]["kept"] == [0, 1]
+        # The timeline asked for only now: how a launch is shown, not what the program does, so replayed.
         shown, _ = run_script(app, PROGRAM, client, launch=1, timeline=True)
     assert shown["status"] == "ok", shown["error"]
     assert shown["launches"]["replay"]["replayed"] and shown["launches"]["selected"] == 1
-    assert shown["trace"]["programs_total"] == 16 and shown["ir"] is None
+    assert shown["trace"]["programs_total"] == 16 and shown["ir"] is None and "scaled" not in shown["stdout"]
     assert any("SCRIPT_STEPS_S" in note and "result is whole" in note for note in shown["notes"])
 
 

@@ -26,6 +26,8 @@ from sandbox.launch_form import definitions, form_of
 
 INPUTS_DIR = "launch-inputs"  # in a run's scratch dir
 PAGE_STEPS = ("bench", "ir")  # the status phases of a run's steps after its launch and check
+# The options a replay takes from its spec: how the launch is shown, never what the program does.
+SHOWN_BY = ("trace", "bench", "ir", "trace_pid", "arch", "timeline")
 DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32, torch.int64,
     torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -100,8 +102,7 @@ def replay(spec, record, emit, scratch, limits, device, run_class):
     index = record["index"]
     emit("status", {"phase": "compiling", "message": f"launch {index} alone, from the inputs kept when it ran"})
     form, _ = form_of(spec["source"], record, spec["options"]["seed"])
-    asked = ("trace", "bench", "ir", "trace_pid", "arch", "timeline")
-    options = {**form["options"], **{k: spec["options"][k] for k in asked},
+    options = {**form["options"], **{k: spec["options"][k] for k in SHOWN_BY},
                "device": "gpu" if device["kind"] == "gpu" else "interpreter"}
     form = {**form, "options": options, "source": definitions(spec["source"], in_place=True)}
     try:

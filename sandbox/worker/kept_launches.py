@@ -19,13 +19,13 @@ import re
 import shutil
 import stat
 
-from sandbox.run.replay import DTYPES, INPUTS_DIR, file_name
+from sandbox.run.replay import DTYPES, INPUTS_DIR, SHOWN_BY, file_name
 from sandbox.spec import SpecError, normalize
 from sandbox.worker.kernel_cache import OWNER
 
 MANIFEST = "manifest.json"
 NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW
-VIEW_OPTIONS = ("launch", "trace", "bench", "ir", "trace_pid", "arch")  # what a replay may change: not the program
+VIEW_OPTIONS = ("launch", *SHOWN_BY)  # what a replay may change: not the program
 NOT_KEPT = ("its inputs were not kept from the run that listed it (past SCRIPT_KEPT_INPUTS_MB of one run, "
             "or arguments that share memory)")
 GONE = ("the inputs kept from the run that listed the launches are not here (a later run replaced them, or they "
