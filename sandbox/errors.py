@@ -1,4 +1,5 @@
 """The one error type a run reports, and the plain-words hints for Triton's common mistakes."""
+import dataclasses
 import functools
 import importlib.metadata
 import os
@@ -186,8 +187,10 @@ def compiler_stage(exc):
 
 def compiler_failure(exc, path, line=None):
     """`exc` raised inside Triton's compiler, after its front end accepted the kernel, as the run's
-    error: Triton's version, the stage, the source line (`line`, or one Triton's message names in
-    `path`) and what to try. None when `exc` did not come from there."""
+    error: Triton's version, the stage, the source line (`line`, else the one the compiler's
+    diagnostic or Triton's message names in `path`), what the compiler said (a failed pass's
+    diagnostic, which it writes to stderr: COMPILER_REPORT) and what to try. None when `exc` did
+    not come from there."""
     stage = compiler_stage(exc)
     if stage is None:
         return None
@@ -196,13 +199,119 @@ def compiler_failure(exc, path, line=None):
     while inner.__cause__ is not None:
         inner = inner.__cause__
     text = (str(inner) or type(inner).__name__).strip()
+    diagnostic = read_diagnostic(next((getattr(raised, COMPILER_REPORT) for raised in error_chain(exc)
+                                       if hasattr(raised, COMPILER_REPORT)), ""), path)
     if line is None:
         named = re.search(re.escape(path) + r'"?:(\d+)', text)
-        line = int(named.group(1)) if named else None
+        line = diagnostic.line or (int(named.group(1)) if named else None)
+    kind = type(inner).__name__
+    if PASS_MANAGER_FAILED.search(text):  # Triton's words say only that a pass failed: the pass's own say why
+        kind = "CompilerPassFailed"
+        text = diagnostic.said or "one of its passes failed without a diagnostic"
+    else:
+        text = f"{kind}: {text}"
     version = triton_version()
-    return RunError("compile", f"Triton {version}'s compiler failed at its {name} stage"
-                               f"{f' (at line {line})' if line else ''}: {type(inner).__name__}: {text}",
-                    type=type(inner).__name__, line=line, field=None if line else "source",
-                    hint=f"{advice} The front end accepted the kernel; a pass after it did not. A kernel written "
-                         f"for another Triton (a newer release, Triton's main branch) may need that version: "
-                         f"this playground compiles with Triton {version}.")
+    where = f" (at line {line})" if line else ""
+    in_pass = f", in its pass {diagnostic.failed_pass}" if diagnostic.failed_pass else ""
+    return RunError("compile", f"Triton {version}'s compiler failed at its {name} stage{where}{in_pass}: {text}",
+                    type=kind, line=line, field=None if line else "source",
+                    hint=f"{diagnostic_hint(diagnostic, version) or advice} The front end accepted the kernel; a pass "
+                         f"after it did not. A kernel written for another Triton (a newer release, Triton's main "
+                         f"branch) may need that version: this playground compiles with Triton {version}.")
+
+
+# ---------------------------------------------------------------- what the compiler said
+
+# The attribute of a compile's exception holding what Triton's compiler wrote to stderr while it ran
+# (sandbox.launch.compiler_output sets it).
+COMPILER_REPORT = "compiler_report"
+PASS_MANAGER_FAILED = re.compile(r"PassManager::run failed")
+MAX_SAID = 600  # characters of the compiler's own words in a message
+# One MLIR diagnostic line: `file:line:col: error: text`, or `loc("file":line:col): error: text`.
+DIAGNOSTIC_LINE = re.compile(r'^\s*(?:loc\()?"?(?P<file>[^"\n]*?)"?:(?P<line>\d+):(?P<col>\d+)\)?:\s*'
+                             r'(?P<severity>error|note|warning|remark):\s*(?P<text>.*?)\s*$')
+BARE_ERROR = re.compile(r"^\s*(?P<kind>LLVM ERROR|error):\s*(?P<text>.*?)\s*$")
+# MLIR's words when a pass failed, whatever the pass: the pass and its own error say more.
+PIPELINE_FAILED = "Failures have been detected while processing an MLIR pass pipeline"
+PLAIN_LINE = re.compile(r"^[A-Za-z][^\n]{0,300}$")  # words, not a line of the IR a reproducer dumps
+FAILED_PASS = re.compile(r"Pipeline failed while executing \[`(?P<name>[^`]+)`")
+
+
+@dataclasses.dataclass
+class Diagnostic:
+    """What a compiler's report says: its errors in order (`errors`), the user's line the first one
+    in their file names, the MLIR pass that failed."""
+    errors: list = dataclasses.field(default_factory=list)
+    line: int = None
+    failed_pass: str = None
+
+    @property
+    def said(self):
+        """The errors, as a message says them (bounded); None when there is none."""
+        text = "; ".join(dict.fromkeys(self.errors))
+        return (text if len(text) <= MAX_SAID else text[:MAX_SAID - 1] + "…") or None
+
+
+def read_diagnostic(report, path):
+    """The Diagnostic of a compiler's `report` (its stderr), locations read against the user's file
+    `path`: an error of a pass (or LLVM's) before MLIR's generic "failures have been detected",
+    which is kept only when nothing else is said."""
+    found, generic, generic_line = Diagnostic(), None, None
+    ours = {path, os.path.realpath(path)} if path else set()
+    before = None  # the line before: what LLVM's fatal error was about, where the pass printed it first
+    for text in report.splitlines():
+        located, bare = DIAGNOSTIC_LINE.match(text), BARE_ERROR.match(text)
+        if located:
+            said = located["text"]
+            in_file = located["file"] in ours or os.path.realpath(located["file"] or ".") in ours
+            if located["severity"] == "note":
+                failed = FAILED_PASS.search(said)
+                if failed and found.failed_pass is None:
+                    found.failed_pass = failed["name"]
+            elif located["severity"] == "error":
+                if said.startswith(PIPELINE_FAILED):
+                    generic = generic or said
+                    generic_line = generic_line or (int(located["line"]) if in_file else None)
+                else:
+                    found.errors.append(said)
+                    if in_file and found.line is None:
+                        found.line = int(located["line"])
+        elif bare:
+            if bare["kind"] == "LLVM ERROR" and before is not None and PLAIN_LINE.match(before):
+                found.errors.append(before.strip())
+            found.errors.append(f"LLVM ERROR: {bare['text']}" if bare["kind"] == "LLVM ERROR" else bare["text"])
+        before = None if located or bare else text
+    if not found.errors and generic:
+        found.errors.append(generic)
+    found.line = found.line or generic_line
+    return found
+
+
+# (pattern in the compiler's errors or its failed pass, what to try). Checked in order; first match wins.
+DIAGNOSTIC_HINTS = [
+    (re.compile(r"WarpSpecializ|producer commit", re.I),
+     "The loop marked tl.range(..., warp_specialize=True) could not be split between warp groups by this Triton's "
+     "warp specializer (it takes tiles loaded through tensor descriptors, tl.make_tensor_descriptor, best). "
+     "Try without warp_specialize=True, or with num_stages=1 or num_warps=8."),
+    (re.compile(r"Unsupported conversion from (?P<source>\w+) to (?P<target>\w+)"),
+     "This Triton cannot convert {source} to {target} directly on this target: convert through float32 "
+     "(x.to(tl.float32).to(...)), which it can."),
+    (re.compile(r"failed to legalize operation '(?P<op>[\w.]+)'"),
+     "This Triton has no lowering of {op} for this target: it likely needs a newer GPU (another target "
+     "architecture, options.arch) or a newer Triton; or write that line with other operations."),
+    (re.compile(r"shared memory|out of resource", re.I),
+     "The kernel needs more shared memory than the GPU has: smaller blocks, or fewer num_stages."),
+    (re.compile(r"layout", re.I),
+     "A layout conversion this Triton cannot make: try another num_warps, or block shapes that are powers of 2 "
+     "and at least 16 where they meet tl.dot."),
+]
+
+
+def diagnostic_hint(diagnostic, version):
+    """What to try for a Diagnostic, where its words say; None for the stage's own advice."""
+    words = " ".join([*diagnostic.errors, diagnostic.failed_pass or ""])
+    for pattern, hint in DIAGNOSTIC_HINTS:
+        found = pattern.search(words)
+        if found:
+            return hint.format(**found.groupdict(), version=version)
+    return None

@@ -33,6 +33,7 @@ from triton.runtime.cache import get_cache_manager
 
 from sandbox.errors import RunError, compiler_failure
 from sandbox.result import IR_STAGES as result_stages
+from sandbox.launch import compiler_output
 from sandbox.launch.ir_lines import kernel_file, line_map, shorten_paths
 from sandbox.launch.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
 
@@ -69,8 +70,9 @@ def compile_kernel(kernel, module, module_path, args, *, num_warps=4, num_stages
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     start = time.perf_counter()
     try:
-        # ptxas failures print the whole PTX to stdout; the error we raise carries what matters.
-        with contextlib.redirect_stdout(io.StringIO()):
+        # ptxas failures print the whole PTX to stdout, a failed pass its diagnostic to stderr; the error
+        # we raise carries what matters.
+        with contextlib.redirect_stdout(io.StringIO()), compiler_output.captured():
             compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as e:
         raise compile_error(e, module) from None

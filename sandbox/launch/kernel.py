@@ -17,7 +17,7 @@ import triton.language as tl
 from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
 from sandbox.errors import RunError, compiler_failure, error_chain, explain, hint_for, lacked_by_triton
-from sandbox.launch import host_driver
+from sandbox.launch import compiler_output, host_driver
 
 # Floating-point fusion as Triton before 3.10 does it by default (on: the GPU host's 3.6 and the CPU's
 # 3.9 give a kernel the same numbers), said outright: 3.9 warns, at every process's first compile,
@@ -100,6 +100,7 @@ def load_module(path, interpret, phase="build"):
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(module_name, path))
     sys.modules[module_name] = module
     host_driver.install()  # tutorial modules ask triton.runtime.driver.active for the device at import
+    compiler_output.install()  # a failed pass's diagnostic reaches the run's error
     with interpreter_mode(interpret), host_driver.cuda_is_the_cpu():
         try:
             exec(code, module.__dict__)

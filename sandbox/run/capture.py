@@ -15,7 +15,7 @@ from triton.runtime import interpreter
 from triton.runtime.autotuner import Autotuner
 
 from sandbox.errors import RunError
-from sandbox.launch import host_driver
+from sandbox.launch import compiler_output, host_driver
 from sandbox.launch.ir import compile_kernel
 from sandbox.launch.kernel import (LAUNCH_OPTIONS, GridError, Kernel, as_run_error, interpreter_mode, launch_error,
                                    user_line)
@@ -96,6 +96,7 @@ class Capture(LaunchPass):
         code = compile(self.source, self.path, "exec")
         torch.manual_seed(seed)
         self.origins = Origins(seed)
+        compiler_output.install()  # a failed pass's diagnostic reaches the launch's error
         with self.origins.watching(), self.environment():
             try:
                 exec(code, module.__dict__)
