@@ -204,9 +204,9 @@ def compiler_failure(exc, path, line=None):
     if line is None:
         named = re.search(re.escape(path) + r'"?:(\d+)', text)
         line = diagnostic.line or (int(named.group(1)) if named else None)
-    kind = type(inner).__name__
+    kind, specific = type(inner).__name__, None
     if PASS_MANAGER_FAILED.search(text):  # Triton's words say only that a pass failed: the pass's own say why
-        kind = "CompilerPassFailed"
+        kind, specific = "CompilerPassFailed", diagnostic_hint(diagnostic)
         text = diagnostic.said or "one of its passes failed without a diagnostic"
     else:
         text = f"{kind}: {text}"
@@ -215,7 +215,7 @@ def compiler_failure(exc, path, line=None):
     in_pass = f", in its pass {diagnostic.failed_pass}" if diagnostic.failed_pass else ""
     return RunError("compile", f"Triton {version}'s compiler failed at its {name} stage{where}{in_pass}: {text}",
                     type=kind, line=line, field=None if line else "source",
-                    hint=f"{diagnostic_hint(diagnostic, version) or advice} The front end accepted the kernel; a pass "
+                    hint=f"{specific or advice} The front end accepted the kernel; a pass "
                          f"after it did not. A kernel written for another Triton (a newer release, Triton's main "
                          f"branch) may need that version: this playground compiles with Triton {version}.")
 
@@ -307,11 +307,11 @@ DIAGNOSTIC_HINTS = [
 ]
 
 
-def diagnostic_hint(diagnostic, version):
+def diagnostic_hint(diagnostic):
     """What to try for a Diagnostic, where its words say; None for the stage's own advice."""
     words = " ".join([*diagnostic.errors, diagnostic.failed_pass or ""])
     for pattern, hint in DIAGNOSTIC_HINTS:
         found = pattern.search(words)
         if found:
-            return hint.format(**found.groupdict(), version=version)
+            return hint.format(**found.groupdict())
     return None

@@ -18,7 +18,7 @@ import torch
 import triton
 
 from sandbox import tritons
-from sandbox.errors import RunError, read_diagnostic
+from sandbox.errors import RunError, diagnostic_hint, read_diagnostic
 from sandbox.launch import compiler_output
 from sandbox.launch.ir import compile_ir
 from tests.support.tritons import require_extra
@@ -236,6 +236,7 @@ def test_a_pass_error_at_the_users_line_comes_before_mlirs_generic_words():
     found = read_diagnostic(report, KERNEL)
     assert found.errors == ["failed to legalize operation 'tt.fancy_op' that was explicitly marked illegal"]
     assert found.line == 14 and found.failed_pass == "ConvertTritonGPUToLLVM"
+    assert "no lowering of tt.fancy_op for this target" in diagnostic_hint(found)
 
 
 def test_llvms_fatal_error_keeps_the_line_that_said_what_it_was_about():

@@ -34,12 +34,16 @@ class _Redirect:
         self.reported = []  # (start, end) offsets of failed compiles' reports: their errors carry them
 
     def begin(self):
-        """Redirect fd 2 (if no compile has yet); returns where the caller's stretch begins."""
+        """Redirect fd 2 (if no compile has yet); returns where the caller's stretch begins, or None
+        where fd 2 cannot be redirected (a program closed it): that compile runs uncaptured."""
         with self.lock:
             if self.depth == 0:
-                sys.stderr.flush()
+                flush_stderr()
+                try:
+                    self.saved = os.dup(2)
+                except OSError:
+                    return None
                 self.file = tempfile.TemporaryFile()
-                self.saved = os.dup(2)
                 os.dup2(self.file.fileno(), 2)
                 self.reported = []
             self.depth += 1
@@ -47,8 +51,10 @@ class _Redirect:
 
     def end(self, start, failed):
         """The caller's stretch, when it `failed` (else None); the last to end gives fd 2 back."""
+        if start is None:
+            return None
         with self.lock:
-            sys.stderr.flush()
+            flush_stderr()
             stop = os.fstat(self.file.fileno()).st_size
             report = None
             if failed:
@@ -65,6 +71,12 @@ class _Redirect:
 
 
 _redirect = _Redirect()
+
+
+def flush_stderr():
+    """Python's buffered stderr to fd 2 now, where it belongs (a program may have replaced sys.stderr)."""
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
 
 
 def read_span(fd, start, stop):
