@@ -66,6 +66,21 @@ def split_loop_args(k=128):
     return {"a_ptr": a, "b_ptr": a, "out_ptr": torch.zeros(64, 64), "K": k}
 
 
+def test_the_launchs_own_compile_is_explained_too(tmp_path, capfd):
+    """The compile a launch makes (Triton's JIT, here for the stand-in driver's sm90 target) is
+    captured as the IR's is: a GPU run's compile error says the same."""
+    from sandbox.launch.kernel import find_kernel, launch_error, load_module
+    from sandbox.launch.launcher import compile_launch
+    path = write(tmp_path, WARP_SPECIALIZED)
+    kernel = find_kernel(load_module(path, interpret=False), "split_loop")
+    with pytest.raises(RuntimeError) as caught:
+        compile_launch(kernel, (1, 1, 1), split_loop_args(), {"num_warps": 4, "num_stages": 3})
+    error = launch_error(caught.value, path, "launch")
+    assert_explained(error, triton.__version__, "TTGIR", "NVGPUWarpSpecialization")
+    assert error.line == WARP_SPECIALIZED_DEF and "num_warps=8" in error.hint
+    assert "reproducer" not in capfd.readouterr().err
+
+
 def split_loop_spec(**options):
     return {"version": 1, "source": WARP_SPECIALIZED, "kernel": "split_loop",
             "inputs": {"a": "torch.randn(64, 128, dtype=torch.float16)",
