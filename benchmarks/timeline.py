@@ -13,11 +13,18 @@ Then a layer norm written with three loops over a row (mean, variance, normalise
 marked as a region: the region's share of the programs' time against the share measured by timing
 the kernel with and without that loop's work (the mean set to 0 instead).
 
+`--save DIR` writes each kernel's timeline as the run sent it (spec, device, timings, timeline: the
+layout of tests/data/timeline/layer_norm.json) for `benchmarks.timeline_draw`, which times the page
+drawing it on a machine with a browser.
+
 The specs leave the trace and the bounds check off (at these sizes the interpreter's pass would
 take minutes, as in benchmarks.fidelity); the timeline does not depend on them.
 """
+import argparse
 import copy
 import json
+import os
+import re
 import time
 
 from app.gallery import load_example
@@ -106,7 +113,17 @@ def with_timeline(spec):
     return spec
 
 
+def save(directory, name, spec, result):
+    os.makedirs(directory, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    with open(os.path.join(directory, f"{slug}.json"), "w") as f:
+        json.dump({key: result[key] for key in ("device", "timings", "timeline")} | {"spec": spec}, f)
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--save", default=None, help="a directory for each kernel's timeline, as the run sent it")
+    args = parser.parse_args()
     print("| kernel | programs | uninstrumented | instrumented span | overhead | clock | run + timeline | part |")
     print("|---|---|---|---|---|---|---|---|")
     shares = None
@@ -118,6 +135,8 @@ def main():
             print(f"| {name} | no timeline: {result['error'] or result['notes']} |")
             continue
         kernel_ms = plain["timings"]["kernel_ms"]["median"]
+        if args.save:
+            save(args.save, name, with_timeline(spec), result)
         print(f"| {name} | {t['programs_total']:,} | {kernel_ms * 1e3:.1f} µs | {t['total_ns'] / 1e3:.1f} µs | "
               f"{100 * (t['total_ns'] / (kernel_ms * 1e6) - 1):+.1f}% | {t['clock']['ghz']:.2f} GHz {t['clock']['source']} | "
               f"+{timeline_s - plain_s:.2f} s | {len(json.dumps(t)) / 1024:.0f} KB |")
