@@ -10,7 +10,7 @@ import pytest
 
 from app.dispatch.jobs import Job, JobQueue
 from app.owners import PUZZLE_SOLUTIONS
-from tests.support.kernels import vector_add_spec
+from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 
 RUNS = 16
@@ -18,6 +18,15 @@ SPACING_S = 0.6  # between a result and the next run: time for the warm-up to ta
 # The rule's 100 ms, and the margin a loaded 2-core host needs (measured there: see the README's
 # worker model); a run that waits behind a solution run waits seconds.
 WAIT_BOUND_S = 0.25
+# A solution run that holds 4 GB, then runs on: ending it (the kernel frees its memory before its
+# worker can reap it: ~0.3 s, more on a loaded host) is work a person's run must not wait for.
+HOLDING = VECTOR_ADD + """
+import torch
+held = torch.ones(2**30)  # every page touched
+print("holding", flush=True)
+while True:
+    pass
+"""
 
 
 def server_work_running(pool):
@@ -80,3 +89,35 @@ def test_a_persons_run_does_not_wait_for_the_puzzle_warm_up(make_app):
     assert p95 <= WAIT_BOUND_S, f"a person's run waited {p95:.3f} s (p95) behind the server's own work"
     # The warm-up was set aside, never lost: it goes on once people stop running.
     assert app.extensions["puzzle_solutions"].health()["state"] in ("waiting", "solving", "ready")
+
+
+def phases_of_a_persons_run(pool, spec, owner):
+    """{phase: seconds from queued to its first run_status} of a person's run, once its result has come."""
+    phases, done = {}, threading.Event()
+
+    def listener(_run_id, type, content):
+        if type == "status":
+            phases.setdefault(content.get("phase"), time.monotonic() - queued_at)
+        if type == "result":
+            done.set()
+
+    queued_at = time.monotonic()
+    pool.submit(spec, owner, listener=listener)
+    assert done.wait(120), "the run never finished"
+    return phases
+
+
+@pytest.mark.integration
+def test_a_persons_run_does_not_wait_for_the_preempted_run_to_be_cleaned_up(make_app):
+    app = make_app(WORKERS=1, PUZZLE_WARMUP=0, SHARED_KERNELS=0)
+    pool = app.extensions["dispatcher"]
+    holding = threading.Event()
+    pool.submit(vector_add_spec(source=HOLDING), PUZZLE_SOLUTIONS,
+                listener=lambda _id, type, content: type == "stdout" and "holding" in content["text"] and holding.set())
+    assert holding.wait(90), "the solution run never took its memory"
+    phases = phases_of_a_persons_run(pool, vector_add_spec(n=4096), secrets.token_hex(16))
+    in_run_process = min(at for phase, at in phases.items() if phase not in ("queued", "starting"))
+    print(f"a person's run behind the preempted solution run: starting after {phases['starting']:.3f} s, "
+          f"its run process at work after {in_run_process:.3f} s")
+    assert phases["starting"] <= WAIT_BOUND_S, f"the person's run waited {phases['starting']:.3f} s for its worker"
+    assert in_run_process <= 2 * WAIT_BOUND_S, f"the person's run began in its run process only after {in_run_process:.3f} s"

@@ -31,6 +31,9 @@ from sandbox.worker.zygote import Zygote
 
 READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
+# A worker idle this long after a preemption reaps the preempted run (the person's run it was
+# preempted for comes within milliseconds, and goes first).
+CATCH_UP_IDLE_S = 0.5
 
 
 def warm_compiler(has_gpu):
@@ -111,6 +114,8 @@ class Worker(ScriptRuns):
         self.step = None  # the status of the step under way, for a step cut short to name
         self.input = ServerInput()
         self.taken = []  # the run processes the job under way took
+        self.ended = []  # a preempted run's, killed and not reaped yet
+        self.ended_at = None  # when the last of them was killed
 
     def send(self, msg):
         self.send_line(protocol.encode(msg, nan_to_null=True))
@@ -134,11 +139,13 @@ class Worker(ScriptRuns):
                 self.handle(line)
             if not self.input.open:
                 break
-            waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s()) if s is not None]
+            waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s(), self.catch_up_s()) if s is not None]
             readable = select.select([stdin_fd, *self.warming.fds(), *self.ahead.fds()], [], [],
                                      min(waits) if waits else None)[0]
             if stdin_fd in readable:
                 self.input.read()
+            elif self.catch_up_s() == 0:
+                self.catch_up()
             self.warming.step(readable)
             self.ahead.step(readable)
         self.warming.stop()
@@ -263,12 +270,32 @@ class Worker(ScriptRuns):
         try:
             self.run_job(msg)
         except Preempted:
-            for run in self.taken:
-                if run.fds:  # not finished yet (finish closes its pipes)
-                    run.finish(self.kernel_caches)
-            self.send(protocol.message("preempted", msg["run_id"]))
-            while len(self.spares) < self.spare_count:  # after the answer, as after a result
-                self.spares.append(self.new_run_process())
+            return self.set_aside(msg["run_id"])
+        self.catch_up()
+
+    def set_aside(self, run_id):
+        """End the preempted run `run_id` for the person's run that wants this worker: its processes
+        killed and the answer sent at once. Reaping them waits (the kernel frees a run's memory
+        before it can be reaped: ~0.1 s a GB), and so do the spares but the one the next run needs."""
+        for run in self.taken:
+            if run.fds:  # not finished yet (finish closes its pipes)
+                run.kill()
+                self.ended.append(run)
+        self.ended_at = time.monotonic()
+        self.send(protocol.message("preempted", run_id))
+        if not self.spares:  # it took them all (a graded run: its run's and its grader's)
+            self.spares.append(self.new_run_process())
+
+    def catch_up_s(self):
+        """Seconds until an idle worker reaps a preempted run; None: none to reap."""
+        return max(0.0, self.ended_at + CATCH_UP_IDLE_S - time.monotonic()) if self.ended else None
+
+    def catch_up(self):
+        """After a run, or idle a while: reap what a preemption set aside and fork the spares it took."""
+        while self.ended:
+            self.ended.pop().finish(self.kernel_caches)
+        while len(self.spares) < self.spare_count:
+            self.spares.append(self.new_run_process())
 
     def run_job(self, msg):
         from sandbox.worker.run_process import describe_exit
@@ -443,8 +470,8 @@ def main():
     worker.send(protocol.message("ready", device=ready["device"], isolation=ready["isolation"], pid=os.getpid(),
                                  triton=triton.__version__))
     worker.serve()
-    for spare in worker.spares:  # stdin closed: the server stopped this worker
-        spare.finish(worker.kernel_caches)
+    for run in [*worker.ended, *worker.spares]:  # stdin closed: the server stopped this worker
+        run.finish(worker.kernel_caches)
     worker.zygote.stop()
 
 

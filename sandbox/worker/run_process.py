@@ -272,6 +272,12 @@ class RunProcess:
         if self.owner and self.keep_kernels:
             self.reservation = kernel_caches.reserve(self.owner)
 
+    def kill(self):
+        """End it now, its whole namespace with it; finish() reaps it."""
+        if self.status is None:  # not reaped: its pid is still its own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
     def finish(self, kernel_caches, grace_s=0.0, publish=None, collect=None):
         """Kill if still running after `grace_s` (the whole namespace goes with it), reap, collect
         what it compiled (into its owner's cache, or with `publish(cache_dir)` for a warm-up run),
