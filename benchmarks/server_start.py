@@ -105,18 +105,21 @@ def one_server(index, args, logs):
         watch = WarmUpWatch(server)
         spec = page_spec(server.url)
         tab = Tab(server.url)
+        load = [os.getloadavg()[0]]
         try:
             rows = person(tab, spec, args.seconds, args.every, watch)
         finally:
             tab.close()
             watch.stop()
+        load.append(os.getloadavg()[0])
         device = server.health().get("device") or {}
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)  # its kernels and database: the next server starts new
     with open(os.path.join(logs, f"runs-{index}.json"), "w") as f:
-        json.dump({"device": device, "warm_up_done_s": [watch.puzzles_done, watch.gallery_done], "rows": rows}, f, indent=1)
-    return device, watch, rows
+        json.dump({"device": device, "warm_up_done_s": [watch.puzzles_done, watch.gallery_done], "load": load,
+                   "rows": rows}, f, indent=1)
+    return device, watch, rows, load
 
 
 def cell(rows, key):
@@ -126,11 +129,11 @@ def cell(rows, key):
     return f"{statistics.median(values):.0f} / {percentile(values, 0.95):.0f}"
 
 
-def line(name, rows, warm_up="", preemptions=""):
+def line(name, rows, warm_up="", preemptions="", load=""):
     statuses = sorted({r["status"] for r in rows} - {"ok"})
     flag = f" ({', '.join(statuses)} among them)" if statuses else ""
     during = sum(r["during_warm_up"] for r in rows)
-    return (f"| {name} | {len(rows)}{flag} | {during} | {warm_up} | {preemptions} | **{cell(rows, 'queue_ms')}** | "
+    return (f"| {name} | {load} | {len(rows)}{flag} | {during} | {warm_up} | {preemptions} | **{cell(rows, 'queue_ms')}** | "
             f"{cell(rows, 'run_process_ms')} | {cell(rows, 'first_part_ms')} | {cell(rows, 'whole_ms')} |")
 
 
@@ -152,17 +155,17 @@ def main():
     say = lambda text: print(text, flush=True)  # noqa: E731  (rows as they come: a cut-off run keeps them)
     every_row, lines = [], []
     for index in range(args.repeat):
-        device, watch, rows = one_server(index, args, logs)
+        device, watch, rows, load = one_server(index, args, logs)
         every_row += rows
         lines.append(line(f"server {index + 1}", rows, f"{seconds(watch.puzzles_done)}, {seconds(watch.gallery_done)}",
-                          str(watch.preemptions)))
+                          str(watch.preemptions), " → ".join(f"{value:.1f}" for value in load)))
         if index == 0:
             say(f"A new server on {device.get('name')} (triton {device.get('triton')}), WORKERS={args.workers}; Run pressed the moment "
                 f"/healthz was ok, then every {args.every:g} s for {args.seconds:g} s; the vector add as the page "
                 f"loads it; logs and each run's row in {logs}")
-            say("| server | runs | during warm-up | warm-up done after (puzzles, gallery) | preemptions | "
+            say("| server | host load | runs | during warm-up | warm-up done after (puzzles, gallery) | preemptions | "
                 "queue wait | to run process | first part | whole |")
-            say("|---|---|---|---|---|---|---|---|---|")
+            say("|---|---|---|---|---|---|---|---|---|---|")
         say(lines[-1])
     if args.repeat > 1:
         say(line("all", every_row))
@@ -170,7 +173,8 @@ def main():
         rows = [r for r in every_row if r["during_warm_up"] == during]
         if rows:
             say(line(name, rows))
-    say("median / p95 ms from the press; the warm-up's times from /healthz ok")
+    say("median / p95 ms from the press; the warm-up's times from /healthz ok; the host's load average (1 min) "
+        "as the person began and ended")
 
 
 if __name__ == "__main__":
