@@ -1,10 +1,11 @@
 """A person at a server that has just started: Run pressed the moment `/healthz` is ok, then again
 every 2 s for 60 s, while the server's own warm-up is under way.
 
-    python -m benchmarks.server_start [--seconds 60] [--every 2] [--repeat 1] [--log-dir DIR]
+    python -m benchmarks.server_start [--seconds 60] [--every 2] [--repeat 1] [--workers 0] [--log-dir DIR]
 
 Each repeat starts a NEW real server as `make run` starts it (`python -m app.serve`, default
-settings: the puzzles' solutions warm up, PUZZLE_WARMUP=1, and the gallery, SHARED_KERNELS=1), with
+settings: the puzzles' solutions warm up, PUZZLE_WARMUP=1, and the gallery, SHARED_KERNELS=1;
+`--workers 1` is a one-GPU host's count on a host without one), with
 its own new RUN_ROOT and database, so that nothing is compiled, solved or warm. The moment
 `/healthz` answers ok, one person (one Socket.IO client, as the page is) runs the gallery's vector
 add as the page loads it (`/api/examples/vector_add`, its options as shipped: check, trace, bench
@@ -21,8 +22,10 @@ Per run, in ms from the press (the `run` event sent):
   first part       to the first `run_partial` (the verdict or the diagram)
   whole            to the `run_result`
 A run counts as "during warm-up" when it was pressed before `/healthz` (polled every 0.5 s) showed
-both warm-ups done: `puzzle_solutions.state` and every worker's `shared_kernels.state` "ready".
-Prints a table per server and over all of them (median / p95); each run's row goes to the log dir.
+both warm-ups done (`puzzle_solutions.state` "ready", no worker's `shared_kernels.state` "warming").
+Prints a row per server, then over all of them, those during the warm-up and those after it (median
+/ p95), with the preemptions the server made for the person (`/healthz`) and the host's load
+average; each run's row, its phases included, goes to the log dir.
 """
 import argparse
 import json
