@@ -273,7 +273,23 @@ def test_on_a_gpu_the_instrumented_launch_equals_the_interpreter_pass(name):
     on_gpu, interpreted = run_on_gpu(CORPUS[name], True), run_on_gpu(CORPUS[name], False)
     assert on_gpu["status"] == interpreted["status"] == "ok", (on_gpu["error"], interpreted["error"])
     assert on_gpu["trace"]["tracer"] == "gpu" and not on_gpu["notes"], on_gpu["notes"]
-    assert same(on_gpu["trace"]) == same(interpreted["trace"])
+    if name in CONTENDED:  # how often a program spins on a lock another holds is the GPU's timing
+        assert spins_collapsed(same(on_gpu["trace"])) == spins_collapsed(same(interpreted["trace"]))
+    else:
+        assert same(on_gpu["trace"]) == same(interpreted["trace"])
+
+
+CONTENDED = {"spin_lock"}  # programs wait on each other: the interpreter runs them one after another
+
+
+def spins_collapsed(trace):
+    """`trace` with each run of a program's identical consecutive accesses (a lock's compare-and-swap
+    tried again while another program holds it) as one access."""
+    programs = []
+    for program in trace["programs"]:
+        accesses = [a for i, a in enumerate(program["accesses"]) if i == 0 or a != program["accesses"][i - 1]]
+        programs.append({**program, "accesses": accesses})
+    return {**trace, "programs": programs}
 
 
 @pytest.mark.gpu
