@@ -29,7 +29,7 @@ def unmasked(name, spec):
 
 
 def checked_and_traced(result):
-    assert result["status"] == "ok", result["error"]
+    assert result["status"] == "ok", (result["error"], result["stdout"][-3000:])
     assert result["check"]["ok"]
     assert result["trace"]["programs_traced"] >= 1
 
@@ -46,7 +46,7 @@ def test_a_big_kernel_without_a_mask_is_stopped_naming_the_tensor(client, name):
     spec, tensor = unmasked(name, SMALL[name]())
     spec["options"].update(bench=False, ir=False)
     result = run(client, spec)
-    assert result["status"] == "error" and result["error"]["type"] == "OutOfBounds", result["error"]
+    assert result["status"] == "error" and result["error"]["type"] == "OutOfBounds", (result["error"], result["stdout"][-3000:])
     assert f"loads `{tensor}`" in result["error"]["message"], result["error"]["message"]
 
 
@@ -66,4 +66,4 @@ def test_a_big_kernel_at_its_gpu_size_without_a_mask_is_stopped_before_its_launc
     spec["inputs"] = {k: v.replace("1024", "1000").replace("2048", "2000") for k, v in spec["inputs"].items()}
     spec["args"] = {k: (1000 if v == 1024 else 2000 if v == 2048 else v) for k, v in spec["args"].items()}
     result = run(client, spec)
-    assert result["status"] == "error" and result["error"]["type"] == "OutOfBounds", result["error"]
+    assert result["status"] == "error" and result["error"]["type"] == "OutOfBounds", (result["error"], result["stdout"][-3000:])
