@@ -97,10 +97,13 @@ class Job:
     recheck: dict = None             # the server's check of a script's launch (sandbox.grading.recheck): no program runs
     replay: dict = None              # {"launch": a record}: a script's launch alone, from the inputs its worker kept
                                      # from the run that listed it (sandbox.run.replay): no program runs
+    yields: bool = False             # the server's own work (a puzzle's solution run): it yields its worker to a
+                                     # person's run, and takes a warm run process only where another stays warm
 
     _KINDS = {"owner": (str, type(None)), "provenance": (str,), "sanitized_before": (bool,), "compiled_ahead": (bool,),
              "reference_times": (dict,), "grading": (dict, type(None)), "compile_ahead": (bool,),
-             "grade": (dict, type(None)), "recheck": (dict, type(None)), "replay": (dict, type(None))}
+             "grade": (dict, type(None)), "recheck": (dict, type(None)), "replay": (dict, type(None)),
+             "yields": (bool,)}
 
     @classmethod
     def read(cls, content):

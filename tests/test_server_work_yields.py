@@ -1,6 +1,7 @@
 """The server's own work never makes a person wait: with the built-in puzzles' solutions warming up
 (PUZZLE_WARMUP) on the one worker, a person's run starts within 100 ms of reaching the head of the
 queue (its queue wait), measured over several runs of real workers."""
+import collections
 import secrets
 import statistics
 import threading
@@ -10,6 +11,7 @@ import pytest
 
 from app.dispatch.jobs import Job, JobQueue
 from app.owners import PUZZLE_SOLUTIONS
+from sandbox.worker.main import job_run_process
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 
@@ -121,3 +123,29 @@ def test_a_persons_run_does_not_wait_for_the_preempted_run_to_be_cleaned_up(make
           f"its run process at work after {in_run_process:.3f} s")
     assert phases["starting"] <= WAIT_BOUND_S, f"the person's run waited {phases['starting']:.3f} s for its worker"
     assert in_run_process <= 2 * WAIT_BOUND_S, f"the person's run began in its run process only after {in_run_process:.3f} s"
+
+
+class Spare:
+    """A spare run process as job_run_process sees one: warm or still warming."""
+
+    def __init__(self, warm):
+        self.warm = warm
+
+    def poll_ready(self):
+        return self.warm
+
+
+@pytest.mark.unit
+def test_the_servers_own_work_takes_a_warm_run_process_only_where_another_stays_warm_for_a_person():
+    new = lambda warming=False: ("a new run process", warming)  # noqa: E731
+    spares = collections.deque([Spare(True), Spare(True)])
+    run, spare = job_run_process(spares, True, new)
+    assert spare and run.warm and [s.warm for s in spares] == [True]  # one stays warm for a person's run
+    run, spare = job_run_process(spares, True, new)
+    assert (run, spare) == (("a new run process", True), False) and len(spares) == 1  # warming at idle priority
+    run, spare = job_run_process(spares, False, new)
+    assert spare and run.warm and not spares  # a person's run takes the last warm one
+    warming, warm = Spare(False), Spare(True)
+    spares = collections.deque([warming, warm])
+    assert job_run_process(spares, False, new) == (warm, True)  # a warm one before an older one warming
+    assert job_run_process(spares, False, new) == (warming, True)  # none warm: the oldest, to wait for

@@ -358,7 +358,7 @@ class Slot:
             line = protocol.encode(protocol.Job.of_run(
                 job.spec, owner=job.owner, provenance=job.provenance,
                 sanitized_before=job.launch in self.shared.sanitized, compiled_ahead=self.shared.compiled_ahead(job),
-                reference_times=self.references.lent(job.store, timing_key)).message(job.run_id))
+                reference_times=self.references.lent(job.store, timing_key), yields=job.server_work).message(job.run_id))
         except (ValueError, TypeError) as e:
             job.fail(RunError("sandbox", f"the run could not be sent to a worker ({e}); nothing ran"))
             return

@@ -36,6 +36,19 @@ AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile 
 CATCH_UP_IDLE_S = 0.5
 
 
+def job_run_process(spares, yielding, new_run_process):
+    """(the run process a job takes, whether it is one of `spares`, which loses it): a warm spare (the
+    oldest still warming if none is), but for the server's own work (`yielding`) only while another
+    spare stays warm: else a new one, warming at idle CPU priority. A person who presses Run while
+    the server warms up then finds a warm one (a GPU's takes ~0.25 s to warm: CUDA init)."""
+    warm = [spare for spare in spares if spare.poll_ready()]
+    if yielding and len(warm) < 2:
+        return new_run_process(warming=True), False
+    run = warm[0] if warm else spares[0]
+    spares.remove(run)
+    return run, True
+
+
 def warm_compiler(has_gpu):
     """Do once, before any fork, the work every run process would otherwise repeat on its first
     compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas its
@@ -116,6 +129,7 @@ class Worker(ScriptRuns):
         self.taken = []  # the run processes the job under way took
         self.ended = []  # a preempted run's, killed and not reaped yet
         self.ended_at = None  # when the last of them was killed
+        self.yielding = False  # the job under way is the server's own (protocol.Job.yields)
 
     def send(self, msg):
         self.send_line(protocol.encode(msg, nan_to_null=True))
@@ -176,13 +190,13 @@ class Worker(ScriptRuns):
         return warm[0]
 
     def take_warm_run_process(self, run_id=None):
-        """A warm spare (the oldest still warming up if none is warm yet), or a new one in place of
-        one that died while it waited (the host may kill it): a dead one never fails the next job.
+        """A warm spare (the oldest still warming up if none is warm yet; for the server's own work, as
+        job_run_process says), or a new one in place of one that died while it waited (the host may
+        kill it): a dead one never fails the next job.
         While it waits for one to warm, a `preempt` of `run_id` ends the run (Preempted)."""
         why = "they end before their job"
         for _ in range(2 * self.spare_count + 1):
-            run = next((spare for spare in self.spares if spare.poll_ready()), self.spares[0])
-            self.spares.remove(run)
+            run, spare = job_run_process(self.spares, self.yielding, self.new_run_process)
             self.taken.append(run)
             try:
                 self.input.wait_warm(run, run_id, READY_TIMEOUT_S)
@@ -193,7 +207,8 @@ class Worker(ScriptRuns):
             except StartError as e:
                 why = str(e)
             run.finish(self.kernel_caches)
-            self.spares.append(self.new_run_process())
+            if spare:
+                self.spares.append(self.new_run_process())
         raise StartError(f"run processes fail to start: {why}")
 
     def start_job(self, job, store, run_id=None):
@@ -306,6 +321,7 @@ class Worker(ScriptRuns):
             self.send(protocol.message("result", run_id, result=results.failed(RunError(
                 "sandbox", f"the worker was sent a job it cannot read ({e}); nothing ran"))))
             return
+        self.yielding = job.yields
         timeout_s, output_limit = self.settings.timeout_s, self.settings.output_limit
         # What is kept for the owner's later runs, if this is the owner's own code (else None: nothing).
         store = protocol.kept_for(job.owner, job.provenance)
