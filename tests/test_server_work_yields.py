@@ -11,7 +11,7 @@ import pytest
 
 from app.dispatch.jobs import Job, JobQueue
 from app.owners import PUZZLE_SOLUTIONS
-from sandbox.worker.main import job_run_process
+from sandbox.worker.spares import job_run_process
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 

@@ -26,27 +26,11 @@ from sandbox.spec import is_script
 from sandbox.worker.kept_launches import KeptLaunches
 from sandbox.worker.script_runs import FOREIGN_REPLAY, ScriptRuns
 from sandbox.worker.server_input import Preempted, ServerInput
+from sandbox.worker.spares import READY_TIMEOUT_S, Spares
 from sandbox.worker.verdicts import failed_grading, graded_result, grader_outcome_ok
 from sandbox.worker.zygote import Zygote
 
-READY_TIMEOUT_S = 120  # a run process's warm-up: CUDA init, with a loaded host
 AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile ahead to finish
-# A worker idle this long after a preemption reaps the preempted run (the person's run it was
-# preempted for comes within milliseconds, and goes first).
-CATCH_UP_IDLE_S = 0.5
-
-
-def job_run_process(spares, yielding, new_run_process):
-    """(the run process a job takes, whether it is one of `spares`, which loses it): a warm spare (the
-    oldest still warming if none is), but for the server's own work (`yielding`) only while another
-    spare stays warm: else a new one, warming at idle CPU priority. A person who presses Run while
-    the server warms up then finds a warm one (a GPU's takes ~0.25 s to warm: CUDA init)."""
-    warm = [spare for spare in spares if spare.poll_ready()]
-    if yielding and len(warm) < 2:
-        return new_run_process(warming=True), False
-    run = warm[0] if warm else spares[0]
-    spares.remove(run)
-    return run, True
 
 
 def warm_compiler(has_gpu):
@@ -101,7 +85,7 @@ class PartsSent:
             self.names.add("check")
 
 
-class Worker(ScriptRuns):
+class Worker(ScriptRuns, Spares):
     def __init__(self, channel, settings, kernel_caches, shared=None):
         from sandbox.worker.ahead import CompileAhead
         from sandbox.worker.run_process import RunProcess
@@ -179,38 +163,6 @@ class Worker(ScriptRuns):
         else:
             self.run(msg)
 
-    def run_process_for_compile(self):
-        """A warm spare, replaced at once (the next run finds one warm too), while another is warm;
-        else a new one, which warms up at idle CPU priority."""
-        warm = [spare for spare in self.spares if spare.poll_ready()]
-        if len(warm) < 2:
-            return self.new_run_process(warming=True)
-        self.spares.remove(warm[0])
-        self.spares.append(self.new_run_process())
-        return warm[0]
-
-    def take_warm_run_process(self, run_id=None):
-        """A warm spare (the oldest still warming up if none is warm yet; for the server's own work, as
-        job_run_process says), or a new one in place of one that died while it waited (the host may
-        kill it): a dead one never fails the next job.
-        While it waits for one to warm, a `preempt` of `run_id` ends the run (Preempted)."""
-        why = "they end before their job"
-        for _ in range(2 * self.spare_count + 1):
-            run, spare = job_run_process(self.spares, self.yielding, self.new_run_process)
-            self.taken.append(run)
-            try:
-                self.input.wait_warm(run, run_id, READY_TIMEOUT_S)
-                if run.ready is None:
-                    run.wait_ready(READY_TIMEOUT_S)
-                if run.wait() is None:
-                    return run
-            except StartError as e:
-                why = str(e)
-            run.finish(self.kernel_caches)
-            if spare:
-                self.spares.append(self.new_run_process())
-        raise StartError(f"run processes fail to start: {why}")
-
     def start_job(self, job, store, run_id=None):
         """Hand the job to the warm run process with the compiled kernels of `store`, into which
         what it compiles is collected after it (None: none lent, none kept), and a replay's launch
@@ -287,30 +239,6 @@ class Worker(ScriptRuns):
         except Preempted:
             return self.set_aside(msg["run_id"])
         self.catch_up()
-
-    def set_aside(self, run_id):
-        """End the preempted run `run_id` for the person's run that wants this worker: its processes
-        killed and the answer sent at once. Reaping them waits (the kernel frees a run's memory
-        before it can be reaped: ~0.1 s a GB), and so do the spares but the one the next run needs."""
-        for run in self.taken:
-            if run.fds:  # not finished yet (finish closes its pipes)
-                run.kill()
-                self.ended.append(run)
-        self.ended_at = time.monotonic()
-        self.send(protocol.message("preempted", run_id))
-        if not self.spares:  # it took them all (a graded run: its run's and its grader's)
-            self.spares.append(self.new_run_process())
-
-    def catch_up_s(self):
-        """Seconds until an idle worker reaps a preempted run; None: none to reap."""
-        return max(0.0, self.ended_at + CATCH_UP_IDLE_S - time.monotonic()) if self.ended else None
-
-    def catch_up(self):
-        """After a run, or idle a while: reap what a preemption set aside and fork the spares it took."""
-        while self.ended:
-            self.ended.pop().finish(self.kernel_caches)
-        while len(self.spares) < self.spare_count:
-            self.spares.append(self.new_run_process())
 
     def run_job(self, msg):
         from sandbox.worker.run_process import describe_exit
