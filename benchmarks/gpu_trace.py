@@ -19,6 +19,7 @@ import time
 import urllib.request
 
 from benchmarks.client import Tab
+from benchmarks.edit_loop import matmul_4096
 from benchmarks.server import Server
 
 
@@ -33,13 +34,9 @@ def cases(server):
     big = example(server, "vector_add")
     big["inputs"] = {k: v.replace("98432", str(1 << 24)) for k, v in big["inputs"].items()}
     big["options"].update({"bench": False, "ir": False})
-    n = 4096
-    matmul = example(server, "matmul")  # the gallery's kernel at a GPU's size
-    matmul["inputs"] = {name: f"torch.{init}({n}, {n}, dtype=torch.float16)"
-                        for name, init in (("a", "randn"), ("b", "randn"), ("c", "empty"))}
-    matmul["args"].update({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64})
+    matmul = matmul_4096(example(server, "matmul"))  # the gallery's kernel at a GPU's size
     matmul["reference"] = {}
-    matmul["options"].update({"bench": False, "ir": False, "num_stages": 3, "num_warps": 8})
+    matmul["options"].update({"bench": False, "ir": False})
     return [("vector add n=98,432, new seed, bounds check", small, True),
             ("vector add n=2^24, trace on", big, False),
             ("matmul 4096^3 fp16, trace on", matmul, False)]

@@ -18,6 +18,7 @@ import sys
 
 from benchmarks.latency import percentile
 from benchmarks.server import Server
+from sandbox import result as results
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu"]
@@ -34,10 +35,7 @@ DRAW = """async (result) => {
 
 def as_result(made):
     """A run's whole result around a recorded timeline part."""
-    return {"run_id": "recorded", "status": "ok", "device": made["device"], "error": None, "stdout": "", "check": None,
-            "timings": made["timings"], "trace": None, "ir": None, "notes": [], "warnings": [], "run_ms": None,
-            "puzzle": None, "sweep": None, "steps": None, "launches": None, "benchmarks": None, "claims": None,
-            "server_check": None, "timeline": made["timeline"]}
+    return {**results.new(made["device"]), "run_id": "recorded", "timings": made["timings"], "timeline": made["timeline"]}
 
 
 def draw_ms(page, url, made):

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from sandbox import result as results
 from tests.support.browser import page_without_errors
 from tests.test_browser import open_playground, run_and_wait
 from tests.test_page_script import pick_launch, script_page
@@ -25,10 +26,8 @@ def page(browser):
 def recorded():
     with open(DATA) as f:
         made = json.load(f)
-    result = {"run_id": "recorded", "status": "ok", "device": made["device"], "error": None, "stdout": "",
-              "check": None, "timings": made["timings"], "trace": None, "ir": None, "notes": [], "warnings": [], "run_ms": None,
-              "puzzle": None, "sweep": None, "steps": None, "launches": None, "benchmarks": None, "claims": None,
-              "server_check": None, "timeline": made["timeline"]}
+    result = {**results.new(made["device"]), "run_id": "recorded", "timings": made["timings"],
+              "timeline": made["timeline"]}
     return made["spec"], result
 
 
