@@ -1,10 +1,11 @@
 """The rewrite that makes a kernel's instrumented build (sandbox.trace.gpu): each function reached from
 the kernel takes the run's buffers as extra parameters, each access site becomes a call into
 sandbox.trace.probes, each helper call goes to that call's copy of the helper, and a block pointer's
-accesses are made through the tensor of pointers its scalars give."""
+accesses are made through the tensor of pointers its scalars give. A matrix product whose value is
+only stored is left out (sandbox.trace.stored_values)."""
 import ast
 
-from sandbox.trace import provenance
+from sandbox.trace import provenance, stored_values
 
 ARGUMENTS = {
     "load": ["pointer", "mask", "other", "boundary_check", "padding_option", "cache_modifier", "eviction_policy",
@@ -28,6 +29,7 @@ class Instrumenter(ast.NodeTransformer):
         self.tracer, self.reached = tracer, reached
         self.sites = {site.position: site for site in tracer.analysis.sites if site.path == reached.path}
         self.calls = {f.path[-1]: f for f in tracer.analysis.functions if f.path and f.path[:-1] == reached.path}
+        self.products = stored_values.products_left_out(tracer.analysis, tracer.owners) if not reached.path else set()
         owners = sorted(set(tracer.owners.values()))
         self.shared = ["_tp_rec", "_tp_cursor", "_tp_cap", "_tp_viol"] + [
             f"_tp_{what}_{i}" for i in owners for what in ("base", "span", "cov")]
@@ -118,6 +120,8 @@ class Instrumenter(ast.NodeTransformer):
             node.keywords += [ast.keyword(name, ast.Name(name, ast.Load()))
                               for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_RECORD", "_TP_COVER"]]
             return node
+        if position in self.products:
+            return stored_values.left_out_call(node)
         site = self.sites.get(position)
         if site is None or site.index in self.tracer.compiled_away:
             return node

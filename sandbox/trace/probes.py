@@ -136,3 +136,15 @@ def i32(x):
 def i64(x):
     """A block pointer's shape and strides, as tl.make_block_ptr keeps them."""
     return tl.cast(x, tl.int64)
+
+
+@triton.jit
+def product_left_out(a, b, acc, out_dtype: tl.constexpr):
+    """What an instrumented build has in place of a tl.dot whose value is only stored
+    (sandbox.trace.stored_values): the accumulator, or zeros of the product's shape and type."""
+    if acc is not None:
+        return acc
+    elif len(a.shape) == 3:
+        return tl.zeros([a.shape[0], a.shape[1], b.shape[2]], tl.int32 if a.dtype.is_int() else out_dtype)
+    else:
+        return tl.zeros([a.shape[0], b.shape[1]], tl.int32 if a.dtype.is_int() else out_dtype)

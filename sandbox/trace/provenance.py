@@ -73,6 +73,7 @@ class Kernel:
     node: ast.FunctionDef = field(repr=False)
     functions: list = field(default_factory=list)  # the kernel, then the helpers with accesses it calls
     calls: list = field(default_factory=list)  # (name, line) of the calls of functions not in the source
+    aliases: dict = field(default_factory=dict)  # the source's names of triton.language (language_aliases)
 
 
 def analyze_kernel(source_path, kernel):
@@ -89,8 +90,8 @@ def analyze(source, function_name):
     if fn is None:
         return None
     params = parameter_names(fn)
-    kernel = Kernel(function_name, params, [], [], fn)
-    Analysis(kernel, functions, _language_aliases(module)).function(
+    kernel = Kernel(function_name, params, [], [], fn, aliases=language_aliases(module))
+    Analysis(kernel, functions, kernel.aliases).function(
         Function((), function_name, function_name, fn), {p: {p} for p in params})
     kernel.sites.sort(key=lambda s: s.key)
     for i, site in enumerate(kernel.sites):
@@ -113,7 +114,7 @@ class Analysis:
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
-            name = _tl_name(node.func, aliases)
+            name = tl_name(node.func, aliases)
             position = (node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)
             if name in OPS:
                 pointer = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"),
@@ -163,7 +164,7 @@ class Analysis:
         for node in ast.walk(self.functions[name]):
             if not isinstance(node, ast.Call):
                 continue
-            if _tl_name(node.func, self.aliases) in set(OPS) | set(BLOCK_POINTER) | set(UNSUPPORTED):
+            if tl_name(node.func, self.aliases) in set(OPS) | set(BLOCK_POINTER) | set(UNSUPPORTED):
                 return True
             callee = node.func.id if isinstance(node.func, ast.Name) else None
             if callee in self.functions and callee not in seen + (name,) and self.accesses(callee, seen + (name,)):
@@ -176,15 +177,15 @@ class Analysis:
         blocks, calls = {}, []
         for node in ast.walk(fn):
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and isinstance(node.value, ast.Call) and _tl_name(node.value.func, self.aliases) in BLOCK_POINTER):
+                    and isinstance(node.value, ast.Call) and tl_name(node.value.func, self.aliases) in BLOCK_POINTER):
                 calls.append((node.targets[0].id, node.value))
         planned = {id(call) for _, call in calls}
         for node in ast.walk(fn):
-            if isinstance(node, ast.Call) and _tl_name(node.func, self.aliases) in BLOCK_POINTER:
+            if isinstance(node, ast.Call) and tl_name(node.func, self.aliases) in BLOCK_POINTER:
                 if id(node) not in planned:
                     self.kernel.unsupported.append(f"a block pointer made or advanced at line {node.lineno} other "
                                                    f"than by assigning it to a name")
-                elif any(isinstance(n, ast.Call) and _tl_name(n.func, self.aliases) in OPS for n in ast.walk(node)):
+                elif any(isinstance(n, ast.Call) and tl_name(n.func, self.aliases) in OPS for n in ast.walk(node)):
                     # the instrumented build evaluates these arguments twice
                     self.kernel.unsupported.append(f"a memory access inside the arguments of the block pointer at "
                                                    f"line {node.lineno}")
@@ -209,7 +210,7 @@ class Analysis:
                     isinstance(node, ast.Assign) and id(node.value) in planned):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 value = node.iter if isinstance(node, ast.For) else node.value
-                moved = {name for t in targets + [value] for name in _targets(t)}  # `p = ...`, `q = p`
+                moved = {name for t in targets + [value] for name in assigned_names(t)}  # `p = ...`, `q = p`
                 if moved & set(blocks):
                     self.kernel.unsupported.append(f"the block pointer {sorted(moved & set(blocks))[0]} assigned "
                                                    f"or copied at line {node.lineno} other than by "
@@ -219,7 +220,7 @@ class Analysis:
 
     def block_dimensions(self, call, blocks):
         """The dimensions of the block pointer `call` makes (None: not known from the source)."""
-        if _tl_name(call.func, self.aliases) == "advance":
+        if tl_name(call.func, self.aliases) == "advance":
             bound = bind(call, ["base", "offsets"])
             source, offsets = bound.get("base"), bound.get("offsets")
             ndim = blocks.get(source.id) if isinstance(source, ast.Name) else None
@@ -251,7 +252,7 @@ def bind(call, names):
     return bound
 
 
-def _language_aliases(module):
+def language_aliases(module):
     """Names under which triton.language is reachable: `tl` (import triton.language as tl), `triton`;
     and names of its functions (("function", "load")): `from triton.language import load as ld`, or a
     module-level `store = tl.store`, which reach memory as tl's own do."""
@@ -272,7 +273,7 @@ def _language_aliases(module):
                 aliases[a.asname or a.name] = ("function", a.name)
     for node in module.body:  # `store = tl.store`, at module level only (a kernel's locals are values)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = _tl_name(node.value, aliases)
+            name = tl_name(node.value, aliases)
             if name is not None:
                 aliases[node.targets[0].id] = ("function", name)
     return aliases
@@ -287,7 +288,7 @@ def _dotted(func):
     return None
 
 
-def _tl_name(func, aliases):
+def tl_name(func, aliases):
     """'load' for tl.load / triton.language.load / an alias of it, else None."""
     if isinstance(func, ast.Name) and isinstance(aliases.get(func.id), tuple):
         return aliases[func.id][1]
@@ -309,15 +310,15 @@ def _roots(node, names, aliases):
     if isinstance(node, ast.Name):
         return set(names.get(node.id, ()))
     if isinstance(node, ast.Call):
-        tl_name = _tl_name(node.func, aliases)
-        if tl_name in NO_ROOTS:
+        function = tl_name(node.func, aliases)
+        if function in NO_ROOTS:
             return set()
-        if tl_name in BLOCK_POINTER:  # a block pointer belongs to its base
+        if function in BLOCK_POINTER:  # a block pointer belongs to its base
             return _roots(bind(node, ["base"]).get("base"), names, aliases)
-        if tl_name == "where":  # the condition picks; the two branches are the candidates
+        if function == "where":  # the condition picks; the two branches are the candidates
             return set().union(*(_roots(a, names, aliases) for a in node.args[1:]))
         found = set()
-        if isinstance(node.func, ast.Attribute) and tl_name is None:  # a method: x.to(...), ptrs.reshape(...)
+        if isinstance(node.func, ast.Attribute) and function is None:  # a method: x.to(...), ptrs.reshape(...)
             found |= _roots(node.func.value, names, aliases)
         for arg in list(node.args) + [k.value for k in node.keywords]:
             found |= _roots(arg, names, aliases)
@@ -335,11 +336,11 @@ def _roots(node, names, aliases):
     return found
 
 
-def _targets(target):
+def assigned_names(target):
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _targets(element)]
+        return [name for element in target.elts for name in assigned_names(element)]
     return []
 
 
@@ -350,11 +351,11 @@ def _roots_of_names(fn, seeds, aliases):
     assignments = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
-            assignments += [(name, node.value, False) for t in node.targets for name in _targets(t)]
+            assignments += [(name, node.value, False) for t in node.targets for name in assigned_names(t)]
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            assignments += [(name, node.value, isinstance(node, ast.AugAssign)) for name in _targets(node.target)]
+            assignments += [(name, node.value, isinstance(node, ast.AugAssign)) for name in assigned_names(node.target)]
         elif isinstance(node, ast.For):
-            assignments += [(name, node.iter, False) for name in _targets(node.target)]
+            assignments += [(name, node.iter, False) for name in assigned_names(node.target)]
         elif isinstance(node, ast.NamedExpr):
             assignments.append((node.target.id, node.value, False))
     changed = True
