@@ -96,7 +96,8 @@ class Job:
     grade: dict = None               # a grader's job (sandbox.grading.grader): it runs no module and has no spec
     recheck: dict = None             # the server's check of a script's launch (sandbox.grading.recheck): no program runs
     replay: dict = None              # {"launch": a record}: a script's launch alone, from the inputs its worker kept
-                                     # from the run that listed it (sandbox.run.replay): no program runs
+                                     # from the run that listed it (sandbox.run.replay): no program runs; with
+                                     # compile_ahead, {"launches": [records]}: those launches compiled, none run
     yields: bool = False             # the server's own work (a puzzle's solution run): it yields its worker to a
                                      # person's run, and takes a warm run process only where another stays warm
 

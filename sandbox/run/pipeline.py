@@ -395,25 +395,43 @@ class Run(LaunchPass):
 SPEC_LAUNCH_ONLY = ("sanitized", "partial")
 
 
-def compile_spec(raw_spec, emit=None, scratch=None, limits=None):
+def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
     """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
-    a run would meet compiling, and has no parts. Never raises for user errors."""
+    a run would meet compiling, and has no parts. Never raises for user errors. A script's program
+    is never run to compile it: only its launches kept from a run that listed them
+    (`replay`: {"launches": [records]}), each as a selection of it would replay it."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
-        if is_script(spec):  # compiling it would run the program
+        if is_script(spec) and replay is None:  # compiling it would run the program
             raise SpecError(SCRIPT_NOT_AHEAD, "mode")
     except SpecError as e:
         return results.failed(RunError("parse", str(e), type="SpecError", field=e.field))
+    status_only = lambda type, content: type == "status" and emit(type, content)  # noqa: E731
     with contextlib.ExitStack() as stack:
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
-        run = Run(spec, lambda type, content: type == "status" and emit(type, content), scratch, limits or {})
+        if replay is not None:
+            return compile_launches(spec, replay["launches"], status_only, scratch, limits or {})
+        run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
         return run.result
+
+
+def compile_launches(spec, records, emit, scratch, limits):
+    """Compile a script's kept launches as their selections would (sandbox.run.replay), one after the
+    other; a launch that fails to compile is left to its selection, which says why."""
+    try:
+        device = device_info(choose_device(spec["options"]["device"]))
+    except RunError as e:
+        return results.failed(e)
+    for record in records:
+        with contextlib.suppress(Exception):
+            replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=True)
+    return results.new(device)
 
 
 COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this source and launch before you pressed "

@@ -96,9 +96,10 @@ def read_inputs(scratch, index, record, device):
     return inputs
 
 
-def replay(spec, record, emit, scratch, limits, device, run_class):
+def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     """The result of launch `record["index"]` of the program `spec` replayed alone (see the module's
-    docstring); `run_class`: the form run's (sandbox.run.pipeline.Run)."""
+    docstring); `run_class`: the form run's (sandbox.run.pipeline.Run). `ahead`: compiled only, as a
+    form run compiles ahead (Run.compile_ahead), launching nothing: what a selection of it needs."""
     index = record["index"]
     emit("status", {"phase": "compiling", "message": f"launch {index} alone, from the inputs kept when it ran"})
     form, _ = form_of(spec["source"], record, spec["options"]["seed"])
@@ -114,6 +115,9 @@ def replay(spec, record, emit, scratch, limits, device, run_class):
     given = {name: tensor for name, tensor in inputs.items() if name in form["args"]}
     form["args"] = {**form["args"], **{name: name for name in given}}
     run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given)
+    if ahead:
+        run.compile_ahead()  # its errors are the caller's: a compile ahead only ever helps
+        return run.result
     run.result["notes"].append(f"Launch {index} replayed alone from the inputs it received when the program ran "
                                f"(kept from that run): the program did not run again.")
     try:

@@ -13,6 +13,12 @@ the compiles of one worker keep on the host's disk is bounded in rate too (COMPI
 after a burst of four times as much): a client compiling ahead as fast as it may cannot churn the kernel caches'
 directory faster; a compile past it is answered as any, and its run compiles what was not kept.
 Only the owner's own code is compiled ahead (sandbox.protocol.kept_for): nothing else's could be kept.
+
+A script's program is never run to compile it. After a run of it, the worker compiles the launches
+kept of it (sandbox.worker.kept_launches) but the one shown, as their selections would replay them
+(`request_launches`; no request of the server's, no answer to it): a click on another launch then
+finds its kernel, its instrumented build and its IR built. Any run of the owner's ends it, keeping
+what it compiled by then.
 """
 import collections
 import contextlib
@@ -30,6 +36,7 @@ STALE_S = 10.0  # a request not started by then: the person has typed on, or run
 READY_S = 120  # a run process's warm-up (CUDA init on a loaded host)
 READS_PER_STEP = 64  # messages or pieces of output taken from one compile before the worker looks elsewhere
 FINISHED_KEPT = 1024  # owners whose last finished compile is remembered
+LAUNCHES_AHEAD = 8  # a script's kept launches compiled after its run, at most
 # What one worker's compiles ahead may write into the kernel caches: a person's compile keeps a few
 # hundred KB (the gallery's kernels on the CPU host: 0.1-0.4 MB an entry).
 KEEP_BYTES_PER_S = settings.value("COMPILE_KEEP_MB_PER_S") << 20
@@ -37,10 +44,12 @@ KEEP_BURST_S = 4  # the burst: this many seconds of the rate
 
 
 class Compile:
-    """One compile under way: its run process, the request's id and the spec's compile key."""
+    """One compile under way: its run process, the request's id and the spec's compile key; for a
+    script's kept launches, their records."""
 
-    def __init__(self, run, compile_id, spec, key, deadline):
+    def __init__(self, run, compile_id, spec, key, deadline, launches=None):
         self.run, self.compile_id, self.spec, self.key, self.deadline = run, compile_id, spec, key, deadline
+        self.launches = launches
         self.sent = False  # its job, once it is warm
 
 
@@ -67,9 +76,10 @@ class CompileAhead:
     """A worker's compiles ahead. The worker calls `request` for each `compile` message, `step` when
     it is idle (with the readable descriptors of `fds()`), and `before_run` before each job."""
 
-    def __init__(self, settings, run_process, kernel_caches, send):
+    def __init__(self, settings, run_process, kernel_caches, send, kept_launches):
         """`run_process()`: a run process for a compile (sandbox.worker: a warm spare, if one can be spared)."""
         self.settings, self.run_process, self.kernel_caches, self.send = settings, run_process, kernel_caches, send
+        self.kept_launches = kept_launches
         self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_S * KEEP_BYTES_PER_S)  # all its compiles' share of the disk
         self.running = {}  # owner -> Compile
         self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
@@ -88,8 +98,17 @@ class CompileAhead:
             return
         self.end(owner)  # a newer request: the older compile is stale
         self.waiting.pop(owner, None)
-        self.waiting[owner] = (msg["run_id"], spec, key_of(spec), time.monotonic())
+        self.waiting[owner] = (msg["run_id"], spec, key_of(spec), time.monotonic(), None)
         self.start_waiting()
+
+    def request_launches(self, owner, spec, records):
+        """Compile a script's kept launches (`records`, LAUNCHES_AHEAD at most) as their selections
+        would: after the run of `spec` that listed them, while the person reads its result."""
+        if records:
+            self.end(owner)
+            self.waiting.pop(owner, None)
+            self.waiting[owner] = ("kept-launches", spec, None, time.monotonic(), records[:LAUNCHES_AHEAD])
+            self.start_waiting()
 
     def before_run(self, owner, spec, wait_s):
         """Before `owner`'s run of `spec`: wait (up to `wait_s`) for its compile of the same spec to
@@ -97,10 +116,12 @@ class CompileAhead:
         compile of this very spec finished into the owner's kernels."""
         key = key_of(spec)
         waiting = self.waiting.get(owner)
-        if waiting is not None and waiting[2] != key:
+        if waiting is not None and (waiting[2] != key or waiting[4] is not None):
             del self.waiting[owner]
         under_way = self.running.get(owner)
-        if under_way is not None and under_way.key != key:
+        if under_way is not None and under_way.launches is not None:
+            self.end(owner, keep=True)  # a script's launches: what was compiled by now serves its selections
+        elif under_way is not None and under_way.key != key:
             self.end(owner)
         deadline = time.monotonic() + wait_s
         while owner in self.running and time.monotonic() < deadline:
@@ -122,7 +143,7 @@ class CompileAhead:
             if time.monotonic() > under_way.deadline:
                 self.answer(under_way, results.failed(RunError(
                     "timeout", f"compiling took longer than {self.settings.timeout_s:g} s; a run would time out too")))
-                self.end(owner)
+                self.end(owner, keep=under_way.launches is not None)
             elif not under_way.sent:
                 if run.poll_ready():
                     self.give_job(owner, under_way)
@@ -140,12 +161,12 @@ class CompileAhead:
 
     def start_waiting(self):
         while self.waiting and len(self.running) < protocol.MAX_COMPILES_AHEAD:
-            owner, (compile_id, spec, key, came) = self.waiting.popitem(last=False)
+            owner, (compile_id, spec, key, came, launches) = self.waiting.popitem(last=False)
             if time.monotonic() - came > STALE_S:
                 continue
             run = self.run_process()
             run.owner, run.keep_kernels, run.collect_budget = owner, True, self.budget
-            self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S)
+            self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S, launches)
             if run.poll_ready():  # a warm spare
                 self.give_job(owner, self.running[owner])
 
@@ -156,9 +177,17 @@ class CompileAhead:
             run.cgroup.make_idle()
         with contextlib.suppress(OSError):  # at worst it compiles what the owner has
             self.kernel_caches.lend(owner, kernel_cache_of(run.scratch.path), seen_as=run.ready.get("cache_dir"))
+        launches = None
+        if under_way.launches is not None:
+            launches = {"launches": under_way.launches}
+            try:
+                for record in under_way.launches:
+                    self.kept_launches.lend(owner, record, run.scratch.path)
+            except OSError:  # dropped meanwhile (a newer program's run): nothing to compile
+                return self.end(owner)
         try:
             run.send_job(protocol.Job(spec=under_way.spec, owner=owner, provenance=protocol.OWN,
-                                      compile_ahead=True).message(under_way.compile_id))
+                                      compile_ahead=True, replay=launches).message(under_way.compile_id))
         except OSError:
             return self.end(owner)
         under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
@@ -175,6 +204,8 @@ class CompileAhead:
             msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
             if msg is not None and msg["type"] == "result" and msg["run_id"] == under_way.compile_id:
                 result = msg["content"].get("result")
+                if under_way.launches is not None:  # the worker's own: no one to answer
+                    return self.end(owner, keep=True)
                 if isinstance(result, dict) and result.get("status") == "ok" and under_way.key is not None:
                     self.finished.pop(owner, None)
                     self.finished[owner] = under_way.key
@@ -185,6 +216,8 @@ class CompileAhead:
 
     def answer(self, under_way, result):
         """The server's answer: whether it compiled, and the error a run would meet (for the editor)."""
+        if under_way.launches is not None:
+            return  # the worker's own compile of a script's launches: the server asked for nothing
         error = result.get("error") if result.get("status") == "error" else None
         self.send(protocol.message("compiled", under_way.compile_id, ok=error is None, error=error_fields(error)))
 

@@ -100,7 +100,8 @@ class Worker(ScriptRuns, Spares):
         self.rechecked = collections.OrderedDict()
         self.warming = Warming(shared, settings, self.new_run_process, kernel_caches,
                                lambda status: self.send(protocol.message("warming", **status)))
-        self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send)
+        self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send,
+                                  self.kept_launches)
         self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
@@ -326,6 +327,8 @@ class Worker(ScriptRuns, Spares):
             self.send(protocol.message("result", run_id, result=results.failed(error)))
         else:
             self.send_line(result)
+        if script and error is None and store is not None and listing is None:
+            self.compile_kept_launches(store, job.spec, msg["content"]["result"])
         # After the reply, off the critical path: fork the next run process, whose warm-up (CUDA init
         # ~0.25 s) then happens while the user reads the result (forked during the run, its CUDA init
         # slowed the run's own first launch by ~0.1 s), then reap this one (a CUDA context's teardown

@@ -416,7 +416,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     if job.compile_ahead:
         with contextlib.suppress(OSError):  # a warm spare took it: from now on the CPU goes to runs first
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        result = pipeline.compile_spec(job.spec, emit, scratch, settings.trace_limits)
+        result = pipeline.compile_spec(job.spec, emit, scratch, settings.trace_limits, job.replay)
     else:
         limits = run_limits(settings.trace_limits, job)
         if protocol.kept_for(job.owner, job.provenance) is not None:  # what its worker would keep of it

@@ -44,6 +44,17 @@ class ScriptRuns:
         listing, benchmarks, record = found
         return job.replace(replay={"launch": record}), {"launches": listing, "benchmarks": benchmarks}
 
+    def compile_kept_launches(self, owner, spec, result):
+        """After a program's run (`result`, as sent): its kept launches but the one it showed compiled
+        ahead, as a click on one replays it (sandbox.worker.ahead)."""
+        launches = result.get("launches") or {}
+        records = []
+        for index in (launches.get("replay") or {}).get("kept") or []:
+            found, _ = self.kept_launches.find(owner, spec, index) if index != launches.get("selected") else (None, "")
+            if found is not None:
+                records.append(found[2])
+        self.ahead.request_launches(owner, spec, records)
+
     def steps_cut_short(self, run_id):
         """The result a script's program ended with, when a step of the page's after it (timing, IR)
         ran past SCRIPT_STEPS_S: delivered whole, saying which step was stopped."""
