@@ -82,7 +82,7 @@ class CompileAhead:
         self.kept_launches = kept_launches
         self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_S * KEEP_BYTES_PER_S)  # all its compiles' share of the disk
         self.running = {}  # owner -> Compile
-        self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came)
+        self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came, launches)
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
 
     # -- what the worker asks
@@ -119,9 +119,7 @@ class CompileAhead:
         if waiting is not None and (waiting[2] != key or waiting[4] is not None):
             del self.waiting[owner]
         under_way = self.running.get(owner)
-        if under_way is not None and under_way.launches is not None:
-            self.end(owner, keep=True)  # a script's launches: what was compiled by now serves its selections
-        elif under_way is not None and under_way.key != key:
+        if under_way is not None and (under_way.launches is not None or under_way.key != key):
             self.end(owner)
         deadline = time.monotonic() + wait_s
         while owner in self.running and time.monotonic() < deadline:
@@ -143,7 +141,7 @@ class CompileAhead:
             if time.monotonic() > under_way.deadline:
                 self.answer(under_way, results.failed(RunError(
                     "timeout", f"compiling took longer than {self.settings.timeout_s:g} s; a run would time out too")))
-                self.end(owner, keep=under_way.launches is not None)
+                self.end(owner)
             elif not under_way.sent:
                 if run.poll_ready():
                     self.give_job(owner, under_way)
@@ -205,7 +203,7 @@ class CompileAhead:
             if msg is not None and msg["type"] == "result" and msg["run_id"] == under_way.compile_id:
                 result = msg["content"].get("result")
                 if under_way.launches is not None:  # the worker's own: no one to answer
-                    return self.end(owner, keep=True)
+                    return self.end(owner)
                 if isinstance(result, dict) and result.get("status") == "ok" and under_way.key is not None:
                     self.finished.pop(owner, None)
                     self.finished[owner] = under_way.key
@@ -222,8 +220,9 @@ class CompileAhead:
         self.send(protocol.message("compiled", under_way.compile_id, ok=error is None, error=error_fields(error)))
 
     def end(self, owner, keep=False):
-        """End the owner's compile; `keep`: it finished, collect what it compiled into the owner's kernels."""
+        """End the owner's compile; `keep`: it finished, collect what it compiled into the owner's kernels.
+        A script's launches keep what they compiled by then, finished or not: each serves its selection."""
         under_way = self.running.pop(owner, None)
         if under_way is not None:
-            under_way.run.keep_kernels = keep
+            under_way.run.keep_kernels = keep or under_way.launches is not None
             under_way.run.finish(self.kernel_caches)
