@@ -344,24 +344,31 @@ def assigned_names(target):
     return []
 
 
+def assignments(fn):
+    """[(name, the expression it is given)] of every assignment in the function: `=`, `+=`, annotated,
+    a for loop's target (its iterable), `:=`."""
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            found += [(name, node.value) for t in node.targets for name in assigned_names(t)]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            found += [(name, node.value) for name in assigned_names(node.target)]
+        elif isinstance(node, ast.For):
+            found += [(name, node.iter) for name in assigned_names(node.target)]
+        elif isinstance(node, ast.NamedExpr):
+            found.append((node.target.id, node.value))
+    return found
+
+
 def _roots_of_names(fn, seeds, aliases):
     """name -> roots, to a fixed point over every assignment in the function, from the roots of its
     parameters (`seeds`)."""
     names = {p: set(roots) for p, roots in seeds.items()}
-    assignments = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            assignments += [(name, node.value, False) for t in node.targets for name in assigned_names(t)]
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-            assignments += [(name, node.value, isinstance(node, ast.AugAssign)) for name in assigned_names(node.target)]
-        elif isinstance(node, ast.For):
-            assignments += [(name, node.iter, False) for name in assigned_names(node.target)]
-        elif isinstance(node, ast.NamedExpr):
-            assignments.append((node.target.id, node.value, False))
+    given = assignments(fn)
     changed = True
     while changed:
         changed = False
-        for name, value, _ in assignments:
+        for name, value in given:
             found = _roots(value, names, aliases)
             if not found <= names.setdefault(name, set()):
                 names[name] |= found

@@ -53,17 +53,15 @@ def products_left_out(kernel, owners):
 
 def _carriers(fn, products):
     """The names that may hold a product's value: to a fixed point over the function's assignments."""
-    assignments = [(node.targets if isinstance(node, ast.Assign) else [node.target], node.value)
-                   for node in ast.walk(fn)
-                   if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None]
+    given = provenance.assignments(fn)
     names, changed = set(), True
     while changed:
         changed = False
-        for targets, value in assignments:
-            if any(n in products or isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
-                new = {name for target in targets for name in provenance.assigned_names(target)} - names
-                names |= new
-                changed = changed or bool(new)
+        for name, value in given:
+            if name not in names and any(n in products or isinstance(n, ast.Name) and n.id in names
+                                         for n in ast.walk(value)):
+                names.add(name)
+                changed = True
     return names
 
 

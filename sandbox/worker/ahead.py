@@ -43,6 +43,11 @@ KEEP_BYTES_PER_S = settings.value("COMPILE_KEEP_MB_PER_S") << 20
 KEEP_BURST_S = 4  # the burst: this many seconds of the rate
 
 
+class Request(collections.namedtuple("Request", "compile_id spec key came launches")):
+    """A compile waiting for a run process: the request's id, the spec and its compile key, when it
+    came (time.monotonic()), and for a script's kept launches their records (else None)."""
+
+
 class Compile:
     """One compile under way: its run process, the request's id and the spec's compile key; for a
     script's kept launches, their records."""
@@ -82,7 +87,7 @@ class CompileAhead:
         self.kept_launches = kept_launches
         self.budget = WriteBudget(KEEP_BYTES_PER_S, KEEP_BURST_S * KEEP_BYTES_PER_S)  # all its compiles' share of the disk
         self.running = {}  # owner -> Compile
-        self.waiting = collections.OrderedDict()  # owner -> (compile id, spec, key, when it came, launches)
+        self.waiting = collections.OrderedDict()  # owner -> Request
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
 
     # -- what the worker asks
@@ -98,7 +103,7 @@ class CompileAhead:
             return
         self.end(owner)  # a newer request: the older compile is stale
         self.waiting.pop(owner, None)
-        self.waiting[owner] = (msg["run_id"], spec, key_of(spec), time.monotonic(), None)
+        self.waiting[owner] = Request(msg["run_id"], spec, key_of(spec), time.monotonic(), None)
         self.start_waiting()
 
     def request_launches(self, owner, spec, records):
@@ -107,7 +112,7 @@ class CompileAhead:
         if records:
             self.end(owner)
             self.waiting.pop(owner, None)
-            self.waiting[owner] = ("kept-launches", spec, None, time.monotonic(), records[:LAUNCHES_AHEAD])
+            self.waiting[owner] = Request("kept-launches", spec, None, time.monotonic(), records[:LAUNCHES_AHEAD])
             self.start_waiting()
 
     def before_run(self, owner, spec, wait_s):
@@ -116,7 +121,7 @@ class CompileAhead:
         compile of this very spec finished into the owner's kernels."""
         key = key_of(spec)
         waiting = self.waiting.get(owner)
-        if waiting is not None and (waiting[2] != key or waiting[4] is not None):
+        if waiting is not None and (waiting.key != key or waiting.launches is not None):
             del self.waiting[owner]
         under_way = self.running.get(owner)
         if under_way is not None and (under_way.launches is not None or under_way.key != key):
@@ -159,12 +164,13 @@ class CompileAhead:
 
     def start_waiting(self):
         while self.waiting and len(self.running) < protocol.MAX_COMPILES_AHEAD:
-            owner, (compile_id, spec, key, came, launches) = self.waiting.popitem(last=False)
-            if time.monotonic() - came > STALE_S:
+            owner, request = self.waiting.popitem(last=False)
+            if time.monotonic() - request.came > STALE_S:
                 continue
             run = self.run_process()
             run.owner, run.keep_kernels, run.collect_budget = owner, True, self.budget
-            self.running[owner] = Compile(run, compile_id, spec, key, time.monotonic() + READY_S, launches)
+            self.running[owner] = Compile(run, request.compile_id, request.spec, request.key,
+                                          time.monotonic() + READY_S, request.launches)
             if run.poll_ready():  # a warm spare
                 self.give_job(owner, self.running[owner])
 

@@ -48,12 +48,9 @@ class ScriptRuns:
         """After a program's run (`result`, as sent): its kept launches but the one it showed compiled
         ahead, as a click on one replays it (sandbox.worker.ahead)."""
         launches = result.get("launches") or {}
-        records = []
-        for index in (launches.get("replay") or {}).get("kept") or []:
-            found, _ = self.kept_launches.find(owner, spec, index) if index != launches.get("selected") else (None, "")
-            if found is not None:
-                records.append(found[2])
-        self.ahead.request_launches(owner, spec, records)
+        others = [i for i in (launches.get("replay") or {}).get("kept") or [] if i != launches.get("selected")]
+        found = [self.kept_launches.find(owner, spec, index)[0] for index in others]
+        self.ahead.request_launches(owner, spec, [record for _, _, record in filter(None, found)])
 
     def steps_cut_short(self, run_id):
         """The result a script's program ended with, when a step of the page's after it (timing, IR)

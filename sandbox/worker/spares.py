@@ -31,14 +31,13 @@ class Spares:
     `yielding`, `new_run_process`, `input`, `kernel_caches` and `send`."""
 
     def run_process_for_compile(self):
-        """A warm spare, replaced at once (the next run finds one warm too), while another is warm;
-        else a new one, which warms up at idle CPU priority."""
-        warm = [spare for spare in self.spares if spare.poll_ready()]
-        if len(warm) < 2:
-            return self.new_run_process(warming=True)
-        self.spares.remove(warm[0])
-        self.spares.append(self.new_run_process())
-        return warm[0]
+        """A run process as the server's own work takes one (job_run_process): a warm spare only while
+        another stays warm, replaced at once (the next run finds one warm too); else a new one, which
+        warms up at idle CPU priority."""
+        run, spare = job_run_process(self.spares, True, self.new_run_process)
+        if spare:
+            self.spares.append(self.new_run_process())
+        return run
 
     def take_warm_run_process(self, run_id=None):
         """A warm spare (the oldest still warming up if none is warm yet; for the server's own work, as
