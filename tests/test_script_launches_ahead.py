@@ -1,9 +1,18 @@
 """After a program's run, its other kept launches are compiled ahead (sandbox.worker.ahead) while its
-person reads the result: a click on one finds its kernel and its IR built."""
+person reads the result: a click on one finds its kernel and its IR built; in the interpreter, its
+whole replay made, on whichever worker of the host the click lands."""
+import hashlib
+import json
+import os
+import subprocess
+import threading
 import time
 
 import pytest
 
+from sandbox.worker.ahead import CompileAhead, view_key
+from sandbox.worker.kept_launches import MANIFEST, SHOWING, KeptLaunches, program_key
+from sandbox.worker.script_runs import REPLAYED_AHEAD
 from tests.support.apps import running_app
 from tests.test_shared_kernels import owner_cache
 
@@ -47,12 +56,13 @@ def run(client, **options):
 
 
 def settled(app, client, timeout_s=90, quiet_s=3.0):
-    """The owner's kernels once nothing has been added to them for `quiet_s`."""
+    """The owner's kernels once nothing has been added to them for `quiet_s` and no launch is being
+    replayed ahead (in the interpreter a replay's IR comes after its trace and timing)."""
     entries, since, deadline = owner_cache(app, client), time.monotonic(), time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         time.sleep(0.5)
         now = owner_cache(app, client)
-        if now != entries:
+        if now != entries or os.path.exists(os.path.join(kept_run(app, client), SHOWING)):
             entries, since = now, time.monotonic()
         elif time.monotonic() - since >= quiet_s:
             return entries
@@ -77,3 +87,77 @@ def test_a_run_of_a_foreign_program_compiles_nothing_ahead(app):
     assert result["status"] == "ok", result["error"]
     time.sleep(3)
     assert owner_cache(app, person) == []
+
+
+def kept_run(app, client):
+    """The owner's kept launches (sandbox.worker.kept_launches), digested as the dispatcher does."""
+    with client.session_transaction() as session:
+        owner = session["owner"]
+    return os.path.join(app.config["RUN_ROOT"], "kept-launches", hashlib.sha256(owner.encode()).hexdigest()[:32])
+
+
+def wait_for(path, timeout_s=90):
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} never came"
+        time.sleep(0.2)
+
+
+def test_in_the_interpreter_a_click_shows_its_launch_as_replayed_while_its_person_read(app):
+    person = app.test_client()
+    other = 1 - run(person)["launches"]["selected"]
+    made = os.path.join(kept_run(app, person), f"shown.{other}.json")
+    wait_for(made)
+    ahead = run(person, launch=other)
+    assert REPLAYED_AHEAD in ahead["notes"]
+    os.unlink(made)
+    replayed = run(person, launch=other)  # made now, as a click without it is
+    assert REPLAYED_AHEAD not in replayed["notes"]
+    for part in ("trace", "launches", "server_check", "check"):
+        assert ahead.get(part) == replayed.get(part), part
+    assert ahead["ir"]["ptx"] == replayed["ir"]["ptx"]
+
+
+# The launch shown by default is the last kernel's (1); the one to click, 0, takes a while in the interpreter.
+SLOW_OTHER = PROGRAM.replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 16)
+doubled[(1024,)](y, torch.empty_like(y), 1 << 16, BLOCK=64)""")
+
+
+def test_a_click_that_finds_its_launch_being_replayed_ahead_waits_for_it(app):
+    person = app.test_client()
+    spec = {"version": 1, "mode": "script", "source": SLOW_OTHER,
+            "options": {"check": True, "trace": True, "bench": True, "ir": True}}
+    first = person.post("/api/run", json=spec).get_json()
+    assert first["status"] == "ok" and first["launches"]["selected"] == 1, first["error"]
+    clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": 0}}).get_json()
+    assert clicked["status"] == "ok", clicked["error"]
+    assert REPLAYED_AHEAD in clicked["notes"]  # its 1024 programs' replay was under way: waited for, not begun again
+
+
+def test_a_click_waits_for_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path):
+    spec = {"version": 1, "mode": "script", "source": PROGRAM, "options": {"launch": 1}}
+    kept, owner = KeptLaunches(str(tmp_path), 1 << 20), "a" * 32
+    os.makedirs(kept.owner_dir(owner))
+    with open(os.path.join(kept.owner_dir(owner), MANIFEST), "w") as f:
+        json.dump({"key": program_key(spec), "records": {}, "listing": {}}, f)
+    ahead = CompileAhead(None, None, None, None, kept)
+
+    def marked_by(pid):
+        with open(os.path.join(kept.owner_dir(owner), SHOWING), "w") as f:
+            json.dump({"view": view_key(spec), "launches": [1], "pid": pid}, f)
+
+    worker = subprocess.Popen(["sleep", "30"])  # another worker of the host, alive
+    try:
+        marked_by(worker.pid)
+        result = {"status": "ok", "notes": []}
+        threading.Timer(0.5, kept.keep_shown, (owner, spec, view_key(spec), 1, result)).start()
+        assert ahead.shown_elsewhere(owner, spec, wait_s=10) == result
+        assert ahead.shown_elsewhere(owner, {**spec, "options": {"launch": 0}}, wait_s=10) is None  # not one it replays
+    finally:
+        worker.kill()
+        worker.wait()
+    marked_by(worker.pid)  # a worker that died replays nothing: no wait
+    os.unlink(os.path.join(kept.owner_dir(owner), "shown.1.json"))
+    started = time.monotonic()
+    assert ahead.shown_elsewhere(owner, spec, wait_s=10) is None
+    assert time.monotonic() - started < 1

@@ -412,7 +412,8 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
         if replay is not None:
-            return compile_launches(spec, replay["launches"], status_only, scratch, limits or {})
+            return compile_launches(spec, replay["launches"], status_only, scratch, limits or {},
+                                    shown=lambda index, result: emit("shown", {"launch": index, "result": result}))
         run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
@@ -421,16 +422,22 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         return run.result
 
 
-def compile_launches(spec, records, emit, scratch, limits):
+def compile_launches(spec, records, emit, scratch, limits, shown=None):
     """Compile a script's kept launches as their selections would (sandbox.run.replay), one after the
-    other; a launch that fails to compile is left to its selection, which says why."""
+    other; a launch that fails to compile is left to its selection, which says why. In the
+    interpreter, where compiling is little and the launch's run is the work, each is replayed whole
+    instead and its result handed to `shown(index, result)`: its selection's result, made ahead."""
     try:
         device = device_info(choose_device(spec["options"]["device"]))
     except RunError as e:
         return results.failed(e)
+    whole = shown is not None and device["kind"] != "gpu"  # a GPU's launches stay the runs' alone
     for record in records:
         with contextlib.suppress(Exception):
-            replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=True)
+            start = time.perf_counter()
+            result = replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=not whole)
+            if whole:
+                shown(record["index"], {**result, "run_ms": (time.perf_counter() - start) * 1e3})
     return results.new(device)
 
 

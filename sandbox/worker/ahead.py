@@ -18,11 +18,16 @@ A script's program is never run to compile it. After a run of it, the worker com
 kept of it (sandbox.worker.kept_launches) but the one shown, as their selections would replay them
 (`request_launches`; no request of the server's, no answer to it): a click on another launch then
 finds its kernel, its instrumented build and its IR built. Any run of the owner's ends it, keeping
-what it compiled by then.
+what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
+the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
+a click that finds its launch's replay under way waits for that one, and ends the rest.
 """
 import collections
 import contextlib
 import copy
+import hashlib
+import json
+import os
 import select
 import time
 
@@ -65,6 +70,22 @@ def key_of(spec):
         return compile_key(normalize(copy.deepcopy({k: v for k, v in spec.items() if k in FIELDS})))
     except (SpecError, TypeError, ValueError, KeyError, AttributeError):
         return None  # a malformed spec: its compile says why, and no run finds it
+
+
+def view_key(spec):
+    """What a click's result depends on beside the launch it shows: the program and its other options."""
+    try:
+        spec = normalize(copy.deepcopy({k: v for k, v in spec.items() if k in FIELDS}))
+    except (SpecError, TypeError, ValueError, KeyError, AttributeError):
+        return None
+    spec["options"].pop("launch", None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def launch_of(spec):
+    options = spec.get("options") if isinstance(spec, dict) else None
+    index = options.get("launch") if isinstance(options, dict) else None
+    return index if type(index) is int else None
 
 
 def error_fields(error):
@@ -123,14 +144,41 @@ class CompileAhead:
         waiting = self.waiting.get(owner)
         if waiting is not None and (waiting.key != key or waiting.launches is not None):
             del self.waiting[owner]
+        if self.showing(owner, spec):  # a click on a launch whose replay is under way waits for that one alone
+            self.wait(lambda: owner not in self.running or self.shown_result(owner, spec) is not None, wait_s)
         under_way = self.running.get(owner)
         if under_way is not None and (under_way.launches is not None or under_way.key != key):
             self.end(owner)
+        self.wait(lambda: owner not in self.running, wait_s)
+        return key is not None and self.finished.get(owner) == key
+
+    def wait(self, done, wait_s):
         deadline = time.monotonic() + wait_s
-        while owner in self.running and time.monotonic() < deadline:
+        while not done() and time.monotonic() < deadline:
             fds = self.fds()
             self.step(select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), self.poll_s() or 1)))[0])
-        return key is not None and self.finished.get(owner) == key
+
+    def showing(self, owner, spec):
+        """Is the replay of the launch `spec` shows, of this very program, under way here?"""
+        under_way = self.running.get(owner)
+        return (not self.settings.has_gpu and under_way is not None and under_way.launches is not None
+                and launch_of(spec) in {r["index"] for r in under_way.launches}
+                and view_key(under_way.spec) == view_key(spec) and self.shown_result(owner, spec) is None)
+
+    def shown_result(self, owner, spec):
+        """The result of the owner's click `spec` (a script's, with options.launch) as its launch's replay
+        ahead made it, on any worker of the host, or None."""
+        return self.kept_launches.shown(owner, view_key(spec), launch_of(spec))
+
+    def shown_elsewhere(self, owner, spec, wait_s):
+        """The click's result as another worker of the host replays its launch ahead: waited for while
+        that worker says it replays it (up to `wait_s`), or None."""
+        view, index, deadline = view_key(spec), launch_of(spec), time.monotonic() + wait_s
+        while (shown := self.shown_result(owner, spec)) is None and time.monotonic() < deadline:
+            if self.kept_launches.showing_worker(owner, view, index) in (None, os.getpid()):
+                return None
+            time.sleep(0.05)
+        return shown
 
     def fds(self):
         return [fd for c in self.running.values() for fd in c.run.watched()]
@@ -194,6 +242,8 @@ class CompileAhead:
                                       compile_ahead=True, replay=launches).message(under_way.compile_id))
         except OSError:
             return self.end(owner)
+        if launches is not None and not self.settings.has_gpu:  # the interpreter replays them whole
+            self.kept_launches.mark_showing(owner, view_key(under_way.spec), [r["index"] for r in under_way.launches])
         under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
 
     def read(self, owner, under_way):
@@ -206,6 +256,8 @@ class CompileAhead:
             if kind == "eof":
                 return self.end(owner)
             msg = protocol.decode(data, protocol.RUN_TYPES) if kind == "msg" else None
+            if msg is not None and msg["type"] == "shown" and msg["run_id"] == under_way.compile_id:
+                self.keep_shown(owner, under_way, msg["content"])
             if msg is not None and msg["type"] == "result" and msg["run_id"] == under_way.compile_id:
                 result = msg["content"].get("result")
                 if under_way.launches is not None:  # the worker's own: no one to answer
@@ -218,6 +270,16 @@ class CompileAhead:
                 self.end(owner, keep=True)  # collected before the answer: a run that follows it finds it all
                 return self.answer(under_way, result if isinstance(result, dict) else {})
 
+    def keep_shown(self, owner, under_way, content):
+        """A launch's replay made ahead (the run process's word, as a click's replay would be): kept with
+        the owner's launches if it is one of those asked for and has a result's shape."""
+        index, result = content.get("launch"), content.get("result")
+        if (under_way.launches is None or type(index) is not int or index not in {r["index"] for r in under_way.launches}
+                or not isinstance(result, dict) or results.problems_at_top(result)):
+            return
+        with contextlib.suppress(OSError, ValueError):  # dropped meanwhile, or too big: its click replays it
+            self.kept_launches.keep_shown(owner, under_way.spec, view_key(under_way.spec), index, result)
+
     def answer(self, under_way, result):
         """The server's answer: whether it compiled, and the error a run would meet (for the editor)."""
         if under_way.launches is not None:
@@ -229,6 +291,8 @@ class CompileAhead:
         """End the owner's compile; `keep`: it finished, collect what it compiled into the owner's kernels.
         A script's launches keep what they compiled by then, finished or not: each serves its selection."""
         under_way = self.running.pop(owner, None)
+        if under_way is not None and under_way.launches is not None:
+            self.kept_launches.unmark_showing(owner)
         if under_way is not None:
             under_way.run.keep_kernels = keep or under_way.launches is not None
             under_way.run.finish(self.kernel_caches)

@@ -10,6 +10,10 @@ as anything but tensor data by the replay. Bounded on the host's disk: one run p
 SCRIPT_KEPT_INPUTS_MB of it, at most `max_owners` owners (the least recently used go first), and
 dropped with the owner's compiled kernels (sandbox.worker.kernel_cache.KernelCaches). Workers of
 one host share it, as they share the kernel caches.
+
+Beside the inputs, the results of launches replayed ahead of their click (sandbox.worker.ahead), each
+under the view it was made for (the program and the options that show it), SHOWN_BYTES of them per owner:
+a click on one, on whichever worker of the host, shows it.
 """
 import contextlib
 import hashlib
@@ -24,6 +28,8 @@ from sandbox.spec import SpecError, normalize
 from sandbox.worker.kernel_cache import OWNER
 
 MANIFEST = "manifest.json"
+SHOWN_BYTES = 16 << 20  # the results of one owner's launches replayed ahead, all together
+SHOWING = "showing.json"  # which worker replays which launches ahead, for the host's other workers
 NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW
 VIEW_OPTIONS = ("launch", *SHOWN_BY)  # what a replay may change: not the program
 NOT_KEPT = ("its inputs were not kept from the run that listed it (past SCRIPT_KEPT_INPUTS_MB of one run, "
@@ -148,6 +154,66 @@ class KeptLaunches:
                 name = file_name(record["index"], arg["name"])
                 shutil.copyfile(os.path.join(target, name), os.path.join(into, name), follow_symlinks=False)
                 os.chmod(os.path.join(into, name), 0o644)
+
+    def keep_shown(self, owner, spec, view, index, result):
+        """Keep launch `index`'s result as its replay ahead made it for `view` (sandbox.worker.ahead.view_key
+        of `spec`), with the owner's kept run of that program, within SHOWN_BYTES; ValueError past them,
+        OSError if that run is no longer kept."""
+        target = self.owner_dir(owner)
+        try:
+            with open(os.path.join(target, MANIFEST)) as f:
+                kept_run = json.load(f)["key"]
+        except (OSError, ValueError, TypeError, KeyError) as e:
+            raise OSError(f"no launches are kept for {owner}") from e
+        if kept_run != program_key(spec):
+            raise OSError("a later program's run replaced the launches")
+        data = json.dumps({"view": view, "result": result}).encode()
+        taken = sum(os.path.getsize(os.path.join(target, name)) for name in os.listdir(target) if name.startswith("shown."))
+        if taken + len(data) > SHOWN_BYTES:
+            raise ValueError("past the bytes kept of launches replayed ahead")
+        partial = os.path.join(target, f".shown.{index}.{os.getpid()}")
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.rename(partial, os.path.join(target, f"shown.{index}.json"))
+
+    def shown(self, owner, view, index):
+        """Launch `index`'s result as its replay ahead made it for `view`, or None."""
+        target = self.owner_dir(owner)
+        if target is None or type(index) is not int or view is None:
+            return None
+        try:
+            with os.fdopen(os.open(os.path.join(target, f"shown.{index}.json"), NO_FOLLOW), "rb") as f:
+                kept = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return kept["result"] if isinstance(kept, dict) and kept.get("view") == view else None
+
+    def mark_showing(self, owner, view, indices):
+        """Say, for the host's other workers, that this one replays the owner's launches `indices` ahead."""
+        target = self.owner_dir(owner)
+        with contextlib.suppress(OSError):
+            with open(os.path.join(target, SHOWING), "w") as f:
+                json.dump({"view": view, "launches": list(indices), "pid": os.getpid()}, f)
+
+    def unmark_showing(self, owner):
+        target = self.owner_dir(owner)
+        if target is not None and self.showing_worker(owner) == os.getpid():
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(target, SHOWING))
+
+    def showing_worker(self, owner, view=None, index=None):
+        """The pid of the live worker replaying the owner's launch `index` ahead for `view` (any, if None), or None."""
+        target = self.owner_dir(owner)
+        try:
+            with os.fdopen(os.open(os.path.join(target, SHOWING), NO_FOLLOW), "rb") as f:
+                marker = json.load(f)
+            pid = marker["pid"]
+            if (view is not None and marker["view"] != view) or (index is not None and index not in marker["launches"]):
+                return None
+            os.kill(pid, 0)  # a worker that died left it
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        return pid
 
     def drop(self, owner):
         target = self.owner_dir(owner)

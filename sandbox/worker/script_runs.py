@@ -18,6 +18,11 @@ FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared lin
                   "replayed": False}
 
 
+REPLAYED_AHEAD = ("This replay was made ahead, while you read the program's result: in Triton's interpreter the "
+                  "server replays a script's other kept launches as soon as its program has run (its times were "
+                  "taken at low priority).")
+
+
 def check_key(source, launch):
     return hashlib.sha256(json.dumps([source, launch], sort_keys=True, default=str).encode()).hexdigest()
 
@@ -43,6 +48,15 @@ class ScriptRuns:
             return job, None
         listing, benchmarks, record = found
         return job.replace(replay={"launch": record}), {"launches": listing, "benchmarks": benchmarks}
+
+    def show_replayed_ahead(self, run_id, spec, listing, result):
+        """A click's result as the replay of its launch made ahead found it (sandbox.worker.ahead), with
+        the server's check of that launch, made now or before."""
+        index = spec["options"]["launch"]
+        self.send(protocol.message("status", run_id, phase="running",
+                                   message=f"launch {index} was replayed while you read the program's result"))
+        result["notes"].append(REPLAYED_AHEAD)
+        self.send_line(self.checked_script(run_id, protocol.message("result", run_id, result=result), spec, listing))
 
     def compile_kept_launches(self, owner, spec, result):
         """After a program's run (`result`, as sent): its kept launches but the one it showed compiled
