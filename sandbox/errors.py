@@ -315,3 +315,13 @@ def diagnostic_hint(diagnostic):
         if found:
             return hint.format(**found.groupdict())
     return None
+
+
+def escaped(exc):
+    """An exception that escaped a run's own handling (the playground's fault: the pipeline answers for
+    the kernel's) as the run's error, naming where it was raised, in place of a traceback among what
+    the run printed."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return RunError("sandbox", f"the playground failed while running this ({type(exc).__name__}: {str(exc)[:300]}, "
+                               f"at {os.path.basename(frame.filename)}:{frame.lineno}); the server is fine, only this "
+                               f"run was lost", type="PlaygroundBug")

@@ -239,3 +239,20 @@ def test_the_documents_list_the_error_fields_the_code_has():
             found += 1
             assert names == fields, f"{path.relative_to(root)}: {match.group(0)!r} is not {fields}"
     assert found >= 5  # the interfaces', the events', the result's, the handler's, this test's
+
+
+@pytest.mark.unit
+def test_an_exception_that_escapes_a_runs_handling_is_its_error_naming_where_not_a_traceback():
+    from sandbox.errors import escaped
+    from sandbox.result import failed, problems
+
+    def deep():
+        return {}["launch"]
+
+    try:
+        deep()
+    except KeyError as e:
+        error = escaped(e)
+    assert (error.phase, error.type) == ("sandbox", "PlaygroundBug")
+    assert "KeyError: 'launch', at test_errors.py:" in error.message and "Traceback" not in error.message
+    assert problems(failed(error)) == []

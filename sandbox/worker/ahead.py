@@ -174,11 +174,12 @@ class CompileAhead:
         """The click's result as another worker of the host replays its launch ahead: waited for while
         that worker says it replays it (up to `wait_s`), or None."""
         view, index, deadline = view_key(spec), launch_of(spec), time.monotonic() + wait_s
-        while (shown := self.shown_result(owner, spec)) is None and time.monotonic() < deadline:
-            if self.kept_launches.showing_worker(owner, view, index) in (None, os.getpid()):
-                return None
+        while (self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
+               and time.monotonic() < deadline):
+            if (shown := self.shown_result(owner, spec)) is not None:
+                return shown
             time.sleep(0.05)
-        return shown
+        return self.shown_result(owner, spec)  # made, or not to be made: that worker is done with it
 
     def fds(self):
         return [fd for c in self.running.values() for fd in c.run.watched()]

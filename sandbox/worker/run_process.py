@@ -21,12 +21,14 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 
 import triton
 
 from sandbox import gpus, protocol, settings, tritons
-from sandbox.errors import StartError
+from sandbox import result as results
+from sandbox.errors import StartError, escaped
 from sandbox.grading import grader, recheck
 from sandbox.jail import cgroups, isolation
 from sandbox.run import pipeline
@@ -148,7 +150,6 @@ class RunProcess:
             cgroup = cgroups.RunCgroup(*request["cgroup"]) if request["cgroup"] else None
             jail_and_serve(settings, request["uid"], scratch, cgroup, request["warming"])
         except BaseException:
-            import traceback
             traceback.print_exc()
         finally:
             os._exit(70)
@@ -400,7 +401,14 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
         return
     run_id, job = job["run_id"], protocol.Job.read(job["content"])  # its worker's own message
     os.chdir(scratch)
+    try:
+        serve_job(settings, run_id, job, scratch, send, kind)
+    except Exception as e:  # the playground's own fault (the pipeline answers for the kernel's): said, not printed
+        send(protocol.message("result", run_id, result=results.failed(escaped(e))))
 
+
+def serve_job(settings, run_id, job, scratch, send, kind):
+    """One job, in the user process; its result `send`s the run's last message."""
     def emit(type, payload):
         send(protocol.message(type, run_id, **payload))
 
