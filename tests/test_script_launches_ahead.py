@@ -142,12 +142,16 @@ def test_a_click_waits_for_the_launch_another_worker_replays_ahead_only_while_th
         json.dump({"key": program_key(spec), "records": {}, "listing": {}}, f)
     ahead = CompileAhead(None, None, None, None, kept)
 
-    def marked_by(pid):
+    def marked_by(pid, launches=(1,)):
         with open(os.path.join(kept.owner_dir(owner), SHOWING), "w") as f:
-            json.dump({"view": view_key(spec), "launches": [1], "pid": pid}, f)
+            json.dump({"view": view_key(spec), "launches": list(launches), "pid": pid}, f)
 
     worker = subprocess.Popen(["sleep", "30"])  # another worker of the host, alive
     try:
+        marked_by(worker.pid, launches=(0, 1))  # launch 1's turn has not come: its click replays it sooner
+        started = time.monotonic()
+        assert ahead.shown_elsewhere(owner, spec, wait_s=10) is None
+        assert time.monotonic() - started < 1
         marked_by(worker.pid)
         result = {"status": "ok", "notes": []}
         threading.Timer(0.5, kept.keep_shown, (owner, spec, view_key(spec), 1, result)).start()

@@ -20,7 +20,8 @@ kept of it (sandbox.worker.kept_launches) but the one shown, as their selections
 finds its kernel, its instrumented build and its IR built. Any run of the owner's ends it, keeping
 what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
 the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
-a click that finds its launch's replay under way waits for that one, and ends the rest.
+a click that finds its launch's replay under way waits for that one, and ends the rest (one whose
+turn has not come, its click replays sooner).
 """
 import collections
 import contextlib
@@ -145,7 +146,7 @@ class CompileAhead:
         if waiting is not None and (waiting.key != key or waiting.launches is not None):
             del self.waiting[owner]
         if self.showing(owner, spec):  # a click on a launch whose replay is under way waits for that one alone
-            self.wait(lambda: owner not in self.running or self.shown_result(owner, spec) is not None, wait_s)
+            self.wait(lambda: not self.showing(owner, spec), wait_s)
         under_way = self.running.get(owner)
         if under_way is not None and (under_way.launches is not None or under_way.key != key):
             self.end(owner)
@@ -159,11 +160,12 @@ class CompileAhead:
             self.step(select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), self.poll_s() or 1)))[0])
 
     def showing(self, owner, spec):
-        """Is the replay of the launch `spec` shows, of this very program, under way here?"""
+        """Is the replay of the launch `spec` shows, of this very program, under way here now? (A launch
+        whose turn has not come is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
         return (not self.settings.has_gpu and under_way is not None and under_way.launches is not None
-                and launch_of(spec) in {r["index"] for r in under_way.launches}
-                and view_key(under_way.spec) == view_key(spec) and self.shown_result(owner, spec) is None)
+                and view_key(under_way.spec) == view_key(spec) and launch_of(spec) is not None
+                and self.kept_launches.replaying(owner, [r["index"] for r in under_way.launches]) == launch_of(spec))
 
     def shown_result(self, owner, spec):
         """The result of the owner's click `spec` (a script's, with options.launch) as its launch's replay

@@ -202,18 +202,24 @@ class KeptLaunches:
                 os.unlink(os.path.join(target, SHOWING))
 
     def showing_worker(self, owner, view=None, index=None):
-        """The pid of the live worker replaying the owner's launch `index` ahead for `view` (any, if None), or None."""
+        """The pid of the live worker replaying the owner's launch `index` ahead for `view` now (any, if
+        None), or None. It replays them in order: its launch now is the first whose result is not kept."""
         target = self.owner_dir(owner)
         try:
             with os.fdopen(os.open(os.path.join(target, SHOWING), NO_FOLLOW), "rb") as f:
                 marker = json.load(f)
             pid = marker["pid"]
-            if (view is not None and marker["view"] != view) or (index is not None and index not in marker["launches"]):
+            if view is not None and (marker["view"] != view or index != self.replaying(owner, marker["launches"])):
                 return None
             os.kill(pid, 0)  # a worker that died left it
         except (OSError, ValueError, TypeError, KeyError):
             return None
         return pid
+
+    def replaying(self, owner, indices):
+        """Of launches `indices` replayed ahead in their order, the one under way: the first not kept yet."""
+        target = self.owner_dir(owner)
+        return next((i for i in indices if not os.path.exists(os.path.join(target, f"shown.{i}.json"))), None)
 
     def drop(self, owner):
         target = self.owner_dir(owner)

@@ -50,11 +50,15 @@ class ScriptRuns:
         return job.replace(replay={"launch": record}), {"launches": listing, "benchmarks": benchmarks}
 
     def show_replayed_ahead(self, run_id, spec, listing, result):
-        """A click's result as the replay of its launch made ahead found it (sandbox.worker.ahead), with
-        the server's check of that launch, made now or before."""
+        """A click's result as the replay of its launch made ahead found it (sandbox.worker.ahead): its
+        parts at once (a script's has no check of its own), then the whole with the server's check of
+        that launch, made now or before."""
         index = spec["options"]["launch"]
         self.send(protocol.message("status", run_id, phase="running",
                                    message=f"launch {index} was replayed while you read the program's result"))
+        for part in results.PARTS:
+            if part != "check" and result.get(part) is not None and not results.part_problems(part, result[part]):
+                self.send(protocol.message("partial", run_id, part=part, content=result[part]))
         result["notes"].append(REPLAYED_AHEAD)
         self.send_line(self.checked_script(run_id, protocol.message("result", run_id, result=result), spec, listing))
 
