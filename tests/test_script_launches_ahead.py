@@ -119,6 +119,35 @@ def test_in_the_interpreter_a_click_shows_its_launch_as_replayed_while_its_perso
 
 
 # The launch shown by default is the last kernel's (1); the one to click, 0, takes a while in the interpreter.
+def checked_ahead(app):
+    """The host's verdicts of the server's checks made ahead (sandbox.worker.checks_ahead)."""
+    root = os.path.join(app.config["RUN_ROOT"], "checked-launches")
+    verdicts = {}
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if name.endswith(".json"):
+            with open(os.path.join(root, name)) as f:
+                verdicts[name] = json.load(f)
+    return verdicts
+
+
+def test_the_servers_check_of_another_launch_is_made_while_its_person_reads(app):
+    person = app.test_client()
+    source = PROGRAM.replace("* 2", "* 5")  # a program of its own: no verdict of another test's
+    spec = {"version": 1, "mode": "script", "source": source,
+            "options": {"check": True, "trace": True, "bench": True, "ir": True}}
+    first = person.post("/api/run", json=spec).get_json()
+    other = 1 - first["launches"]["selected"]
+    before = checked_ahead(app)
+    deadline = time.monotonic() + 60
+    while len(checked_ahead(app)) == len(before):
+        assert time.monotonic() < deadline, "no check was made ahead"
+        time.sleep(0.2)
+    [made] = [verdict for name, verdict in checked_ahead(app).items() if name not in before]
+    assert made == {"launch": other, "bounds": "ok", "message": None}
+    clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": other}}).get_json()
+    assert clicked["server_check"] == made
+
+
 SLOW_OTHER = PROGRAM.replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 16)
 doubled[(1024,)](y, torch.empty_like(y), 1 << 16, BLOCK=64)""")
 
@@ -132,6 +161,7 @@ def test_a_click_that_finds_its_launch_being_replayed_ahead_waits_for_it(app):
     clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": 0}}).get_json()
     assert clicked["status"] == "ok", clicked["error"]
     assert REPLAYED_AHEAD in clicked["notes"]  # its 1024 programs' replay was under way: waited for, not begun again
+    assert clicked["server_check"] == {"launch": 0, "bounds": "ok", "message": None}
 
 
 def test_a_click_waits_for_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path):

@@ -23,6 +23,7 @@ from sandbox import result as results
 from sandbox.errors import RunError, StartError
 from sandbox.jail import cgroups, isolation
 from sandbox.spec import is_script
+from sandbox.worker.checks_ahead import CheckedLaunches, ChecksAhead
 from sandbox.worker.kept_launches import KeptLaunches
 from sandbox.worker.script_runs import FOREIGN_REPLAY, ScriptRuns
 from sandbox.worker.server_input import Preempted, ServerInput
@@ -102,6 +103,8 @@ class Worker(ScriptRuns, Spares):
                                lambda status: self.send(protocol.message("warming", **status)))
         self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send,
                                   self.kept_launches)
+        self.checks_ahead = ChecksAhead(lambda: self.new_run_process(warming=True),
+                                        CheckedLaunches(os.path.join(settings.run_root, "checked-launches")), kernel_caches)
         self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
@@ -138,17 +141,18 @@ class Worker(ScriptRuns, Spares):
                 self.handle(line)
             if not self.input.open:
                 break
-            waits = [s for s in (self.warming.poll_s(), self.ahead.poll_s(), self.catch_up_s()) if s is not None]
-            readable = select.select([stdin_fd, *self.warming.fds(), *self.ahead.fds()], [], [],
+            background = (self.warming, self.ahead, self.checks_ahead)
+            waits = [s for s in (*(work.poll_s() for work in background), self.catch_up_s()) if s is not None]
+            readable = select.select([stdin_fd, *(fd for work in background for fd in work.fds())], [], [],
                                      min(waits) if waits else None)[0]
             if stdin_fd in readable:
                 self.input.read()
             elif self.catch_up_s() == 0:
                 self.catch_up()
-            self.warming.step(readable)
-            self.ahead.step(readable)
-        self.warming.stop()
-        self.ahead.stop()
+            for work in background:
+                work.step(readable)
+        for work in (self.warming, self.ahead, self.checks_ahead):
+            work.stop()
 
     def handle(self, line):
         msg = protocol.decode(line, protocol.SERVER_TYPES)

@@ -2,14 +2,12 @@
 (sandbox.run.replay, sandbox.worker.kept_launches), the program's result kept through the page's
 own steps after it (SCRIPT_STEPS_S), and the result marked as its program's word beside the
 server's own check of the launch it shows (sandbox.grading.recheck)."""
-import collections
-import hashlib
-import json
 import time
 
 from sandbox import protocol
 from sandbox import result as results
 from sandbox.protocol import RECHECK_BUDGET_S
+from sandbox.worker.checks_ahead import check_key
 from sandbox.worker.verdicts import recheck_ok, shown_launch
 
 RECHECKS_KEPT = 256  # the server's checks of script launches a worker remembers, the least recently used forgotten
@@ -23,13 +21,9 @@ REPLAYED_AHEAD = ("This replay was made ahead, while you read the program's resu
                   "taken at low priority).")
 
 
-def check_key(source, launch):
-    return hashlib.sha256(json.dumps([source, launch], sort_keys=True, default=str).encode()).hexdigest()
-
-
 class ScriptRuns:
-    """The Worker's methods for scripts (sandbox.worker.main.Worker): it has `kept_launches`,
-    `settings`, `finished` and `step`, `send` and `run_checker`."""
+    """The Worker's methods for scripts (sandbox.worker.main.Worker): it has `kept_launches`, `ahead`,
+    `checks_ahead`, `settings`, `finished` and `step`, `send` and `run_checker`."""
     rechecked = None  # check_key(source, launch record) -> the server's check of it, made on this worker
 
     def replay_or_run(self, run_id, job, store):
@@ -68,7 +62,9 @@ class ScriptRuns:
         launches = result.get("launches") or {}
         others = [i for i in (launches.get("replay") or {}).get("kept") or [] if i != launches.get("selected")]
         found = [self.kept_launches.find(owner, spec, index)[0] for index in others]
-        self.ahead.request_launches(owner, spec, [record for _, _, record in filter(None, found)])
+        records = [record for _, _, record in filter(None, found)]
+        self.ahead.request_launches(owner, spec, records)
+        self.checks_ahead.request(owner, spec["source"], records)
 
     def steps_cut_short(self, run_id):
         """The result a script's program ended with, when a step of the page's after it (timing, IR)
@@ -99,19 +95,22 @@ class ScriptRuns:
 
     def server_check(self, run_id, source, launch):
         """The server's check of `launch` (a record) of the program `source`: made once per source and
-        record on this worker (its verdict depends on nothing else: the inputs are made from the
-        record, from its seed), within RECHECK_BUDGET_S; a check that could not finish is made again."""
+        record on this worker, or ahead on this host (sandbox.worker.checks_ahead: its verdict depends on
+        nothing else), within RECHECK_BUDGET_S; a check that could not finish is made again."""
         key = check_key(source, launch)
-        if key in self.rechecked:
-            self.rechecked.move_to_end(key)
-            return self.rechecked[key]
-        self.send(protocol.message("status", run_id, phase="checking",
-                                   message=f"the server checks launch {launch['index']} again, without the program"))
-        budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
-        verdict, error = self.run_checker(run_id, "recheck", {"source": source, "launch": launch}, recheck_ok, budget)
-        if error is not None:
-            return {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
-                    "message": f"the server could not check it: {error.message}"}
+        verdict = self.rechecked.get(key) or self.checks_ahead.checked.get(key)
+        if verdict is None:
+            self.send(protocol.message("status", run_id, phase="checking",
+                                       message=f"the server checks launch {launch['index']} again, without the program"))
+            verdict = self.checks_ahead.verdict(key, RECHECK_BUDGET_S)  # under way while its person read
+        if verdict is None:
+            budget = time.monotonic() + RECHECK_BUDGET_S  # its own bound, after the program's and its steps'
+            verdict, error = self.run_checker(run_id, "recheck", {"source": source, "launch": launch}, recheck_ok,
+                                              budget)
+            if error is not None:
+                return {"launch": launch["index"] if isinstance(launch["index"], int) else None, "bounds": "unchecked",
+                        "message": f"the server could not check it: {error.message}"}
+        self.rechecked.pop(key, None)
         self.rechecked[key] = verdict
         while len(self.rechecked) > RECHECKS_KEPT:
             self.rechecked.popitem(last=False)
