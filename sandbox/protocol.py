@@ -39,8 +39,9 @@ WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial"
 RUN_TYPES = ("status", "sanitized", "partial", "timed", "finished", "shown", "result")
 # The server's own check of a script's shown launch (sandbox.grading.recheck), after its steps: its bound.
 RECHECK_BUDGET_S = 10.0
-# Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead): with its run, the
-# processes whose memory the server counts per worker (app.dispatch.memory).
+# Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead), its checks ahead
+# (sandbox.worker.checks_ahead) among them: with its run, the processes whose memory the server counts
+# per worker (app.dispatch.memory).
 MAX_COMPILES_AHEAD = 2
 
 

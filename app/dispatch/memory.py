@@ -1,5 +1,5 @@
 """The runs' memory against the host's: each worker has a run and up to sandbox.protocol.MAX_COMPILES_AHEAD
-compiles ahead at once, each limited to RUN_MEMORY_MB, and the sum of those limits must fit in the
+compiles or checks ahead at once, each limited to RUN_MEMORY_MB, and the sum of those limits must fit in the
 host's memory, or the runs of several people at their limits together would take the host down (the
 kernel's OOM killer choosing among the server's processes) instead of being stopped, each, at its
 own limit.
@@ -15,7 +15,7 @@ import os
 from sandbox.protocol import MAX_COMPILES_AHEAD
 
 log = logging.getLogger(__name__)
-RUNS_PER_WORKER = 1 + MAX_COMPILES_AHEAD  # a run and its worker's compiles ahead
+RUNS_PER_WORKER = 1 + MAX_COMPILES_AHEAD  # a run and its worker's compiles (and checks) ahead
 RUNS_SHARE = 0.75  # of the host's memory, for the runs' limits together
 
 

@@ -111,6 +111,7 @@ class CompileAhead:
         self.running = {}  # owner -> Compile
         self.waiting = collections.OrderedDict()  # owner -> Request
         self.finished = collections.OrderedDict()  # owner -> compile key of its last compile that finished ok
+        self.others = lambda: 0  # the worker's other processes ahead (its check ahead), which share MAX_COMPILES_AHEAD
 
     # -- what the worker asks
 
@@ -214,7 +215,7 @@ class CompileAhead:
     # -- the compiles
 
     def start_waiting(self):
-        while self.waiting and len(self.running) < protocol.MAX_COMPILES_AHEAD:
+        while self.waiting and len(self.running) + self.others() < protocol.MAX_COMPILES_AHEAD:
             owner, request = self.waiting.popitem(last=False)
             if time.monotonic() - request.came > STALE_S:
                 continue

@@ -87,8 +87,10 @@ class ChecksAhead:
     """A worker's checks ahead. The worker calls `request` after a program's run, `step` when idle
     (with the readable descriptors of `fds()`), and `verdict` when a click needs one."""
 
-    def __init__(self, new_run_process, checked, kernel_caches):
-        self.new_run_process, self.checked, self.kernel_caches = new_run_process, checked, kernel_caches
+    def __init__(self, new_run_process, checked, kernel_caches, room):
+        """`room()`: whether another process ahead fits beside the worker's compiles ahead
+        (sandbox.protocol.MAX_COMPILES_AHEAD, which counts both)."""
+        self.new_run_process, self.checked, self.kernel_caches, self.room = new_run_process, checked, kernel_caches, room
         self.waiting = collections.OrderedDict()  # check key -> (owner, the recheck job)
         self.under_way = None  # a Check
 
@@ -105,7 +107,7 @@ class ChecksAhead:
         self.start_next()
 
     def start_next(self):
-        if self.under_way is None and self.waiting:
+        if self.under_way is None and self.waiting and self.room():
             key, (_, job) = self.waiting.popitem(last=False)
             self.under_way = Check(key, job, self.new_run_process())
             self.checked.mark(key, True)
@@ -119,7 +121,7 @@ class ChecksAhead:
     def step(self, readable):
         check = self.under_way
         if check is None:
-            return
+            return self.start_next()  # a compile ahead may have made room
         if time.monotonic() > check.deadline or (not check.sent and check.run.wait() is not None):
             return self.end()
         if not check.sent:

@@ -104,7 +104,9 @@ class Worker(ScriptRuns, Spares):
         self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send,
                                   self.kept_launches)
         self.checks_ahead = ChecksAhead(lambda: self.new_run_process(warming=True),
-                                        CheckedLaunches(os.path.join(settings.run_root, "checked-launches")), kernel_caches)
+                                        CheckedLaunches(os.path.join(settings.run_root, "checked-launches")), kernel_caches,
+                                        room=lambda: len(self.ahead.running) < protocol.MAX_COMPILES_AHEAD)
+        self.ahead.others = lambda: int(self.checks_ahead.under_way is not None)
         self.device = None
         # Warm run processes waiting for a job. A GPU one takes ~0.25 s to warm (CUDA init), longer
         # than a person takes to press Run again: with two, the next run finds one warm.
