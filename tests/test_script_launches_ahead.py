@@ -164,7 +164,7 @@ def test_a_click_that_finds_its_launch_being_replayed_ahead_waits_for_it(app):
     assert clicked["server_check"] == {"launch": 0, "bounds": "ok", "message": None}
 
 
-def test_a_click_waits_for_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path):
+def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path):
     spec = {"version": 1, "mode": "script", "source": PROGRAM, "options": {"launch": 1}}
     kept, owner = KeptLaunches(str(tmp_path), 1 << 20), "a" * 32
     os.makedirs(kept.owner_dir(owner))
@@ -176,22 +176,29 @@ def test_a_click_waits_for_the_launch_another_worker_replays_ahead_only_while_th
         with open(os.path.join(kept.owner_dir(owner), SHOWING), "w") as f:
             json.dump({"view": view_key(spec), "launches": list(launches), "pid": pid}, f)
 
+    def follow(spec):
+        sent, started = [], time.monotonic()
+        result = ahead.follow_shown(owner, spec, 10, lambda part, content: sent.append((part, content, result_kept())))
+        return result, sent, time.monotonic() - started
+
+    def result_kept():
+        return os.path.exists(os.path.join(kept.owner_dir(owner), "shown.1.json"))
+
     worker = subprocess.Popen(["sleep", "30"])  # another worker of the host, alive
     try:
         marked_by(worker.pid, launches=(0, 1))  # launch 1's turn has not come: its click replays it sooner
-        started = time.monotonic()
-        assert ahead.shown_elsewhere(owner, spec, wait_s=10) is None
-        assert time.monotonic() - started < 1
+        assert follow(spec)[0] is None and follow(spec)[2] < 1
         marked_by(worker.pid)
-        result = {"status": "ok", "notes": []}
-        threading.Timer(0.5, kept.keep_shown, (owner, spec, view_key(spec), 1, result)).start()
-        assert ahead.shown_elsewhere(owner, spec, wait_s=10) == result
-        assert ahead.shown_elsewhere(owner, {**spec, "options": {"launch": 0}}, wait_s=10) is None  # not one it replays
+        trace, result = {"programs": []}, {"status": "ok", "notes": []}
+        threading.Timer(0.3, kept.keep_shown, (owner, spec, view_key(spec), 1), {"part": "trace", "content": trace}).start()
+        threading.Timer(0.8, kept.keep_shown, (owner, spec, view_key(spec), 1), {"result": result}).start()
+        shown, sent, _ = follow(spec)
+        assert shown == result and sent == [("trace", trace, False)]  # the part streamed before the result came
+        assert follow({**spec, "options": {"launch": 0}})[0] is None  # not one it replays
     finally:
         worker.kill()
         worker.wait()
     marked_by(worker.pid)  # a worker that died replays nothing: no wait
     os.unlink(os.path.join(kept.owner_dir(owner), "shown.1.json"))
-    started = time.monotonic()
-    assert ahead.shown_elsewhere(owner, spec, wait_s=10) is None
-    assert time.monotonic() - started < 1
+    shown, _, waited_s = follow(spec)
+    assert shown is None and waited_s < 1

@@ -413,7 +413,7 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
         if replay is not None:
             return compile_launches(spec, replay["launches"], status_only, scratch, limits or {},
-                                    shown=lambda index, result: emit("shown", {"launch": index, "result": result}))
+                                    shown=lambda index, **made: emit("shown", {"launch": index, **made}))
         run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
@@ -426,18 +426,21 @@ def compile_launches(spec, records, emit, scratch, limits, shown=None):
     """Compile a script's kept launches as their selections would (sandbox.run.replay), one after the
     other; a launch that fails to compile is left to its selection, which says why. In the
     interpreter, where compiling is little and the launch's run is the work, each is replayed whole
-    instead and its result handed to `shown(index, result)`: its selection's result, made ahead."""
+    instead, each part handed to `shown(index, part=, content=)` as it is ready and the result to
+    `shown(index, result=)`: its selection's result, made ahead."""
     try:
         device = device_info(choose_device(spec["options"]["device"]))
     except RunError as e:
         return results.failed(e)
     whole = shown is not None and device["kind"] != "gpu"  # a GPU's launches stay the runs' alone
     for record in records:
+        index = record["index"]
+        parts = lambda type, content: shown(index, **content) if type == "partial" else emit(type, content)  # noqa: E731
         with contextlib.suppress(Exception):
             start = time.perf_counter()
-            result = replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=not whole)
+            result = replays.replay(spec, record, parts if whole else emit, scratch, limits, device, Run, ahead=not whole)
             if whole:
-                shown(record["index"], {**result, "run_ms": (time.perf_counter() - start) * 1e3})
+                shown(index, result={**result, "run_ms": (time.perf_counter() - start) * 1e3})
     return results.new(device)
 
 

@@ -146,8 +146,8 @@ class CompileAhead:
         waiting = self.waiting.get(owner)
         if waiting is not None and (waiting.key != key or waiting.launches is not None):
             del self.waiting[owner]
-        if self.showing(owner, spec):  # a click on a launch whose replay is under way waits for that one alone
-            self.wait(lambda: not self.showing(owner, spec), wait_s)
+        if self.showing(owner, spec):  # a click on a launch whose replay is under way follows it (follow_shown)
+            return False
         under_way = self.running.get(owner)
         if under_way is not None and (under_way.launches is not None or under_way.key != key):
             self.end(owner)
@@ -164,7 +164,7 @@ class CompileAhead:
         """Is the replay of the launch `spec` shows, of this very program, under way here now? (A launch
         whose turn has not come is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
-        return (not self.settings.has_gpu and under_way is not None and under_way.launches is not None
+        return (under_way is not None and under_way.launches is not None and not self.settings.has_gpu
                 and view_key(under_way.spec) == view_key(spec) and launch_of(spec) is not None
                 and self.kept_launches.replaying(owner, [r["index"] for r in under_way.launches]) == launch_of(spec))
 
@@ -173,16 +173,28 @@ class CompileAhead:
         ahead made it, on any worker of the host, or None."""
         return self.kept_launches.shown(owner, view_key(spec), launch_of(spec))
 
-    def shown_elsewhere(self, owner, spec, wait_s):
-        """The click's result as another worker of the host replays its launch ahead: waited for while
-        that worker says it replays it (up to `wait_s`), or None."""
-        view, index, deadline = view_key(spec), launch_of(spec), time.monotonic() + wait_s
-        while (self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
-               and time.monotonic() < deadline):
-            if (shown := self.shown_result(owner, spec)) is not None:
-                return shown
-            time.sleep(0.05)
-        return self.shown_result(owner, spec)  # made, or not to be made: that worker is done with it
+    def follow_shown(self, owner, spec, wait_s, send_part):
+        """The click's result as its launch's replay ahead makes it, here or on another worker of the
+        host: each part handed to `send_part(part, content)` as it is kept, the result waited for while
+        the replay goes on (up to `wait_s`), or None. The owner's other replays ahead here end then."""
+        view, index, deadline, sent = view_key(spec), launch_of(spec), time.monotonic() + wait_s, set()
+        while True:
+            for part, content in self.kept_launches.shown_parts(owner, view, index):
+                if part not in sent:
+                    sent.add(part)
+                    send_part(part, content)
+            here = self.showing(owner, spec)
+            elsewhere = not here and self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
+            if not (here or elsewhere) or time.monotonic() > deadline:
+                break
+            if here:
+                self.step(select.select(self.fds(), [], [], 0.05)[0])
+            else:
+                time.sleep(0.05)
+        under_way = self.running.get(owner)
+        if under_way is not None and under_way.launches is not None:
+            self.end(owner)  # the click's run comes first
+        return self.shown_result(owner, spec)  # made, or not to be made: its replay is done with it
 
     def fds(self):
         return [fd for c in self.running.values() for fd in c.run.watched()]
@@ -277,12 +289,17 @@ class CompileAhead:
     def keep_shown(self, owner, under_way, content):
         """A launch's replay made ahead (the run process's word, as a click's replay would be): kept with
         the owner's launches if it is one of those asked for and has a result's shape."""
-        index, result = content.get("launch"), content.get("result")
-        if (under_way.launches is None or type(index) is not int or index not in {r["index"] for r in under_way.launches}
-                or not isinstance(result, dict) or results.problems_at_top(result)):
+        index, result, part = content.get("launch"), content.get("result"), content.get("part")
+        if under_way.launches is None or type(index) is not int or index not in {r["index"] for r in under_way.launches}:
+            return
+        if part in results.PARTS and part != "check" and not results.part_problems(part, content.get("content")):
+            made = {"part": part, "content": content["content"]}  # a part as soon as it is ready, for a click under way
+        elif isinstance(result, dict) and not results.problems_at_top(result):
+            made = {"result": result}
+        else:
             return
         with contextlib.suppress(OSError, ValueError):  # dropped meanwhile, or too big: its click replays it
-            self.kept_launches.keep_shown(owner, under_way.spec, view_key(under_way.spec), index, result)
+            self.kept_launches.keep_shown(owner, under_way.spec, view_key(under_way.spec), index, **made)
 
     def answer(self, under_way, result):
         """The server's answer: whether it compiled, and the error a run would meet (for the editor)."""

@@ -23,6 +23,7 @@ import re
 import shutil
 import stat
 
+from sandbox.result import PARTS
 from sandbox.run.replay import DTYPES, INPUTS_DIR, SHOWN_BY, file_name
 from sandbox.spec import SpecError, normalize
 from sandbox.worker.kernel_cache import OWNER
@@ -155,10 +156,10 @@ class KeptLaunches:
                 shutil.copyfile(os.path.join(target, name), os.path.join(into, name), follow_symlinks=False)
                 os.chmod(os.path.join(into, name), 0o644)
 
-    def keep_shown(self, owner, spec, view, index, result):
+    def keep_shown(self, owner, spec, view, index, result=None, part=None, content=None):
         """Keep launch `index`'s result as its replay ahead made it for `view` (sandbox.worker.ahead.view_key
-        of `spec`), with the owner's kept run of that program, within SHOWN_BYTES; ValueError past them,
-        OSError if that run is no longer kept."""
+        of `spec`), or a part of it as it came, with the owner's kept run of that program, within
+        SHOWN_BYTES; ValueError past them, OSError if that run is no longer kept."""
         target = self.owner_dir(owner)
         try:
             with open(os.path.join(target, MANIFEST)) as f:
@@ -167,26 +168,33 @@ class KeptLaunches:
             raise OSError(f"no launches are kept for {owner}") from e
         if kept_run != program_key(spec):
             raise OSError("a later program's run replaced the launches")
-        data = json.dumps({"view": view, "result": result}).encode()
+        data = json.dumps({"view": view, "result": result} if part is None else {"view": view, "content": content}).encode()
         taken = sum(os.path.getsize(os.path.join(target, name)) for name in os.listdir(target) if name.startswith("shown."))
         if taken + len(data) > SHOWN_BYTES:
             raise ValueError("past the bytes kept of launches replayed ahead")
-        partial = os.path.join(target, f".shown.{index}.{os.getpid()}")
+        name = f"shown.{index}.json" if part is None else f"shown.{index}.{part}.json"
+        partial = os.path.join(target, f".{name}.{os.getpid()}")
         with open(partial, "wb") as f:
             f.write(data)
-        os.rename(partial, os.path.join(target, f"shown.{index}.json"))
+        os.rename(partial, os.path.join(target, name))
 
-    def shown(self, owner, view, index):
-        """Launch `index`'s result as its replay ahead made it for `view`, or None."""
+    def shown(self, owner, view, index, part=None):
+        """Launch `index`'s result as its replay ahead made it for `view` (or that result's `part`), or None."""
         target = self.owner_dir(owner)
         if target is None or type(index) is not int or view is None:
             return None
         try:
-            with os.fdopen(os.open(os.path.join(target, f"shown.{index}.json"), NO_FOLLOW), "rb") as f:
+            name = f"shown.{index}.json" if part is None else f"shown.{index}.{part}.json"
+            with os.fdopen(os.open(os.path.join(target, name), NO_FOLLOW), "rb") as f:
                 kept = json.load(f)
         except (OSError, ValueError):
             return None
-        return kept["result"] if isinstance(kept, dict) and kept.get("view") == view else None
+        return kept.get("result" if part is None else "content") if isinstance(kept, dict) and kept.get("view") == view else None
+
+    def shown_parts(self, owner, view, index):
+        """[(part, its content)] of launch `index`'s replay ahead for `view`, those kept so far."""
+        made = [(part, self.shown(owner, view, index, part)) for part in PARTS]
+        return [(part, content) for part, content in made if content is not None]
 
     def mark_showing(self, owner, view, indices):
         """Say, for the host's other workers, that this one replays the owner's launches `indices` ahead."""

@@ -273,7 +273,8 @@ class Worker(ScriptRuns, Spares):
         job = job.replace(grading=None, sanitized_before=sanitized,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
         job, listing = self.replay_or_run(run_id, job, store) if script else (job, None)
-        if listing is not None and (shown := self.ahead.shown_elsewhere(store, job.spec, AHEAD_WAIT_S)) is not None:
+        if listing is not None and (shown := self.ahead.follow_shown(store, job.spec, AHEAD_WAIT_S,
+                                                                      functools.partial(self.send_part, run_id))):
             return self.show_replayed_ahead(run_id, job.spec, listing, shown)
         run = self.start_job(job, store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

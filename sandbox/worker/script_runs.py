@@ -51,10 +51,17 @@ class ScriptRuns:
         self.send(protocol.message("status", run_id, phase="running",
                                    message=f"launch {index} was replayed while you read the program's result"))
         for part in results.PARTS:
-            if part != "check" and result.get(part) is not None and not results.part_problems(part, result[part]):
-                self.send(protocol.message("partial", run_id, part=part, content=result[part]))
+            if result.get(part) is not None and not results.part_problems(part, result[part]):
+                self.send_part(run_id, part, result[part])
         result["notes"].append(REPLAYED_AHEAD)
         self.send_line(self.checked_script(run_id, protocol.message("result", run_id, result=result), spec, listing))
+
+    def send_part(self, run_id, part, content):
+        """A part of a click's result made ahead, as a run's is relayed: each at most once, a script's
+        check never."""
+        if part not in self.parts.names:
+            self.relay_part(part, protocol.encode(protocol.message("partial", run_id, part=part, content=content),
+                                                  nan_to_null=True).rstrip(b"\n"))
 
     def compile_kept_launches(self, owner, spec, result):
         """After a program's run (`result`, as sent): its kept launches but the one it showed compiled
