@@ -20,8 +20,8 @@ kept of it (sandbox.worker.kept_launches) but the one shown, as their selections
 finds its kernel, its instrumented build and its IR built. Any run of the owner's ends it, keeping
 what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
 the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
-a click that finds its launch's replay under way waits for that one, and ends the rest (one whose
-turn has not come, its click replays sooner).
+a click that finds its launch's replay under way follows that one (its parts as they are kept, then
+its result) and ends the rest (one whose turn has not come, its click replays sooner).
 """
 import collections
 import contextlib
