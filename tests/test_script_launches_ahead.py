@@ -194,6 +194,7 @@ def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that
         threading.Timer(0.8, kept.keep_shown, (owner, spec, view_key(spec), 1), {"result": result}).start()
         shown, sent, _ = follow(spec)
         assert shown == result and sent == [("trace", trace, False)]  # the part streamed before the result came
+        assert not os.path.exists(os.path.join(kept.owner_dir(owner), "shown.1.trace.json"))  # the result holds it
         assert follow({**spec, "options": {"launch": 0}})[0] is None  # not one it replays
     finally:
         worker.kill()

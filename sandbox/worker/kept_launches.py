@@ -177,6 +177,9 @@ class KeptLaunches:
         with open(partial, "wb") as f:
             f.write(data)
         os.rename(partial, os.path.join(target, name))
+        for made in PARTS if part is None else ():  # the result holds them all
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(target, f"shown.{index}.{made}.json"))
 
     def shown(self, owner, view, index, part=None):
         """Launch `index`'s result as its replay ahead made it for `view` (or that result's `part`), or None."""
