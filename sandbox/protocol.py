@@ -34,8 +34,9 @@ WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial"
 # A run process's messages to its worker, once it has its job.
 # `finished`: a script's program has ended, {"result": its result so far}, before the page's own steps
 # (timing, IR): its worker keeps it, and delivers it should a step run past SCRIPT_STEPS_S.
-# `shown`: {"launch": index, "result"}, a script's kept launch replayed whole ahead of its selection, in the
-# interpreter (sandbox.worker.ahead): its worker keeps it for the owner's click on that launch.
+# `shown`: {"launch": index, "part", "content"} as each part is ready, then {"launch": index, "result"}: a
+# script's kept launch replayed whole ahead of its selection, in the interpreter (sandbox.worker.ahead);
+# its worker keeps them for the owner's click on that launch.
 RUN_TYPES = ("status", "sanitized", "partial", "timed", "finished", "shown", "result")
 # The server's own check of a script's shown launch (sandbox.grading.recheck), after its steps: its bound.
 RECHECK_BUDGET_S = 10.0

@@ -46,8 +46,7 @@ def run_memory(asked_mb, workers, host_mb=None):
     if clamped:
         report["note"] = (f"RUN_MEMORY_MB is {asked_mb} MB, but {at_once} runs at once ({workers} workers, each a run "
                           f"and {MAX_COMPILES_AHEAD} compiles or checks ahead) would hold {asked_mb * at_once:,} MB "
-                          f"of a host of "
-                          f"{host_mb:,} MB: each run is limited to {report['limit_mb']} MB ({RUNS_SHARE:.0%} of the "
+                          f"of a host of {host_mb:,} MB: each run is limited to {report['limit_mb']} MB ({RUNS_SHARE:.0%} of the "
                           f"host's memory shared out). Fewer WORKERS, or more memory, leave each run more.")
     return report
 

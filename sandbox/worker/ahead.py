@@ -61,6 +61,7 @@ class Compile:
     def __init__(self, run, compile_id, spec, key, deadline, launches=None):
         self.run, self.compile_id, self.spec, self.key, self.deadline = run, compile_id, spec, key, deadline
         self.launches = launches
+        self.view = view_key(spec) if launches is not None else None  # what a click on one of them must show
         self.sent = False  # its job, once it is warm
 
 
@@ -165,7 +166,7 @@ class CompileAhead:
         whose turn has not come is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
         return (under_way is not None and under_way.launches is not None and not self.settings.has_gpu
-                and view_key(under_way.spec) == view_key(spec) and launch_of(spec) is not None
+                and under_way.view == view_key(spec) and launch_of(spec) is not None
                 and self.kept_launches.replaying(owner, [r["index"] for r in under_way.launches]) == launch_of(spec))
 
     def shown_result(self, owner, spec):
@@ -259,7 +260,7 @@ class CompileAhead:
         except OSError:
             return self.end(owner)
         if launches is not None and not self.settings.has_gpu:  # the interpreter replays them whole
-            self.kept_launches.mark_showing(owner, view_key(under_way.spec), [r["index"] for r in under_way.launches])
+            self.kept_launches.mark_showing(owner, under_way.view, [r["index"] for r in under_way.launches])
         under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
 
     def read(self, owner, under_way):
@@ -299,7 +300,7 @@ class CompileAhead:
         else:
             return
         with contextlib.suppress(OSError, ValueError):  # dropped meanwhile, or too big: its click replays it
-            self.kept_launches.keep_shown(owner, under_way.spec, view_key(under_way.spec), index, **made)
+            self.kept_launches.keep_shown(owner, under_way.spec, under_way.view, index, **made)
 
     def answer(self, under_way, result):
         """The server's answer: whether it compiled, and the error a run would meet (for the editor)."""
