@@ -168,6 +168,14 @@ def summary_problems(summary):
     return _problems(summary, SUMMARY, "summary") if isinstance(summary, dict) else ["summary must be an object"]
 
 
+def timed_ok(content):
+    """A run's `timed` message (sandbox.protocol): a reference's timing under its key (a sha256 hex
+    digest), a summary of numbers, and nothing else."""
+    key, summary = content.get("key"), content.get("reference_ms")
+    return (set(content) == {"key", "reference_ms"} and isinstance(key, str) and len(key) == 64
+            and isinstance(summary, dict) and not summary_problems(summary))
+
+
 def server_check_problems(check):
     """Where a server's check of a launch ({"launch", "bounds", "message"}) departs from its definition."""
     if not isinstance(check, dict):

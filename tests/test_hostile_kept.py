@@ -33,7 +33,7 @@ from tests.support.tritons import kept_dir
 from tests.test_runs import collect_until_result
 
 FORGED_MS = 31337.0
-KEPT_NOTE = "measured on this worker in an earlier run"
+KEPT_NOTE = "measured in an earlier run of the same reference"
 # Module-level code of a victim's own run: the names in the kernel cache it was lent.
 LIST_LENT = ("\nimport json as _json, os as _os\n"
              "print('LENT ' + _json.dumps(sorted(_os.listdir(_os.environ['TRITON_CACHE_DIR']))), flush=True)\n")

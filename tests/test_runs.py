@@ -450,7 +450,7 @@ def test_the_references_time_is_kept_per_worker_and_owner_and_said_so(make_app):
         assert result["status"] == "ok", result["error"]
         return result["timings"]
 
-    kept = "measured on this worker in an earlier run of the same reference"
+    kept = "measured in an earlier run of the same reference"
     first, again = timings(alice, spec), timings(alice, {**spec, "source": spec["source"] + "\n# edited\n"})
     assert not any(kept in note for note in first["notes"])
     assert any(kept in note for note in again["notes"]) and again["reference_ms"] == first["reference_ms"]

@@ -13,12 +13,14 @@ import tempfile
 import time
 
 import pytest
+import triton
 
 from app.gallery import list_examples, load_example
 from sandbox.launch.ir import DERIVED_FILE, compile_ir
 from sandbox.worker import shared_kernels
 from sandbox.worker.kernel_cache import GROUP
 from sandbox.worker.shared_kernels import SharedKernels
+from sandbox.worker.warming import Warming, example_key
 from tests.support.apps import wait_until_warmed
 from tests.support.kernels import VECTOR_ADD
 from tests.support.tritons import kept_dir
@@ -146,8 +148,53 @@ def test_a_new_warm_up_sweeps_what_no_finished_warm_up_of_this_triton_lists(tmp_
     shared.sweep("3.7.1")
     shared.unlock()
     assert shared.entries() == [keep]
-    assert shared.marker("new") == {"triton": "3.7.1", "entries": [keep], "launches": ["launch"]}
+    assert shared.marker("new") == {"triton": "3.7.1", "entries": [keep], "launches": ["launch"], "references": {}}
     assert shared.marker("old") is None
+
+
+def test_an_examples_reference_timing_is_kept_for_that_example_as_shipped_only():
+    spec = load_example("vector_add")["spec"]
+    key = example_key(spec)
+    assert key is not None
+    assert example_key({**spec, "options": {**spec["options"], "bench": False, "num_warps": 8}}) == key
+    assert example_key({**spec, "source": spec["source"].replace("x + y", "y + x")}) != key
+    assert example_key({**spec, "reference": {name: f"({expr}) * 2" for name, expr in spec["reference"].items()}}) != key
+    assert example_key({**spec, "inputs": {**spec["inputs"], "x": "torch.rand(17)"}}) != key
+    assert example_key({**spec, "reference": {}}) is None
+    assert example_key({"mode": "script", "source": "print(1)"}) is None
+    assert example_key({"source": 3}) is None
+
+
+def test_a_worker_that_adopts_the_warm_up_is_lent_its_reference_timings_well_formed_only(tmp_path):
+    """Another worker warmed the gallery; this one adopts its marker, reference timings included,
+    and lends a timing to a job of that example only."""
+    spec = load_example("vector_add")["spec"]
+    timing = {"median": 0.01, "p20": 0.009, "p80": 0.011, "n": 100}
+    shared = SharedKernels(str(tmp_path))
+    digest = shared.digest(triton.__version__, "gpu", [spec])
+    assert shared.try_lock()
+    shared.finish(digest, triton.__version__, [], [], {example_key(spec): {"a" * 64: timing},
+                                                      "other": {"b" * 64: {"median": "fast"}}})
+    warming = Warming(SharedKernels(str(tmp_path)), None, None, None, lambda status: None)
+    warming.begin([spec], "gpu")
+    assert warming.state == "ready"
+    assert warming.reference_times(spec) == {"a" * 64: timing}
+    assert warming.reference_times({**spec, "source": spec["source"] + "\n# edited\n"}) == {}
+    assert "other" not in warming.references
+
+
+@pytest.mark.gpu
+def test_a_new_students_first_run_of_an_example_times_only_the_kernel(warmed_app):
+    """The warm-up timed the example's reference: a new owner's first run of it as shipped says so
+    and times only its kernel; the example with its reference edited times that reference."""
+    app, _ = warmed_app
+    spec = load_example("vector_add")["spec"]
+    kept = "measured in an earlier run of the same reference"
+    timings = run(app.test_client(), spec)["timings"]
+    assert any(kept in note for note in timings["notes"]), timings["notes"]
+    edited = {**spec, "reference": {name: f"({expr}) * 1" for name, expr in spec["reference"].items()}}
+    timings = run(app.test_client(), edited)["timings"]
+    assert timings["reference_ms"] and not any(kept in note for note in timings["notes"]), timings["notes"]
 
 
 def test_only_one_worker_of_a_host_holds_the_warm_up_lock(tmp_path):

@@ -87,7 +87,7 @@ class Run(LaunchPass):
         self.cpu_first_programs = limits.get("trace_on_cpu_first", 0)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
-        self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this worker before
+        self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this device before
         self.reference_note = None
         self.sanitized_before = sanitized_before
         self.trace_budget_s = limits.get("trace_budget_s")
@@ -368,8 +368,9 @@ class Run(LaunchPass):
         key = reference_key(exprs, before, self.result["device"], timer.__name__)
         kept = self.reference_times.get(key)
         if kept is not None:
-            self.reference_note = ("The reference's time was measured on this worker in an earlier run of the same "
-                                   "reference over inputs of the same shapes and dtypes, and not again.")
+            self.reference_note = ("The reference's time was measured in an earlier run of the same reference over "
+                                   "inputs of the same shapes and dtypes on this device (yours, or this server's "
+                                   "warm-up of the example as shipped), and not again.")
             return kept
         namespace = {**self.namespace, **before}
         with torch.device(self.torch_device):

@@ -68,13 +68,6 @@ def part_shape_ok(content):
     return set(content) == {"part", "content"} and not results.part_problems(content["part"], content["content"])
 
 
-def timed_shape_ok(content):
-    """A reference's timing: its key (a sha256 hex digest) and a summary of numbers."""
-    key, summary = content.get("key"), content.get("reference_ms")
-    return (set(content) == {"key", "reference_ms"} and isinstance(key, str) and len(key) == 64
-            and isinstance(summary, dict) and not results.summary_problems(summary))
-
-
 class PartsSent:
     """The parts of one run's result relayed so far: each at most once, and all together no more
     than the run's result may be (protocol.MAX_LINE_BYTES), since each is a section of it. A graded
@@ -221,7 +214,7 @@ class Worker(ScriptRuns, Spares):
             return None, None, charged
         if msg["type"] == "sanitized":
             self.send(protocol.message("sanitized", run_id))
-        elif msg["type"] == "timed" and timed_shape_ok(content):
+        elif msg["type"] == "timed" and results.timed_ok(content):
             self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
         elif status_shape_ok(content):
             self.step = content["message"][:1000]
@@ -267,10 +260,12 @@ class Worker(ScriptRuns, Spares):
         sanitized = job.sanitized_before
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # a malformed spec: the run says so
             sanitized = sanitized or self.warming.sanitized(job.spec)
+        # A person's run of a gallery example as shipped is lent the reference timing of its warm-up.
+        references = {**self.warming.reference_times(job.spec), **job.reference_times}
         deadline = time.monotonic() + timeout_s  # waiting for its compile ahead is part of the run's time
         # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
         done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
-        job = job.replace(grading=None, sanitized_before=sanitized,
+        job = job.replace(grading=None, sanitized_before=sanitized, reference_times=references,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
         job, listing = self.replay_or_run(run_id, job, store) if script else (job, None)
         if listing is not None and (shown := self.ahead.follow_shown(store, job.spec, AHEAD_WAIT_S,

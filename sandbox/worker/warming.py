@@ -11,21 +11,40 @@ in its own process meanwhile; an entry is usable the moment it is published.
 
 In the interpreter (a host without a GPU) a launch compiles nothing, so what is shared there is the
 IR compile (for sm90) that a run's IR tab needs.
+
+On a GPU the warm-up also times each example's reference, as a run does, and keeps the timing under
+the example's launch and reference (`reference_times`): a person's run of the example unchanged (a
+new student's first run) is lent it and times only the kernel. A PyTorch reference's time depends
+on nothing the person can change without changing those keys, and the warm-up runs the server's
+own specs in run processes of their own, so its word is the server's.
 """
 import time
 
 import triton
 
 from sandbox import protocol
-from sandbox.spec import SpecError, launch_key, normalize
+from sandbox import result as results
+from sandbox.spec import SpecError, launch_key, normalize, timing_key
 from sandbox.worker.ahead import READS_PER_STEP
 
-# What a warm-up run does of each example: no timing; the launch, the check (on a GPU the bounds
-# check first), the IR compile, and the trace as the example ships it: on a GPU that is the GPU
-# tracer's instrumented build, which a page-default run of the example compiles too, so a new
-# student's first run finds it built.
-WARM_OPTIONS = {"check": True, "bench": False, "ir": True, "sanitize": True}
+# What a warm-up run does of each example: the launch, the check (on a GPU the bounds check first),
+# the IR compile, and the trace as the example ships it: on a GPU that is the GPU tracer's
+# instrumented build, which a page-default run of the example compiles too, so a new student's first
+# run finds it built. The timing on a GPU only (its reference's is kept); the interpreter's clock
+# says nothing of speed.
+WARM_OPTIONS = {"check": True, "ir": True, "sanitize": True}
 LOCK_POLL_S = 1.0  # another worker of the host warms: look again this often
+
+
+def example_key(spec):
+    """Where an example's reference timing is kept: its launch and its reference, from the spec as
+    the server sends it (None without a reference, or for a malformed spec)."""
+    try:
+        spec = normalize(spec)
+        reference = timing_key(spec)
+        return reference and f"{launch_key(spec)}-{reference}"
+    except (SpecError, KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 class Warming:
@@ -37,6 +56,7 @@ class Warming:
         self.new_run_process, self.report = new_run_process, report
         self.state, self.pending, self.total = "off" if shared is None else "idle", [], 0
         self.verified = set()  # launch keys of the gallery's launches that passed the bounds check
+        self.references = {}  # example_key -> {the run's reference key: its timing}
         self.published, self.failed = [], []
         self.run = self.spec = self.deadline = None
         self.digest = None
@@ -50,6 +70,11 @@ class Warming:
             return launch_key(normalize(spec)) in self.verified
         except SpecError:
             return False
+
+    def reference_times(self, spec):
+        """The reference timing the warm-up measured for this very example ({} for any other spec):
+        what a job of `spec` is lent, beside its owner's (sandbox.protocol.Job.reference_times)."""
+        return dict(self.references.get(example_key(spec)) or {})
 
     def fds(self):
         return self.run.watched() if self.run is not None else []
@@ -94,6 +119,9 @@ class Warming:
         if done is not None:
             self.shared.unlock()
             self.verified = set(done["launches"])
+            self.references = {key: times for key, times in (done.get("references") or {}).items()
+                               if isinstance(times, dict) and all(results.timed_ok({"key": k, "reference_ms": t})
+                                                                  for k, t in times.items())}
             self.pending = []
             self._finished()
             return
@@ -103,7 +131,7 @@ class Warming:
 
     def _start_next(self):
         if not self.pending:
-            self.shared.finish(self.digest, triton.__version__, self.published, self.verified)
+            self.shared.finish(self.digest, triton.__version__, self.published, self.verified, self.references)
             self._finished()
             return
         self.spec = self.pending.pop(0)
@@ -118,7 +146,8 @@ class Warming:
             ended = True
         elif run.ready is None:
             if run.poll_ready():
-                run.send_job(protocol.Job(spec={**self.spec, "options": {**self.spec["options"], **WARM_OPTIONS}})
+                options = {**self.spec["options"], **WARM_OPTIONS, "bench": self.settings.has_gpu}
+                run.send_job(protocol.Job(spec={**self.spec, "options": options})
                              .message("warm-" + protocol.new_id()))
                 self.deadline = time.monotonic() + self.settings.timeout_s
             elif run.wait() is not None:
@@ -141,6 +170,8 @@ class Warming:
                 continue
             if msg["type"] == "sanitized":
                 self.verified.add(launch_key(self.spec))
+            elif msg["type"] == "timed" and results.timed_ok(msg["content"]) and example_key(self.spec):
+                self.references[example_key(self.spec)] = {msg["content"]["key"]: msg["content"]["reference_ms"]}
             elif msg["type"] == "result":
                 if (msg["content"].get("result") or {}).get("status") == "error":
                     self.failed.append(self.spec.get("kernel"))
