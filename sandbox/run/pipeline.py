@@ -276,13 +276,13 @@ class Run(LaunchPass):
         patches triton.language while it runs, which a compile beside it would see. True if so; False
         where the launch is not small, its instrumented build is likely at hand (compiled ahead, or the
         GPU tracer checked this exact launch before: the gallery's warm-up, an earlier run), the kernel
-        is autotuned over several configs (their compile, longer than the instrumented build's, is made
-        beside the GPU tracer's instead), or the compile or the interpreter fails or takes over
-        CPU_FIRST_BUDGET_S: the GPU tracer then, which says why as ever. An access out of bounds is the
-        run's error."""
+        is autotuned over several configs (compiled beside the GPU tracer's build instead) unless it is
+        a script's launch replayed (its program's run compiled them), or the compile or the interpreter
+        fails or takes over CPU_FIRST_BUDGET_S: the GPU tracer then, which says why as ever. An access
+        out of bounds is the run's error."""
         if self.compiled_ahead or self.sanitized_before or not 0 < math.prod(grid) <= self.cpu_first_programs:
             return False
-        if kernel.autotuner is not None and len(kernel.autotuner.configs) > 1:
+        if kernel.autotuner is not None and len(kernel.autotuner.configs) > 1 and self.given_inputs is None:
             return False
         start = time.perf_counter()
         try:
