@@ -256,3 +256,15 @@ def test_an_exception_that_escapes_a_runs_handling_is_its_error_naming_where_not
     assert (error.phase, error.type) == ("sandbox", "PlaygroundBug")
     assert "KeyError: 'launch', at test_errors.py:" in error.message and "Traceback" not in error.message
     assert problems(failed(error)) == []
+
+
+def test_a_keyboard_interrupt_in_a_run_is_its_error_and_the_next_run_is_served(client):
+    """A module that raises KeyboardInterrupt (as a SIGINT reaching the run's process would): the run's
+    result names it and where, the person's output holds no traceback, and the server serves on."""
+    from tests.support.kernels import vector_add_spec
+    spec = vector_add_spec(n=256, block=64, check=True, bench=False, trace=False, ir=False)
+    interrupted = client.post("/api/run", json={**spec, "source": spec["source"] + "\nraise KeyboardInterrupt\n"}).get_json()
+    assert interrupted["status"] == "error"
+    assert interrupted["error"]["type"] == "Interrupted", interrupted["error"]
+    assert "KeyboardInterrupt at " in interrupted["error"]["message"] and "Traceback" not in interrupted["stdout"]
+    assert client.post("/api/run", json=spec).get_json()["status"] == "ok"
