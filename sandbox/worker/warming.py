@@ -74,7 +74,7 @@ class Warming:
     def reference_times(self, spec):
         """The reference timing the warm-up measured for this very example ({} for any other spec):
         what a job of `spec` is lent, beside its owner's (sandbox.protocol.Job.reference_times)."""
-        return dict(self.references.get(example_key(spec)) or {})
+        return dict(self.references.get(example_key(spec)) or {}) if self.references else {}
 
     def fds(self):
         return self.run.watched() if self.run is not None else []
@@ -119,7 +119,8 @@ class Warming:
         if done is not None:
             self.shared.unlock()
             self.verified = set(done["launches"])
-            self.references = {key: times for key, times in (done.get("references") or {}).items()
+            kept = done.get("references") if isinstance(done.get("references"), dict) else {}
+            self.references = {key: times for key, times in kept.items()
                                if isinstance(times, dict) and all(results.timed_ok({"key": k, "reference_ms": t})
                                                                   for k, t in times.items())}
             self.pending = []
