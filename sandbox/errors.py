@@ -320,9 +320,14 @@ def diagnostic_hint(diagnostic):
 def escaped(exc):
     """An exception that escaped a run's own handling (the playground's fault: the pipeline answers for
     the kernel's) as the run's error, naming where it was raised, in place of a traceback among what
-    the run printed. A KeyboardInterrupt is no fault of the playground's: the code the run ran raised
-    it, or a SIGINT reached the run's process (nothing of the playground sends one)."""
+    the run printed. A SystemExit or a KeyboardInterrupt is no fault of the playground's: the code the
+    run ran raised it, or (the interrupt) a SIGINT reached the run's process (nothing of the playground
+    sends one)."""
     frame = traceback.extract_tb(exc.__traceback__)[-1]
+    if isinstance(exc, SystemExit):
+        return RunError("sandbox", f"the code the run ran exited (sys.exit({exc.code!r}) at {os.path.basename(frame.filename)}:"
+                                   f"{frame.lineno}) before the run's result; the server is fine, only this run was "
+                                   f"lost", type="SystemExit")
     if isinstance(exc, KeyboardInterrupt):
         return RunError("sandbox", f"the run was interrupted (KeyboardInterrupt at {os.path.basename(frame.filename)}:"
                                    f"{frame.lineno}: raised by the code it ran, or a SIGINT sent to its process); the "

@@ -268,3 +268,18 @@ def test_a_keyboard_interrupt_in_a_run_is_its_error_and_the_next_run_is_served(c
     assert interrupted["error"]["type"] == "Interrupted", interrupted["error"]
     assert "KeyboardInterrupt at " in interrupted["error"]["message"] and "Traceback" not in interrupted["stdout"]
     assert client.post("/api/run", json=spec).get_json()["status"] == "ok"
+
+
+def test_an_exit_in_a_form_runs_code_names_where_and_the_next_run_is_served(client):
+    """sys.exit at a module's top level (argparse's error does it) is the build's error at its line,
+    saying why a form run cannot exit there; exit() in an expression is that field's error."""
+    from tests.support.kernels import vector_add_spec
+    spec = vector_add_spec(n=256, block=64, check=True, bench=False, trace=False, ir=False)
+    source = spec["source"] + "\nimport argparse\nargparse.ArgumentParser().parse_args(['--nope'])\n"
+    exited = client.post("/api/run", json={**spec, "source": source}).get_json()["error"]
+    assert (exited["phase"], exited["type"], exited["field"]) == ("build", "SystemExit", "source"), exited
+    assert exited["line"] == source.splitlines().index("argparse.ArgumentParser().parse_args(['--nope'])") + 1
+    assert "sys.exit(2)" in exited["message"] and "if __name__ ==" in exited["message"]
+    exited = client.post("/api/run", json={**spec, "reference": {"out": "exit(5)"}}).get_json()["error"]
+    assert (exited["phase"], exited["type"], exited["field"]) == ("check", "SystemExit", "reference.out"), exited
+    assert client.post("/api/run", json=spec).get_json()["status"] == "ok"

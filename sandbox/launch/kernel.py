@@ -108,6 +108,11 @@ def load_module(path, interpret, phase="build"):
             kind, message = explain(e)
             raise RunError(phase, f"running the module failed: {kind}: {message}", type=kind, line=user_line(e, path),
                            field="source") from None
+        except SystemExit as e:  # sys.exit(), exit(), argparse's error at the module's top level
+            raise RunError(phase, f"the module exited while it was loaded (sys.exit({e.code!r})): a form run imports "
+                                  f"the module to find its kernel, so nothing at its top level may exit. Put the "
+                                  f"program's part under `if __name__ == \"__main__\":`, or run the whole program in "
+                                  f"script mode", type="SystemExit", line=user_line(e, path), field="source") from None
     return module
 
 

@@ -403,7 +403,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     os.chdir(scratch)
     try:
         serve_job(settings, run_id, job, scratch, send, kind)
-    except (Exception, KeyboardInterrupt) as e:  # the playground's fault, or a SIGINT: said, not printed
+    except (Exception, KeyboardInterrupt, SystemExit) as e:  # the playground's fault, a SIGINT, an exit: said
         send(protocol.message("result", run_id, result=results.failed(escaped(e))))
 
 
