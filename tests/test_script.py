@@ -514,3 +514,13 @@ def test_a_tutorial_sized_program_runs_whole_within_the_default_limit(app):
     assert result["status"] == "ok", result["error"]
     assert [launch["bounds"] for launch in result["launches"]["list"]] == ["ok", "ok"]
     assert result["benchmarks"][0]["points"][0][0] == 256 and result["ir"] is not None
+
+
+def test_a_programs_library_base_exception_is_its_error_at_its_line(app):
+    """A program that stops on a BaseException of a library's (pytest.skip's, not an Exception): the
+    program's error at that line, the run not lost."""
+    source = "import pytest\nprint('before')\npytest.skip('needs a GPU', allow_module_level=True)\n"
+    result, _ = run_script(app, source)
+    assert result["status"] == "error", result
+    assert (result["error"]["phase"], result["error"]["type"], result["error"]["line"]) == ("program", "Skipped", 3)
+    assert "before" in result["stdout"]

@@ -32,12 +32,12 @@ def evaluate(expr, namespace, what, field, phase="build"):
                        field=field) from None
     except RunError:
         raise
-    except Exception as e:
-        raise RunError(phase, f"{what} = {expr!r} failed: {type(e).__name__}: {e}", type=type(e).__name__,
-                       field=field) from None
     except SystemExit as e:  # exit(), quit(), sys.exit() in an expression, or in what it calls
         raise RunError(phase, f"{what} = {expr!r} exited (sys.exit({e.code!r})) where it should give a value",
                        type="SystemExit", field=field) from None
+    except BaseException as e:  # an Exception, or a BaseException of a library's
+        raise RunError(phase, f"{what} = {expr!r} failed: {type(e).__name__}: {e}", type=type(e).__name__,
+                       field=field) from None
 
 
 def references(reference, namespace, device):

@@ -104,15 +104,15 @@ def load_module(path, interpret, phase="build"):
     with interpreter_mode(interpret), host_driver.cuda_is_the_cpu():
         try:
             exec(code, module.__dict__)
-        except Exception as e:
-            kind, message = explain(e)
-            raise RunError(phase, f"running the module failed: {kind}: {message}", type=kind, line=user_line(e, path),
-                           field="source") from None
         except SystemExit as e:  # sys.exit(), exit(), argparse's error at the module's top level
             raise RunError(phase, f"the module exited while it was loaded (sys.exit({e.code!r})): a form run imports "
                                   f"the module to find its kernel, so nothing at its top level may exit. Put the "
                                   f"program's part under `if __name__ == \"__main__\":`, or run the whole program in "
                                   f"script mode", type="SystemExit", line=user_line(e, path), field="source") from None
+        except BaseException as e:  # an Exception, or a BaseException of a library's (pytest.skip's)
+            kind, message = explain(e)
+            raise RunError(phase, f"running the module failed: {kind}: {message}", type=kind, line=user_line(e, path),
+                           field="source") from None
     return module
 
 

@@ -106,7 +106,7 @@ class Capture(LaunchPass):
                 if e.code not in (None, 0):
                     return RunError("program", f"the program exited with status {e.code}", type="SystemExit",
                                     line=user_line(e, self.path))
-            except Exception as e:
+            except BaseException as e:  # an Exception, or a BaseException of a library's (pytest.skip's)
                 if self.error is None:  # else the launch's error, already kept, is the run's
                     return program_error(e, self.path)
         return None

@@ -432,8 +432,9 @@ def serve_job(settings, run_id, job, scratch, send, kind):
         result = pipeline.run_spec(job.spec, emit, scratch, limits, job.sanitized_before,
                                    job.compiled_ahead, job.reference_times, job.replay)
     result["run_ms"] = (time.perf_counter() - start) * 1e3  # time inside the run process
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # the code may have closed or replaced it: its result still goes
+            stream.flush()
     send(protocol.message("result", run_id, result=result))
 
 
