@@ -305,3 +305,12 @@ def test_a_run_whose_code_closed_its_output_still_gets_its_result(client):
     for tail in ("\nimport sys\nsys.stdout.close()\n", "\nimport sys\nsys.stderr = None\n"):
         result = client.post("/api/run", json={**spec, "source": spec["source"] + tail}).get_json()
         assert result["status"] == "ok" and result["check"]["ok"], result["error"]
+
+
+def test_a_reference_that_gives_no_tensor_is_that_references_error(client):
+    from tests.support.kernels import vector_add_spec
+    spec = vector_add_spec(n=256, block=64, check=True, bench=False, trace=False, ir=False)
+    error = client.post("/api/run", json={**spec, "reference": {"out": "'x + y'"}}).get_json()["error"]
+    assert (error["phase"], error["field"]) == ("check", "reference.out"), error
+    assert "gave a str, not a tensor" in error["message"]
+    assert client.post("/api/run", json={**spec, "reference": {"out": "(x + y).tolist()"}}).get_json()["status"] == "ok"

@@ -44,9 +44,19 @@ def references(reference, namespace, device):
     """{output: expected tensor} of the reference's expressions, evaluated on the run's `device`: a
     tensor an expression makes (`torch.tensor([...])`, a lookup table) goes where the inputs are."""
     with torch.device(device):
-        return {name: torch.as_tensor(evaluate(expr, namespace, f"reference for '{name}'", f"reference.{name}",
-                                               phase="check"))
+        return {name: as_expected(evaluate(expr, namespace, f"reference for '{name}'", f"reference.{name}", phase="check"),
+                                  name, expr)
                 for name, expr in reference.items()}
+
+
+def as_expected(value, name, expr):
+    """A reference's value as the tensor the output is compared with: a tensor, or what torch.as_tensor
+    takes (a number, a list of numbers, a numpy array)."""
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise RunError("check", f"the reference for '{name}' = {expr!r} gave a {type(value).__name__}, not a tensor "
+                                f"({e})", type="TypeError", field=f"reference.{name}") from None
 
 
 def poison(tensor):
