@@ -99,6 +99,8 @@ HINTS = [
      "Triton 3.9 removed block pointers (tl.make_block_ptr, tl.advance): describe the tensor once with "
      "tl.make_tensor_descriptor(base, shape, strides, block_shape), then load and store tiles by their offsets "
      "(desc.load([m, n]), desc.store([m, n], tile)); tiles past the edge read zeros, so no boundary_check."),
+    (re.compile(r"^EOF when reading a line$"),
+     "A run has no keyboard: input() finds nothing to read. Write the value into the source instead."),
 ]
 
 

@@ -524,3 +524,9 @@ def test_a_programs_library_base_exception_is_its_error_at_its_line(app):
     assert result["status"] == "error", result
     assert (result["error"]["phase"], result["error"]["type"], result["error"]["line"]) == ("program", "Skipped", 3)
     assert "before" in result["stdout"]
+
+
+def test_a_program_that_asks_for_input_is_told_a_run_has_no_keyboard(app):
+    result, _ = run_script(app, "n = int(input('how many? '))\nprint(n)\n")
+    assert (result["error"]["type"], result["error"]["line"]) == ("EOFError", 1)
+    assert "no keyboard" in result["error"]["hint"]
