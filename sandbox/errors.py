@@ -99,6 +99,13 @@ HINTS = [
      "Triton 3.9 removed block pointers (tl.make_block_ptr, tl.advance): describe the tensor once with "
      "tl.make_tensor_descriptor(base, shape, strides, block_shape), then load and store tiles by their offsets "
      "(desc.load([m, n]), desc.store([m, n], tile)); tiles past the edge read zeros, so no boundary_check."),
+    (re.compile(r"Unsupported function referenced"),
+     "A kernel can call only @triton.jit functions and Triton's own (tl.*, libdevice): decorate the "
+     "function with @triton.jit, or write it with tl operations. Triton's interpreter runs any Python, "
+     "the compiler does not."),
+    (re.compile(r"is not string$"),
+     "print() in a kernel takes a text first: print('offs', offs), or tl.device_print('offs', offs) "
+     "(tl.static_print for values known at compile time)."),
     (re.compile(r"^EOF when reading a line$"),
      "A run has no keyboard: input() finds nothing to read. Write the value into the source instead."),
 ]

@@ -314,3 +314,21 @@ def test_a_reference_that_gives_no_tensor_is_that_references_error(client):
     assert (error["phase"], error["field"]) == ("check", "reference.out"), error
     assert "gave a str, not a tensor" in error["message"]
     assert client.post("/api/run", json={**spec, "reference": {"out": "(x + y).tolist()"}}).get_json()["status"] == "ok"
+
+
+@pytest.mark.cpu_only
+def test_a_kernel_the_interpreter_runs_but_the_compiler_refuses_says_so(client):
+    """A plain Python helper called from a kernel runs in Triton's interpreter, which a CPU host runs;
+    Triton's compiler refuses it. The run passes its check, and its notes and the IR tab say it would
+    not compile, at the call's line, with what to do."""
+    from tests.support.kernels import VECTOR_ADD, vector_add_spec
+    spec = vector_add_spec(n=256, block=64, check=True, bench=False, trace=False, ir=True)
+    source = "def plus_zero(a):\n    return a + 0\n\n" + VECTOR_ADD.replace("x + y, mask", "plus_zero(x) + y, mask")
+    result = client.post("/api/run", json={**spec, "source": source}).get_json()
+    assert result["status"] == "ok" and result["check"]["ok"], result["error"]
+    error = result["ir"]["error"]
+    assert error["line"] == source.splitlines().index("    tl.store(out_ptr + offs, plus_zero(x) + y, mask=mask)") + 1
+    assert "@triton.jit" in error["hint"]
+    assert any("compiler refuses this kernel" in note for note in result["notes"]), result["notes"]
+    clean = client.post("/api/run", json=spec).get_json()
+    assert not any("compiler refuses" in note for note in clean["notes"])

@@ -530,3 +530,19 @@ def test_a_program_that_asks_for_input_is_told_a_run_has_no_keyboard(app):
     result, _ = run_script(app, "n = int(input('how many? '))\nprint(n)\n")
     assert (result["error"]["type"], result["error"]["line"]) == ("EOFError", 1)
     assert "no keyboard" in result["error"]["hint"]
+
+
+@pytest.mark.cpu_only
+def test_a_programs_kernel_the_compiler_refuses_is_said_so(app):
+    """A program whose kernel calls a plain Python function runs in the interpreter; its notes say
+    Triton's compiler refuses the kernel."""
+    stored = "tl.store(out_ptr + idx, tl.minimum(tl.maximum(value, low), high), mask=inside)"
+    source = program("axpy_clamp.py")
+    assert stored in source
+    jit = source.index("@triton.jit")
+    source = (source[:jit] + "def same(v):\n    return v\n\n\n" + source[jit:]).replace(
+        stored, "tl.store(out_ptr + idx, same(tl.minimum(tl.maximum(value, low), high)), mask=inside)")
+    result, _ = run_script(app, source)
+    assert result["status"] == "ok", result["error"]
+    assert "@triton.jit" in result["ir"]["error"]["hint"]
+    assert any("compiler refuses this kernel" in note for note in result["notes"]), result["notes"]

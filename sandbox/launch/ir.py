@@ -239,7 +239,24 @@ def compile_error(exc, module):
         text = innermost.error_message
     else:
         text = str(root)
+    called = UNSUPPORTED_CALL.search(text)
+    if called and line is None:  # refused before code generation, with no node: the call's line is found
+        line = call_line(starts, called.group("name"))
     return RunError("compile", f"{type(root).__name__}: {text}", type=type(root).__name__, line=line)
+
+
+# Triton's refusal of a plain Python callable a kernel calls (its dependency hash, before any line is known).
+UNSUPPORTED_CALL = re.compile(r"Unsupported function referenced: <(?:built-in )?(?:function|ufunc|method) '?(?P<name>\w+)")
+
+
+def call_line(starts, name):
+    """The first line of the module's jit functions (`starts`, jit_function_lines) that calls `name`."""
+    call = re.compile(rf"(?<![\w.])(?:\w+\.)*{re.escape(name)}\s*\(")
+    for source, start in starts.items():  # each source begins at its `def`, the line `start`
+        for offset, text in enumerate(source.splitlines()):
+            if offset and call.search(text):
+                return start + offset
+    return None
 
 
 def jit_function_lines(module):

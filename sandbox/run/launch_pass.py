@@ -31,6 +31,9 @@ from sandbox.trace.record import LIMITS as TRACE_LIMITS, index_of, owners_by_pos
 
 GPU_TRACER_OFF = "the GPU tracer is off on this server (GPU_TRACER=0)"
 INSTRUMENTED_BUILD_FAILED = "the GPU tracer's instrumented build of this kernel did not compile"
+NOT_COMPILED = ("Triton's compiler refuses this kernel (the IR tab says why, and where), though Triton's interpreter "
+                "ran it: the interpreter runs Python the compiler does not accept, so compiled for a GPU it fails as "
+                "written.")
 
 
 @dataclass
@@ -126,10 +129,13 @@ class LaunchPass:
         return launch_error(exc, self.path, "compile" if "CompilationError" in type(exc).__name__ else "launch")
 
     @staticmethod
-    def ir_of(compile):
+    def ir_of(compile, notes=None):
         """The IR `compile()` makes of the configuration that ran; a launch that ran but does not
-        compile for the target is worth seeing, not a failed run: its error, as the IR."""
+        compile for the target is worth seeing, not a failed run: its error, as the IR. `notes`: the
+        result's, where the launch ran in Triton's interpreter, which runs what the compiler refuses."""
         try:
             return compile()
         except RunError as e:
+            if notes is not None and e.phase == "compile":
+                notes.append(NOT_COMPILED)
             return {"error": e.to_dict()}

@@ -379,8 +379,7 @@ class Run(LaunchPass):
         return measured
 
     def compile_ir(self, kernel, args):
-        """The IR of the configuration that ran: the autotuner's choice (its first config in the
-        interpreter), else the spec's num_warps and num_stages."""
+        """The IR of the configuration that ran: the autotuner's choice (the interpreter's: its first), else the spec's."""
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
@@ -388,7 +387,8 @@ class Run(LaunchPass):
         config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
         self.result["ir"] = self.ir_of(lambda: compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
                                                           num_warps=config.num_warps, num_stages=config.num_stages,
-                                                          arch=self.options["arch"]))
+                                                          arch=self.options["arch"]),
+                                       self.notes if kernel.interpreted else None)
         self.ready("ir")
 
 

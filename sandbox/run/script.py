@@ -102,4 +102,5 @@ def show_steps(result, kept, index, capture, emit):
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
         ready("ir", capture.ir_of(lambda: compile_kernel(
             *compiled_twin(kept.function, capture.path), capture.path, kept.arguments,
-            num_warps=kept.num_warps, num_stages=kept.num_stages, arch=capture.options["arch"])))
+            num_warps=kept.num_warps, num_stages=kept.num_stages, arch=capture.options["arch"]),
+            result["notes"] if result["device"]["kind"] != "gpu" else None))
