@@ -171,8 +171,8 @@ class Warming:
                 continue
             if msg["type"] == "sanitized":
                 self.verified.add(launch_key(self.spec))
-            elif msg["type"] == "timed" and results.timed_ok(msg["content"]) and example_key(self.spec):
-                self.references[example_key(self.spec)] = {msg["content"]["key"]: msg["content"]["reference_ms"]}
+            elif msg["type"] == "timed" and results.timed_ok(msg["content"]) and (example := example_key(self.spec)):
+                self.references[example] = {msg["content"]["key"]: msg["content"]["reference_ms"]}
             elif msg["type"] == "result":
                 if (msg["content"].get("result") or {}).get("status") == "error":
                     self.failed.append(self.spec.get("kernel"))
