@@ -168,18 +168,19 @@ class InstrumentedTracer:
 
     # -- one launch
 
-    def run(self, jit, grid, args, config, plan, record, cover, cap=None):
+    def run(self, jit, grid, args, config, plan, trace, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
-        buffers, extra = self.buffers(math.prod(grid), plan, record, cover, cap)
+        buffers, extra = self.buffers(math.prod(grid), plan, trace, cap)
         jit[grid](**launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages))
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         return buffers
 
-    def buffers(self, total, plan, record, cover, cap=None):
+    def buffers(self, total, plan, trace, cap=None):
         """The buffers of one launch of `total` programs, `plan` of them with a record slot of `cap`
         lanes (default: an equal share of RECORD_LANES), and the extra kernel arguments that pass
-        them (sandbox.trace.probes says what each holds)."""
+        them (sandbox.trace.probes says what each holds). With `trace` the build records and counts
+        coverage, else it only checks bounds: two builds, never a third for a launch again."""
         on = {"device": self.device}
         slots = torch.full((total,), -1, dtype=torch.int32, **on)
         if plan:
@@ -189,11 +190,11 @@ class InstrumentedTracer:
                    "cursor": torch.zeros(max(1, len(plan)), dtype=torch.int64, **on),
                    "viol": torch.full((total,), -1, dtype=torch.int32, **on), "cap": cap, "counters": {}}
         extra = {"_tp_rec": buffers["rec"], "_tp_cursor": buffers["cursor"], "_tp_cap": cap, "_tp_slots": slots,
-                 "_tp_viol": buffers["viol"], "_TP_RECORD": bool(record and plan), "_TP_COVER": cover}
+                 "_tp_viol": buffers["viol"], "_TP_TRACE": trace}
         for i in sorted(set(self.owners.values())):
             r = self.ranges[i]
-            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if cover else 1, dtype=torch.int32, **on)
-            if cover:
+            cov = torch.zeros(probes.COUNTERS * max(1, r.span) if trace else 1, dtype=torch.int32, **on)
+            if trace:
                 cov[:r.span].fill_(torch.iinfo(torch.int32).max)
                 cov[r.span:2 * r.span].fill_(-1)
             buffers["counters"][i] = cov
@@ -237,37 +238,29 @@ class InstrumentedTracer:
 
     @staticmethod
     def events(rec, used):
-        """[(row, first body column, site, head)] in row order, then program order; a record's body
-        is `head` lanes, or for a row record (head < 0) the first element of each of its rows."""
+        """[(row, first lane column, site, lanes)] in row order, then program order."""
         events = []
         for row, stream in enumerate(rec):
             at, end = 0, int(used[row])
             while at + 2 <= end:
-                site, head = int(stream[at]), int(stream[at + 1])
-                n = head if head >= 0 else -head // probes.ROW_SHIFT.value
+                site, n = int(stream[at]), int(stream[at + 1])
                 if site < 0 or at + 2 + n > end:
                     break
-                events.append((row, at + 2, site, head))
+                events.append((row, at + 2, site, n))
                 at += n + 2
         return events
 
     def records(self, rec, events):
-        """The access record of each event. Events of one head are decoded together: most are one
-        contiguous run of active lanes, which needs no per-event work."""
+        """The access record of each event. Events of one size are read out together: most are one
+        contiguous run of active lanes per row of their block, which needs little per-event work."""
         records = [None] * len(events)
-        by_head = {}
-        for i, (_, _, _, head) in enumerate(events):
-            by_head.setdefault(head, []).append(i)
-        for head, which in by_head.items():
+        by_size = {}
+        for i, (_, _, _, n) in enumerate(events):
+            by_size.setdefault(n, []).append(i)
+        for n, which in by_size.items():
             rows = np.array([events[i][0] for i in which])
             starts = np.array([events[i][1] for i in which])
-            if head < 0:
-                count, cols = divmod(-head, probes.ROW_SHIFT.value)
-                firsts = rec[rows[:, None], starts[:, None] + np.arange(count)]
-                for row, i in enumerate(which):
-                    records[i] = self.simple_record(events[i][2], row_runs(firsts[row], cols))
-                continue
-            lanes = rec[rows[:, None], starts[:, None] + np.arange(head)]
+            lanes = rec[rows[:, None], starts[:, None] + np.arange(n)]
             for row, i in enumerate(which):
                 records[i] = self.record(events[i][2], lanes[row])
         return records
@@ -308,15 +301,6 @@ class InstrumentedTracer:
         return tensors, coverage, touched
 
 
-def row_runs(firsts, cols):
-    """The runs of an access recorded by its rows (each `cols` elements from its first), rows that
-    continue one another joined, as sandbox.trace.runs_of gives them."""
-    breaks = np.flatnonzero(firsts[1:] != firsts[:-1] + cols) + 1
-    starts, ends = np.concatenate(([0], breaks)), np.concatenate((breaks, [firsts.size]))
-    return [[first, (end - start) * cols] for first, start, end in zip(firsts[starts].tolist(), starts.tolist(),
-                                                                        ends.tolist())]
-
-
 def record_plan(total, limits, trace_pid=None, grid=None):
     """The programs that get a record slot: every program while they fit `max_programs`, else the
     first, the last and an even spread (as ProgramSample keeps them); or only `trace_pid`."""
@@ -340,16 +324,16 @@ def compile_instrumented(tracer, jit, grid, args, config, options, limits, light
     """Compile the instrumented build that gpu_trace's first launch runs (with `light`, the one of
     bounds_check's light check), launching nothing: the same arguments, so the launch finds it
     compiled (or, in Triton's asynchronous compile mode, being compiled)."""
-    plan, record = ([], False) if light else (first_launch_plan(grid, options, limits), options["trace"])
-    _, extra = tracer.buffers(math.prod(grid), plan, record, record)
+    plan, trace = ([], False) if light else (first_launch_plan(grid, options, limits), options["trace"])
+    _, extra = tracer.buffers(math.prod(grid), plan, trace)
     jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
                                             num_stages=config.num_stages))
 
 
-def checked_run(tracer, jit, grid, args, config, limits, plan, record):
-    """One instrumented launch (`plan`'s programs with a record slot, coverage counted where
-    `record`); its buffers, or the out-of-bounds RunError of its first stray program."""
-    buffers = tracer.run(jit, grid, args, config, plan, record, record)
+def checked_run(tracer, jit, grid, args, config, limits, plan, trace):
+    """One instrumented launch (`plan`'s programs with a record slot, coverage counted, where
+    `trace`); its buffers, or the out-of-bounds RunError of its first stray program."""
+    buffers = tracer.run(jit, grid, args, config, plan, trace)
     bad = np.flatnonzero(buffers["viol"].cpu().numpy() >= 0)
     if bad.size:
         raise out_of_bounds(tracer, jit, grid, args, config, limits, int(bad[0]), buffers)
@@ -359,8 +343,8 @@ def checked_run(tracer, jit, grid, args, config, limits, plan, record):
 def bounds_check(tracer, jit, grid, args, config, limits, light=False):
     """The bounds check alone, by the build a trace launches (one program recorded, nothing decoded):
     a later trace of a launch alike finds it compiled (script mode checks every launch it lists so,
-    and traces the one shown). `light`: by the build that neither records nor counts coverage, about
-    half as slow to compile (script mode's check of an autotuner's trial of a config); an access out
+    and traces the one shown). `light`: by the build that neither records nor counts coverage, quicker
+    to compile (script mode's check of an autotuner's trial of a config); an access out
     of bounds is then recorded by a second launch, as the error needs. Raises the out-of-bounds RunError."""
     checked_run(tracer, jit, grid, args, config, limits, [] if light else [0], not light)
 
@@ -399,7 +383,7 @@ def recorded_whole(tracer, jit, grid, args, config, limits, buffers):
     if all(index in slot_of and cursor[slot_of[index]] <= cap for index in wanted):
         return wanted, buffers
     tracer.restore()  # the same launch again, from the inputs as they were
-    return wanted, tracer.run(jit, grid, args, config, sorted(wanted), True, False, cap=min(max(64, need), RECORD_LANES))
+    return wanted, tracer.run(jit, grid, args, config, sorted(wanted), True, cap=min(max(64, need), RECORD_LANES))
 
 
 def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
@@ -408,14 +392,14 @@ def out_of_bounds(tracer, jit, grid, args, config, limits, index, buffers):
     if index not in plan:  # record it (and the programs before it that have slots) in a second launch
         plan = sorted([p for p in plan if p < index] + [index])
         tracer.restore()  # the same launch again: from the inputs as they were
-        buffers = tracer.run(jit, grid, args, config, plan, True, False)
+        buffers = tracer.run(jit, grid, args, config, plan, True)
     site_index = int(buffers["viol"][index].item())  # the site of the program's first stray access
     programs, error = decoded_until(tracer, buffers, grid, limits, index)
     if error is None:
         # Its slot was too small for all its accesses (a long loop, a big block): record it alone, whole.
         need = int(buffers["cursor"][buffers["plan"].index(index)].item())
         tracer.restore()
-        alone = tracer.run(jit, grid, args, config, [index], True, False, cap=min(max(64, need), RECORD_LANES))
+        alone = tracer.run(jit, grid, args, config, [index], True, cap=min(max(64, need), RECORD_LANES))
         whole, error = decoded_until(tracer, alone, grid, limits, index)
         programs = programs[:-1] + whole[-1:]
     site = tracer.analysis.sites[tracer.site_of[id(error)] if error is not None else site_index]

@@ -37,7 +37,7 @@ class Instrumenter(ast.NodeTransformer):
     def rewrite(self, fn):
         # `tl.constexpr` as written: the interpreter reads annotations from the source text
         constexpr = ast.parse("tl.constexpr", mode="eval").body
-        flags = [ast.arg(name, constexpr) for name in ("_TP_RECORD", "_TP_COVER")]
+        flags = [ast.arg("_TP_TRACE", constexpr)]
         if self.reached.path:  # a helper: the kernel's program and buffers, passed by keyword
             fn.decorator_list = [ast.parse("_tp_triton.jit", mode="eval").body]
             fn.name = self.reached.clone
@@ -118,7 +118,7 @@ class Instrumenter(ast.NodeTransformer):
         if position in self.calls:  # a helper with accesses: this call's copy of it
             node.func = ast.Name(self.calls[position].clone, ast.Load())
             node.keywords += [ast.keyword(name, ast.Name(name, ast.Load()))
-                              for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_RECORD", "_TP_COVER"]]
+                              for name in self.shared + ["_tp_slot", "_tp_pid", "_TP_TRACE"]]
             return node
         if position in self.products:
             return stored_values.left_out_call(node)
@@ -135,7 +135,7 @@ class Instrumenter(ast.NodeTransformer):
         i = self.tracer.owners[site.index]
         shift = self.tracer.ranges[i].shift
         tail = (f"_tp_base_{i}, _tp_span_{i}, _tp_cov_{i}, _tp_rec, _tp_cursor, _tp_cap, _tp_slot, _tp_viol, "
-                f"_tp_pid, {site.index}, {shift}, _TP_RECORD, _TP_COVER")
+                f"_tp_pid, {site.index}, {shift}, _TP_TRACE")
         if kind == "atomic":
             tail += f", {site.atomic!r}"
         call = ast.parse(f"_tp_probes.{kind}({tail})", mode="eval").body

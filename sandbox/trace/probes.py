@@ -11,24 +11,22 @@ tensor.
 Coverage counters of a tensor (int32, `span` each, one after the other): the lowest and highest
 linear program id that stored an element, whether it was loaded, whether an atomic updated it.
 
-A record: [site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active. An
-access whose lanes are all active and in bounds, each row of its block one run of elements (a
-vector add's block, a matmul's tile), is recorded by its rows instead, 64 times smaller for a
-128x64 tile: [site, -(rows * ROW_SHIFT + cols), first element of each row...]. A site of -1 ends
-a slot that ran out of room.
+A record: [site, lanes, lane...] with lane = element offset * 4 + 2 * out_of_bounds + active, the
+block's lanes in row-major order; the host makes runs of them. A site of -1 ends a slot that ran
+out of room. (A record of a tile's rows alone would be 64 times smaller, but testing a tile for it
+on the device made the build's compile twice as slow: every record is whole.)
 """
 import triton
 import triton.language as tl
 
 LOWEST, HIGHEST, LOADED, UPDATED = range(4)
 COUNTERS = 4
-ROW_SHIFT = tl.constexpr(1 << 32)  # a row record's header: -(rows * ROW_SHIFT + cols)
 OP_LOAD, OP_STORE, OP_ATOMIC = 0, 1, 2
 
 
 @triton.jit
 def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
-          SITE: tl.constexpr, SHIFT: tl.constexpr, OP: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+          SITE: tl.constexpr, SHIFT: tl.constexpr, OP: tl.constexpr, TRACE: tl.constexpr):
     addr = ptr.to(tl.int64)
     if mask is None:
         active = addr == addr
@@ -40,7 +38,7 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
     inside = (byte >= 0) & (elem < span)
     safe = active & inside
     oob = active & (inside == 0)
-    if COVER:
+    if TRACE:
         if OP == 1:  # which programs stored: two writers differ in the lowest and the highest id
             tl.atomic_min(cov + elem, pid, mask=safe, sem="relaxed")
             tl.atomic_max(cov + span + elem, pid, mask=safe, sem="relaxed")
@@ -49,41 +47,49 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
         else:  # updated by an atomic
             tl.store(cov + 3 * span + elem, 1, mask=safe)
     lanes = elem * 4 + oob.to(tl.int64) * 2 + active.to(tl.int64) + tl.zeros([1], tl.int64)
-    flat = tl.reshape(lanes, [lanes.numel])
-    if tl.sum(((flat >> 1) & 1).to(tl.int32), axis=0) > 0:
+    if tl.max((lanes >> 1) & 1) > 0:  # a whole-block reduction Triton may reorder: no layout conversion
         tl.atomic_cas(viol + pid, -1, SITE)
-    if RECORD:
+    if TRACE:
         if slot >= 0:
-            COLS: tl.constexpr = lanes.shape[len(lanes.shape) - 1]
-            ROWS: tl.constexpr = lanes.numel // COLS
-            table = tl.reshape(lanes, [ROWS, COLS])
-            firsts = tl.min(table >> 2, axis=1)
-            whole = (((table >> 2) - firsts[:, None]) == tl.arange(0, COLS)[None, :]) & ((table & 3) == 1)
-            if tl.sum(whole.to(tl.int32)) == lanes.numel:  # each row one run of active lanes, in bounds
-                append(rec, cursor, cap, slot, SITE, -(ROWS * ROW_SHIFT + COLS), firsts)
-            else:
-                append(rec, cursor, cap, slot, SITE, lanes.numel, flat)
+            append(rec, cursor, cap, slot, SITE, lanes.numel, lanes)
     return safe
 
 
 @triton.jit
 def append(rec, cursor, cap, slot, SITE, head, body):
-    """[SITE, head, body...] at the end of the slot's stream, or -1 there if it does not fit."""
+    """[SITE, head, body...] at the end of the slot's stream, or -1 there if it does not fit. The body
+    is stored in row-major order from its own layout (row_major), never reshaped: a reshape that keeps
+    the order moves the block through shared memory, which made ptxas several times slower."""
     at = tl.atomic_add(cursor + slot, body.numel + 2)
     out = rec + slot.to(tl.int64) * cap + at
     if at + body.numel + 2 <= cap:
         tl.store(out, SITE)
         tl.store(out + 1, head)
-        tl.store(out + 2 + tl.arange(0, body.numel), body)
+        tl.store(out + 2 + row_major(body), body)
     elif at < cap:
         tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
 
 
 @triton.jit
+def row_major(block):
+    """Each element's position in `block` read in row-major order, in the block's own shape."""
+    if len(block.shape) == 1:
+        return tl.arange(0, block.shape[0])
+    elif len(block.shape) == 2:
+        return tl.arange(0, block.shape[0])[:, None] * block.shape[1] + tl.arange(0, block.shape[1])[None, :]
+    elif len(block.shape) == 3:
+        return ((tl.arange(0, block.shape[0])[:, None, None] * block.shape[1]
+                 + tl.arange(0, block.shape[1])[None, :, None]) * block.shape[2]
+                + tl.arange(0, block.shape[2])[None, None, :])
+    else:
+        return tl.reshape(tl.arange(0, block.numel), block.shape)
+
+
+@triton.jit
 def load(ptr, mask, other, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr, volatile: tl.constexpr,
          base, span, cov, rec, cursor, cap, slot, viol, pid,
-         SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
-    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 0, RECORD, COVER)
+         SITE: tl.constexpr, SHIFT: tl.constexpr, TRACE: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 0, TRACE)
     return tl.load(ptr, mask=safe, other=other, cache_modifier=cache_modifier, eviction_policy=eviction_policy,
                    volatile=volatile)
 
@@ -91,15 +97,15 @@ def load(ptr, mask, other, cache_modifier: tl.constexpr, eviction_policy: tl.con
 @triton.jit
 def store(ptr, value, mask, cache_modifier: tl.constexpr, eviction_policy: tl.constexpr,
           base, span, cov, rec, cursor, cap, slot, viol, pid,
-          SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
-    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 1, RECORD, COVER)
+          SITE: tl.constexpr, SHIFT: tl.constexpr, TRACE: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 1, TRACE)
     tl.store(ptr, value, mask=safe, cache_modifier=cache_modifier, eviction_policy=eviction_policy)
 
 
 @triton.jit
 def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, cov, rec, cursor, cap, slot, viol, pid,
-           SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr, NAME: tl.constexpr):
-    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, RECORD, COVER)
+           SITE: tl.constexpr, SHIFT: tl.constexpr, TRACE: tl.constexpr, NAME: tl.constexpr):
+    safe = probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, TRACE)
     if NAME == "add":
         return tl.atomic_add(ptr, val, mask=safe, sem=sem, scope=scope)
     elif NAME == "max":
@@ -118,10 +124,10 @@ def atomic(ptr, val, mask, sem: tl.constexpr, scope: tl.constexpr, base, span, c
 
 @triton.jit
 def cas(ptr, cmp, val, sem: tl.constexpr, scope: tl.constexpr, base, span, cov, rec, cursor, cap, slot, viol, pid,
-        SITE: tl.constexpr, SHIFT: tl.constexpr, RECORD: tl.constexpr, COVER: tl.constexpr):
+        SITE: tl.constexpr, SHIFT: tl.constexpr, TRACE: tl.constexpr):
     """tl.atomic_cas takes no mask: an out-of-bounds lane compares and swaps at its tensor's first
     element instead, swapping in the value it compares with, so that memory keeps its value."""
-    safe = probe(ptr, None, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, RECORD, COVER)
+    safe = probe(ptr, None, base, span, cov, rec, cursor, cap, slot, viol, pid, SITE, SHIFT, 2, TRACE)
     elem = (ptr.to(tl.int64) - base) >> SHIFT
     return tl.atomic_cas(tl.where(safe, ptr, ptr - elem), cmp, tl.where(safe, val, cmp), sem=sem, scope=scope)
 
