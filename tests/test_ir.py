@@ -315,3 +315,22 @@ def test_a_disassembly_started_as_the_kernel_compiled_is_the_one_the_ir_shows(tm
     assert not ir._early and started.file.closed  # collected, not started again
     assert sass == ir.Disassembly(nvidia_tool("cuobjdump"), compiled.asm["cubin"]).result([])[0]
     assert sass and "LDG" in sass and usage["REG"] > 0
+
+
+def test_a_one_is_compiled_in_only_where_its_parameter_may_be_specialized(tmp_path):
+    """As Triton's JIT: an int argument of 1 becomes a constant, but not for a do_not_specialize
+    parameter (the GPU tracer's builds keep every integer dynamic), whose signature stays i32."""
+    from sandbox.launch import ir
+    source = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit(do_not_specialize=["n"])
+        def scale(x_ptr, n, stride, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs * stride, tl.load(x_ptr + offs * stride, mask=offs < n) * 2, mask=offs < n)
+        """)
+    kernel = ir.find_kernel(ir.load_module(write(tmp_path, source), interpret=False), "scale")
+    signature, constexprs, _ = ir.specialize(kernel.jit, {"x_ptr": torch.zeros(4), "n": 1, "stride": 1, "BLOCK": 4})
+    assert signature["n"] == "i32" and (1,) not in constexprs
+    assert signature["stride"] == "constexpr" and constexprs[(2,)] == 1

@@ -168,7 +168,8 @@ def with_heuristics(kernel, args):
 
 def specialize(fn, args):
     """Signature, constexprs and attributes as triton's JIT derives them from a launch's arguments:
-    ints by magnitude (1 becomes a constant), pointers and ints divisible by 16 marked so."""
+    ints by magnitude (1 becomes a constant, unless do_not_specialize), pointers and ints divisible by
+    16 marked so."""
     signature, constexprs, attrs = {}, {}, {}
     for index, param in enumerate(fn.params):
         if param.name in args:
@@ -178,6 +179,8 @@ def specialize(fn, args):
         else:
             raise RunError("compile", f"argument '{param.name}' of {fn.__name__} has no value")
         kind, divisible = ("constexpr", False) if param.is_constexpr else param_type(value)  # a str may be one
+        if param.do_not_specialize and type(value) is int and value == 1:
+            kind, divisible = "i32", False  # a 1 is compiled in only where the parameter may be specialized
         if kind == "constexpr":
             signature[param.name] = "constexpr"
             constexprs[(index, )] = value.value if isinstance(value, tl.constexpr) else value

@@ -1,9 +1,11 @@
 """kernel[grid](...) as a run makes it, and its compile ahead of the launch: an autotuned kernel's
 configs compiled at once on threads, a compile on a thread beside other work (Background)."""
+import contextlib
 import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 from sandbox.launch.kernel import launch_keywords
 
@@ -84,6 +86,36 @@ def compile_launch(kernel, grid, args, options):
                                                                    num_stages=options["num_stages"]))
     compile_configs_at_once(kernel, grid, args)
     return None
+
+
+def ready_to_launch(compiled):
+    """Load a compiled kernel and build its launcher now, beside other work, where Triton would do
+    both at its first launch: on Triton 3.6 the launcher is a C library built per signature (~0.3 s
+    of the C compiler). An optimisation only: the launch does what is left."""
+    with contextlib.suppress(Exception):
+        if compiled is not None:
+            compiled._init_handles()
+
+
+def build_launcher(jit, keywords):
+    """Build the launcher of `jit` launched with `keywords` while the kernel itself compiles (Triton
+    builds it after the compile, at the launch, into the same cache entry, keyed by its source: the
+    signature). Where a Triton has no launcher to build, or derives another signature, this costs a
+    few ms of the thread it runs on and the launch builds its own. An optimisation only."""
+    from triton.compiler import ASTSource
+    from triton.runtime import driver
+    from sandbox.launch.ir import specialize
+    with contextlib.suppress(Exception):
+        signature, constexprs, attrs = specialize(jit, keywords)
+        driver.active.launcher_cls(ASTSource(jit, signature, constexprs=constexprs, attrs=attrs), LaunchMetadata())
+
+
+class LaunchMetadata(SimpleNamespace):
+    """A compiled kernel's metadata as a launcher reads it before any launch: what no compile has set
+    yet is None."""
+
+    def __getattr__(self, name):
+        return None
 
 
 class Background:

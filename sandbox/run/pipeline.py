@@ -24,7 +24,7 @@ from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
 from sandbox.launch.ir import compile_ir, disassemble_early
-from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, compiled_choice
+from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, compiled_choice, ready_to_launch
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
 from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
@@ -32,7 +32,6 @@ from sandbox.run.launch_pass import Launch, LaunchPass, traced_launch
 from sandbox.trace import gpu as gpu_trace, stepper
 from sandbox.timeline.run import NO_GPU, timeline, timeline_or_note
 from sandbox.trace.interpreter import TraceBudgetExceeded
-
 
 CPU_FIRST_BUDGET_S = 0.25  # a small launch's interpreter pass, past which the GPU tracer takes over
 # a status phase -> the phase of an error raised during it
@@ -240,10 +239,11 @@ class Run(LaunchPass):
 
     def compile_real(self, kernel, grid, args):
         """The real launch's compile, launching nothing; the IR's disassembly of what it made starts at
-        once (it takes ~0.5 s, and runs beside the rest of the run)."""
+        once (it takes ~0.5 s, and runs beside the rest of the run), and its launcher is built."""
         compiled = compile_launch(kernel, grid, args, self.options)
         if self.options["ir"] and self.options["arch"] is None:
             disassemble_early(compiled)
+        ready_to_launch(compiled)
 
     def disassemble_choice(self, kernel, grid, args):
         """The disassembly of an autotuned kernel's chosen config starts as soon as it is chosen, beside

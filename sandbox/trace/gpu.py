@@ -27,6 +27,7 @@ import ast
 import copy
 import hashlib
 import inspect
+import itertools
 import math
 import os
 import textwrap
@@ -37,9 +38,10 @@ from triton.runtime import KernelInterface
 
 from sandbox.launch import build
 from sandbox.launch.kernel import find_kernel, launch_keywords, load_module, silenced
+from sandbox.launch.launcher import Background, build_launcher, ready_to_launch
 from sandbox.trace import probes, provenance
 from sandbox.trace.instrument import Instrumenter
-from sandbox.trace.record import access_bytes, coverage_result, index_of, out_of_bounds_error, pid_of, ProgramSample, runs_of, TensorRange, trace_of
+from sandbox.trace.record import access_bytes, coverage_result, index_of, out_of_bounds_error, pid_of, ProgramSample, TensorRange, trace_of
 
 RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
 def jits_again(node, name):
@@ -171,9 +173,14 @@ class InstrumentedTracer:
     def run(self, jit, grid, args, config, plan, trace, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
         buffers, extra = self.buffers(math.prod(grid), plan, trace, cap)
-        jit[grid](**launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages))
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
+        keywords = launch_keywords({**args, **extra}, num_warps=config.num_warps, num_stages=config.num_stages)
+        if self.device.type == "cpu":
+            jit[grid](**keywords)
+            return buffers
+        beside = Background(lambda: build_launcher(jit, keywords))  # while the launch compiles the build
+        jit[grid](**keywords)
+        torch.cuda.synchronize()
+        beside.wait()
         return buffers
 
     def buffers(self, total, plan, trace, cap=None):
@@ -211,9 +218,9 @@ class InstrumentedTracer:
         cursor = buffers["cursor"][slots].cpu().numpy() if slots else np.zeros(0, np.int64)
         used = np.minimum(cursor, cap)
         width = int(used.max()) if used.size else 0
-        rec = (buffers["rec"].view(-1, cap)[torch.tensor(slots, device=self.device), :width].cpu().numpy()
-               if width else np.zeros((len(slots), 0), np.int64))
-        events = self.events(rec, used)
+        rec = (buffers["rec"].view(-1, cap)[torch.tensor(slots, device=self.device), :width] if width
+               else torch.zeros((len(slots), 0), dtype=torch.int64))
+        events = self.events(rec.cpu().numpy(), used)  # the headers, read on the host
         records = self.records(rec, events)
         part_bytes = max(1, limits["max_bytes"] // 3)
         decoded, at = [], 0
@@ -251,18 +258,14 @@ class InstrumentedTracer:
         return events
 
     def records(self, rec, events):
-        """The access record of each event. Events of one size are read out together: most are one
-        contiguous run of active lanes per row of their block, which needs little per-event work."""
-        records = [None] * len(events)
-        by_size = {}
-        for i, (_, _, _, n) in enumerate(events):
-            by_size.setdefault(n, []).append(i)
-        for n, which in by_size.items():
-            rows = np.array([events[i][0] for i in which])
-            starts = np.array([events[i][1] for i in which])
-            lanes = rec[rows[:, None], starts[:, None] + np.arange(n)]
-            for row, i in enumerate(which):
-                records[i] = self.record(events[i][2], lanes[row])
+        """The access record of each event, a program's whole stream decoded at once where `rec` is
+        (stream_runs, on the GPU after a GPU launch): a 4096^3 matmul's program records a million lanes."""
+        records = []
+        for row, group in itertools.groupby(events, key=lambda event: event[0]):
+            group = list(group)
+            starts, sizes = np.array([e[1] for e in group]), np.array([e[3] for e in group])
+            for (_, _, site, _), runs in zip(group, zip(*stream_runs(rec[row], starts, sizes))):
+                records.append(self.record(site, *runs))
         return records
 
     def simple_record(self, site_index, offsets):
@@ -273,15 +276,12 @@ class InstrumentedTracer:
             record["atomic"] = site.atomic
         return record
 
-    def record(self, site_index, lanes):
-        elements, active = lanes >> 2, (lanes & 1).astype(bool)
-        offsets, masked = runs_of(elements[active]), runs_of(elements[~active])
+    def record(self, site_index, offsets, masked, out_of_bounds):
         if not offsets and not masked:
             return None
         record = {**self.simple_record(site_index, offsets), "masked": masked}
-        out = elements[active & ((lanes >> 1) & 1).astype(bool)]
-        if out.size:
-            record["out_of_bounds"] = runs_of(out)
+        if out_of_bounds:
+            record["out_of_bounds"] = out_of_bounds
             self.site_of[id(record)] = site_index
         return record
 
@@ -299,6 +299,37 @@ class InstrumentedTracer:
                 writers = torch.maximum(writers, updated.to(writers.dtype)).to(torch.uint8).cpu().numpy()
                 coverage[r.name] = coverage_result(writers, r)
         return tensors, coverage, touched
+
+
+def stream_runs(stream, starts, sizes):
+    """The lanes of a program's stream (a tensor; event i's lanes are stream[starts[i]:starts[i] +
+    sizes[i]], each event after its two-word header) as three lists of runs per event: its active
+    lanes' elements, its masked lanes' and its active out-of-bounds lanes', each [[first element,
+    length], ...]. Torch's operations, where the stream is: only the runs leave the device."""
+    if not len(starts):
+        return [], [], []
+    on = {"device": stream.device}
+    keep = torch.ones(int(starts[-1] + sizes[-1]), dtype=torch.bool, **on)
+    keep[torch.from_numpy(np.concatenate([starts - 2, starts - 1])).to(**on)] = False  # the headers
+    lanes = stream[:keep.numel()][keep]
+    event = torch.repeat_interleave(torch.arange(len(starts), **on), torch.from_numpy(sizes).to(**on))
+    elements, active = lanes >> 2, (lanes & 1).bool()
+    out = active & ((lanes >> 1) & 1).bool()
+    return [event_runs(elements[which], event[which], len(starts)) for which in (active, ~active, out)]
+
+
+def event_runs(elements, event, count):
+    """The runs of consecutive elements within each of `count` events (`event`: each element's, in
+    order), as runs_of gives them: a list per event."""
+    if elements.numel() == 0:
+        return [[] for _ in range(count)]
+    starts_run = torch.ones(elements.numel(), dtype=torch.bool, device=elements.device)
+    starts_run[1:] = (elements.diff() != 1) | (event.diff() != 0)
+    first = torch.nonzero(starts_run).squeeze(1)
+    lengths = torch.diff(first, append=torch.tensor([elements.numel()], device=elements.device))
+    runs = torch.stack([elements[first], lengths], dim=1).cpu().tolist()
+    bounds = np.searchsorted(event[first].cpu().numpy(), np.arange(count + 1))
+    return [runs[start:end] for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def record_plan(total, limits, trace_pid=None, grid=None):
@@ -326,8 +357,8 @@ def compile_instrumented(tracer, jit, grid, args, config, options, limits, light
     compiled (or, in Triton's asynchronous compile mode, being compiled)."""
     plan, trace = ([], False) if light else (first_launch_plan(grid, options, limits), options["trace"])
     _, extra = tracer.buffers(math.prod(grid), plan, trace)
-    jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
-                                            num_stages=config.num_stages))
+    ready_to_launch(jit.warmup(grid=grid, **launch_keywords({**args, **extra}, num_warps=config.num_warps,
+                                                            num_stages=config.num_stages)))
 
 
 def checked_run(tracer, jit, grid, args, config, limits, plan, trace):
