@@ -44,6 +44,7 @@ from sandbox.trace.instrument import Instrumenter
 from sandbox.trace.record import access_bytes, coverage_result, index_of, out_of_bounds_error, pid_of, ProgramSample, TensorRange, trace_of
 
 RECORD_LANES = 1 << 24  # int64 lanes of record buffer (128 MB) shared by the programs with a slot
+DEVICE_DECODE_LANES = 1 << 20  # recorded lanes past which they are decoded where they were recorded
 def jits_again(node, name):
     """Whether `node` is `name = triton.jit(name)` (or `= triton.jit(...)(name)`): a kernel defined by a
     plain `def` and jitted by assignment, as some libraries write kernels. The instrumented module
@@ -220,8 +221,9 @@ class InstrumentedTracer:
         width = int(used.max()) if used.size else 0
         rec = (buffers["rec"].view(-1, cap)[torch.tensor(slots, device=self.device), :width] if width
                else torch.zeros((len(slots), 0), dtype=torch.int64))
-        events = self.events(rec.cpu().numpy(), used)  # the headers, read on the host
-        records = self.records(rec, events)
+        host = rec.cpu()
+        events = self.events(host.numpy(), used)  # the headers, read on the host
+        records = self.records(rec if sum(e[3] for e in events) > DEVICE_DECODE_LANES else host, events)
         part_bytes = max(1, limits["max_bytes"] // 3)
         decoded, at = [], 0
         for row, slot in enumerate(slots):
@@ -258,15 +260,13 @@ class InstrumentedTracer:
         return events
 
     def records(self, rec, events):
-        """The access record of each event, a program's whole stream decoded at once where `rec` is
-        (stream_runs, on the GPU after a GPU launch): a 4096^3 matmul's program records a million lanes."""
-        records = []
-        for row, group in itertools.groupby(events, key=lambda event: event[0]):
-            group = list(group)
-            starts, sizes = np.array([e[1] for e in group]), np.array([e[3] for e in group])
-            for (_, _, site, _), runs in zip(group, zip(*stream_runs(rec[row], starts, sizes))):
-                records.append(self.record(site, *runs))
-        return records
+        """The access record of each event, all decoded at once (stream_runs) where `rec` is: the
+        device where the lanes are many (a 4096^3 matmul's program records a million), else the host."""
+        if not events:
+            return []
+        rows, starts, sizes = (np.array([event[i] for event in events]) for i in (0, 1, 3))
+        runs = stream_runs(rec.reshape(-1), rows * rec.shape[1] + starts, sizes)
+        return [self.record(event[2], *event_runs) for event, event_runs in zip(events, zip(*runs))]
 
     def simple_record(self, site_index, offsets):
         site = self.analysis.sites[site_index]
@@ -302,20 +302,18 @@ class InstrumentedTracer:
 
 
 def stream_runs(stream, starts, sizes):
-    """The lanes of a program's stream (a tensor; event i's lanes are stream[starts[i]:starts[i] +
-    sizes[i]], each event after its two-word header) as three lists of runs per event: its active
-    lanes' elements, its masked lanes' and its active out-of-bounds lanes', each [[first element,
-    length], ...]. Torch's operations, where the stream is: only the runs leave the device."""
-    if not len(starts):
-        return [], [], []
+    """The lanes of the events in `stream` (a tensor; event i's lanes are stream[starts[i]:starts[i] +
+    sizes[i]]) as three lists of runs per event: its active lanes' elements, its masked lanes' and its
+    active out-of-bounds lanes', each [[first element, length], ...]. Torch's operations, where the
+    stream is: only the runs leave the device."""
     on = {"device": stream.device}
-    keep = torch.ones(int(starts[-1] + sizes[-1]), dtype=torch.bool, **on)
-    keep[torch.from_numpy(np.concatenate([starts - 2, starts - 1])).to(**on)] = False  # the headers
-    lanes = stream[:keep.numel()][keep]
-    event = torch.repeat_interleave(torch.arange(len(starts), **on), torch.from_numpy(sizes).to(**on))
+    sizes, starts = torch.from_numpy(sizes).to(**on), torch.from_numpy(starts).to(**on)
+    event = torch.repeat_interleave(torch.arange(sizes.numel(), **on), sizes)
+    first_lane = torch.cumsum(sizes, 0) - sizes  # each event's first lane among all events' lanes
+    lanes = stream[torch.arange(event.numel(), **on) + (starts - first_lane)[event]]
     elements, active = lanes >> 2, (lanes & 1).bool()
     out = active & ((lanes >> 1) & 1).bool()
-    return [event_runs(elements[which], event[which], len(starts)) for which in (active, ~active, out)]
+    return [event_runs(elements[which], event[which], sizes.numel()) for which in (active, ~active, out)]
 
 
 def event_runs(elements, event, count):
