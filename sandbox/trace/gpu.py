@@ -296,7 +296,7 @@ class InstrumentedTracer:
             touched += int(((loaded | updated).sum() + (stored | updated).sum()).item()) * r.itemsize
             if r.stored:
                 writers = torch.where(highest < 0, 0, torch.where(lowest == highest, 1, 2))
-                writers = torch.maximum(writers, updated.to(writers.dtype)).to(torch.uint8).cpu().numpy()
+                writers = torch.maximum(writers, updated.to(writers.dtype)).to(torch.uint8)
                 coverage[r.name] = coverage_result(writers, r)
         return tensors, coverage, touched
 

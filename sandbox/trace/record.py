@@ -111,15 +111,21 @@ class Coverage:
 
 def coverage_result(writers, tensor_range):
     """docs/result.md `coverage` of one tensor from `writers` per element of its span: 0 (unwritten),
-    1 (one program, or atomics) or 2 (plain stores of more than one program)."""
+    1 (one program, or atomics) or 2 (plain stores of more than one program). An array, or a tensor
+    where the launch left it (the GPU's: only the elements found leave the device)."""
+    writers = torch.as_tensor(writers)
     t = tensor_range.tensor
+    positions = None
     if not t.is_contiguous():  # only the view's own elements; gaps between them are never expected to be written
-        positions = torch.as_strided(torch.arange(tensor_range.span), t.shape, t.stride()).flatten().numpy()
+        positions = torch.as_strided(torch.arange(tensor_range.span, device=writers.device), t.shape,
+                                     t.stride()).flatten()
         writers = writers[positions]
-    else:
-        positions = np.arange(writers.size)
-    unwritten = positions[writers == 0]
-    multi = positions[writers > 1]
+
+    def elements(mask):
+        found = torch.nonzero(mask).squeeze(1)
+        return (found if positions is None else positions[found]).cpu().numpy()
+
+    unwritten, multi = elements(writers == 0), elements(writers > 1)
     unwritten_runs = runs_of(unwritten, MAX_COVERAGE_RUNS + 1)
     multi_runs = runs_of(multi, MAX_COVERAGE_RUNS + 1)
     return {"numel": t.numel(), "unwritten": int(unwritten.size), "multiply_written": int(multi.size),
