@@ -9,7 +9,7 @@ never happens. Only a launch found clean runs, on the program's own tensors (its
 thread beside the check's). Every launch listed is checked by the build that traces, so that
 running the program again to show another launch (`options.launch`) finds that launch's trace
 compiled; an autotuner's trial of a config, never listed, by the light build that only checks
-(half as slow to compile), the configs' builds compiled ahead of the trials. The launch that is
+(quicker to compile), the configs' builds compiled ahead of the trials. The launch that is
 shown has its trace from that check, its timings from do_bench's way of timing (sandbox.run.bench)
 replaying it with its inputs restored before each repetition, its timeline where asked
 (options.timeline: one more launch under Proton's instrumentation, sandbox.timeline), and its IR.
