@@ -424,3 +424,41 @@ def test_accesses_through_aliases_of_tl_load_and_store_are_instrumented(tmp_path
     expected = interpreter_trace(ALIASED_ACCESSES, tmp_path / "a")
     got = instrumented_trace(ALIASED_ACCESSES, tmp_path / "b")
     assert same(got) == same(expected) and expected["programs"][0]["accesses"]
+
+
+def test_a_streams_lanes_make_the_runs_an_access_by_access_reading_makes():
+    """stream_runs reads every recorded event at once (on the GPU where the lanes are many): its runs
+    of active, masked and out-of-bounds lanes are those of each event's lanes read on their own."""
+    import numpy as np
+    import torch
+    from sandbox.trace.record import runs_of
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        stream, starts, events = [], [], []
+        for _ in range(int(rng.integers(1, 6))):
+            n = int(rng.integers(0, 40))  # an access with no lanes too
+            elements = int(rng.integers(0, 100)) + np.arange(n) + (rng.random(n) < 0.2) * rng.integers(-3, 5, n)
+            lanes = elements * 4 + (rng.random(n) < 0.1) * 2 + (rng.random(n) < 0.8)
+            stream += [3, n]
+            starts.append(len(stream))
+            stream += lanes.tolist()
+            events.append(lanes)
+        found = zip(*gpu_trace.stream_runs(torch.tensor(stream), np.array(starts), np.array([e.size for e in events])))
+        for lanes, runs in zip(events, found):
+            elements, active = lanes >> 2, (lanes & 1).astype(bool)
+            out = active & ((lanes >> 1) & 1).astype(bool)
+            assert tuple(runs) == (runs_of(elements[active]), runs_of(elements[~active]), runs_of(elements[out]))
+
+
+def test_coverage_from_a_tensor_is_the_coverage_from_an_array():
+    """The GPU tracer's counters stay on the device: coverage_result finds the same runs in a tensor
+    as in an array, for a tensor and for a strided view."""
+    import numpy as np
+    import torch
+    from sandbox.trace.record import coverage_result, TensorRange
+    for tensor in (torch.empty(64, 48), torch.empty(64, 64)[:, 8:40]):
+        seen = TensorRange("t", tensor)
+        writers = np.random.default_rng(1).integers(0, 3, seen.span).astype(np.uint8)
+        assert coverage_result(torch.from_numpy(writers), seen) == coverage_result(writers, seen)
+        assert coverage_result(writers, seen)["unwritten"] == int((torch.as_strided(
+            torch.from_numpy(writers), tensor.shape, tensor.stride()) == 0).sum())
