@@ -7,6 +7,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
+from triton.compiler import ASTSource
+from triton.runtime import driver
+
+from sandbox.launch.ir import specialize
 from sandbox.launch.kernel import launch_keywords
 
 COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
@@ -102,9 +106,6 @@ def build_launcher(jit, keywords):
     builds it after the compile, at the launch, into the same cache entry, keyed by its source: the
     signature). Where a Triton has no launcher to build, or derives another signature, this costs a
     few ms of the thread it runs on and the launch builds its own. An optimisation only."""
-    from triton.compiler import ASTSource
-    from triton.runtime import driver
-    from sandbox.launch.ir import specialize
     with contextlib.suppress(Exception):
         signature, constexprs, attrs = specialize(jit, keywords)
         driver.active.launcher_cls(ASTSource(jit, signature, constexprs=constexprs, attrs=attrs), LaunchMetadata())

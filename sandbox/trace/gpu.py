@@ -223,7 +223,7 @@ class InstrumentedTracer:
                else torch.zeros((len(slots), 0), dtype=torch.int64))
         host = rec.cpu()
         events = self.events(host.numpy(), used)  # the headers, read on the host
-        records = self.records(rec if sum(e[3] for e in events) > DEVICE_DECODE_LANES else host, events)
+        records = self.records(rec, host, events)
         part_bytes = max(1, limits["max_bytes"] // 3)
         decoded, at = [], 0
         for row, slot in enumerate(slots):
@@ -259,27 +259,24 @@ class InstrumentedTracer:
                 at += n + 2
         return events
 
-    def records(self, rec, events):
-        """The access record of each event, all decoded at once (stream_runs) where `rec` is: the
-        device where the lanes are many (a 4096^3 matmul's program records a million), else the host."""
+    def records(self, rec, host, events):
+        """The access record of each event, all decoded at once (stream_runs): on the device (`rec`)
+        where the lanes are many (a 4096^3 matmul's program records a million), else on the host."""
         if not events:
             return []
         rows, starts, sizes = (np.array([event[i] for event in events]) for i in (0, 1, 3))
-        runs = stream_runs(rec.reshape(-1), rows * rec.shape[1] + starts, sizes)
+        where = rec if sizes.sum() > DEVICE_DECODE_LANES else host
+        runs = stream_runs(where.reshape(-1), rows * rec.shape[1] + starts, sizes)
         return [self.record(event[2], *event_runs) for event, event_runs in zip(events, zip(*runs))]
-
-    def simple_record(self, site_index, offsets):
-        site = self.analysis.sites[site_index]
-        record = {"op": site.op, "tensor": self.ranges[self.owners[site_index]].name, "line": site.line,
-                  "offsets": offsets, "masked": []}
-        if site.op == "atomic":
-            record["atomic"] = site.atomic
-        return record
 
     def record(self, site_index, offsets, masked, out_of_bounds):
         if not offsets and not masked:
             return None
-        record = {**self.simple_record(site_index, offsets), "masked": masked}
+        site = self.analysis.sites[site_index]
+        record = {"op": site.op, "tensor": self.ranges[self.owners[site_index]].name, "line": site.line,
+                  "offsets": offsets, "masked": masked}
+        if site.op == "atomic":
+            record["atomic"] = site.atomic
         if out_of_bounds:
             record["out_of_bounds"] = out_of_bounds
             self.site_of[id(record)] = site_index

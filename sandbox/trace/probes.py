@@ -51,20 +51,20 @@ def probe(ptr, mask, base, span, cov, rec, cursor, cap, slot, viol, pid,
         tl.atomic_cas(viol + pid, -1, SITE)
     if TRACE:
         if slot >= 0:
-            append(rec, cursor, cap, slot, SITE, lanes.numel, lanes)
+            append(rec, cursor, cap, slot, SITE, lanes)
     return safe
 
 
 @triton.jit
-def append(rec, cursor, cap, slot, SITE, head, body):
-    """[SITE, head, body...] at the end of the slot's stream, or -1 there if it does not fit. The body
+def append(rec, cursor, cap, slot, SITE, body):
+    """[SITE, lanes, body...] at the end of the slot's stream, or -1 there if it does not fit. The body
     is stored in row-major order from its own layout (row_major), never reshaped: a reshape that keeps
     the order moves the block through shared memory, which made ptxas several times slower."""
     at = tl.atomic_add(cursor + slot, body.numel + 2)
     out = rec + slot.to(tl.int64) * cap + at
     if at + body.numel + 2 <= cap:
         tl.store(out, SITE)
-        tl.store(out + 1, head)
+        tl.store(out + 1, body.numel)
         tl.store(out + 2 + row_major(body), body)
     elif at < cap:
         tl.store(out, -1)  # the end of what fitted: the rest of the slot is not written
