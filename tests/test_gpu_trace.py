@@ -121,9 +121,25 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     instrumented.write_text(tracer.instrumented_source())
     _, extra = tracer.buffers(math.prod(grid), [0], True, True)
     config = kernel.config(None, 4, 3)
-    ir = compile_ir(str(instrumented), spec["kernel"], {**args, **extra, **config.kwargs},
-                    num_warps=config.num_warps, num_stages=config.num_stages, arch="sm90")
+    keywords = tracer.keywords({**args, **extra, **config.kwargs}, config)  # as the tracer launches it: wide
+    options = {name: keywords.pop(name) for name in ("num_warps", "num_stages")}
+    assert options["num_warps"] == gpu_trace.WIDE_WARPS
+    ir = compile_ir(str(instrumented), spec["kernel"], keywords, **options, arch="sm90")
     assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
+    assert f"ntid {32 * gpu_trace.WIDE_WARPS}" in ir["ptx"]  # .reqntid or .maxntid, as Triton's version writes
+
+
+def test_a_kernel_that_reads_its_warps_is_instrumented_at_its_own(tmp_path):
+    """The instrumented build runs at WIDE_WARPS (a quicker compile; what a program accesses does
+    not depend on its warps) unless the kernel asks how many it has."""
+    spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS["vector_add_masked_tail"], tmp_path)
+    config = kernel.config(None, 4, 3)
+    assert gpu_trace.prepare(spec, path, kernel, inputs, namespace)[0].keywords({}, config)["num_warps"] == 32
+    asks = spec["source"].replace("pid = tl.program_id(0)", "pid = tl.program_id(0) + 0 * tl.extra.cuda.num_warps()")
+    assert asks != spec["source"]
+    spec, path, kernel, namespace, inputs, _, grid = launch({**CORPUS["vector_add_masked_tail"], "source": asks},
+                                                             tmp_path / "asks")
+    assert gpu_trace.prepare(spec, path, kernel, inputs, namespace)[0].keywords({}, config)["num_warps"] == 4
 
 
 def test_an_instrumented_build_specializes_on_nothing(tmp_path):
