@@ -52,6 +52,8 @@ DEVICE_DECODE_LANES = 1 << 20  # recorded lanes past which they are decoded wher
 # 7.5 s at 4 (ptxas 0.15 s, 1.3 s, 3.8 s); a fused attention's in 1.6 s at 32, 7.5 s at its own 4.
 WIDE_WARPS = 32
 READS_ITS_WARPS = re.compile(r"\bnum_(warps|threads)\s*\(")  # tl.extra.cuda's queries of a program's warps
+
+
 def jits_again(node, name):
     """Whether `node` is `name = triton.jit(name)` (or `= triton.jit(...)(name)`): a kernel defined by a
     plain `def` and jitted by assignment, as some libraries write kernels. The instrumented module
