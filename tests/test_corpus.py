@@ -98,9 +98,11 @@ def gpu_tracer_fallback(entry, scratch):
     instrumented.write_text(tracer.instrumented_source())
     _, extra = tracer.buffers(math.prod(grid), [0], True, True)
     config = kernel.config(None, 4, 3)
+    arguments = {**args, **extra, **config.kwargs}
+    keywords = tracer.keywords(arguments, config)  # wide, as the tracer launches it
     try:
-        compile_ir(str(instrumented), spec["kernel"], {**args, **extra, **config.kwargs},
-                   num_warps=config.num_warps, num_stages=config.num_stages, arch="sm90")
+        compile_ir(str(instrumented), spec["kernel"], arguments, num_warps=keywords["num_warps"],
+                   num_stages=keywords["num_stages"], arch="sm90")
     except RunError as e:
         return f"its instrumented build does not compile for a GPU: {e.message}"
     return None

@@ -121,10 +121,11 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     instrumented.write_text(tracer.instrumented_source())
     _, extra = tracer.buffers(math.prod(grid), [0], True, True)
     config = kernel.config(None, 4, 3)
-    keywords = tracer.keywords({**args, **extra, **config.kwargs}, config)  # as the tracer launches it: wide
-    options = {name: keywords.pop(name) for name in ("num_warps", "num_stages")}
-    assert options["num_warps"] == gpu_trace.WIDE_WARPS
-    ir = compile_ir(str(instrumented), spec["kernel"], keywords, **options, arch="sm90")
+    arguments = {**args, **extra, **config.kwargs}
+    keywords = tracer.keywords(arguments, config)  # as the tracer launches it: wide
+    assert keywords["num_warps"] == gpu_trace.WIDE_WARPS
+    ir = compile_ir(str(instrumented), spec["kernel"], arguments, num_warps=keywords["num_warps"],
+                    num_stages=keywords["num_stages"], arch="sm90")
     assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
     assert f"ntid {32 * gpu_trace.WIDE_WARPS}" in ir["ptx"]  # .reqntid or .maxntid, as Triton's version writes
 
@@ -140,6 +141,33 @@ def test_a_kernel_that_reads_its_warps_is_instrumented_at_its_own(tmp_path):
     spec, path, kernel, namespace, inputs, _, grid = launch({**CORPUS["vector_add_masked_tail"], "source": asks},
                                                              tmp_path / "asks")
     assert gpu_trace.prepare(spec, path, kernel, inputs, namespace)[0].keywords({}, config)["num_warps"] == 4
+
+
+def test_an_instrumented_build_that_does_not_compile_wide_compiles_at_the_kernels_own_warps(tmp_path):
+    """A wide build Triton refuses costs one compile, then the kernel's own warps, for every later
+    launch of the tracer; an error at the kernel's own warps is the kernel's, raised."""
+    spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS["vector_add_masked_tail"], tmp_path)
+    tracer, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    config = kernel.config(None, 4, 3)
+
+    class Compiler:  # stands in for a JITFunction's warmup: what Triton refuses is the test's to say
+        def __init__(self, refused):
+            self.refused, self.warps = refused, []
+
+        def warmup(self, grid, **keywords):
+            self.warps.append(keywords["num_warps"])
+            if keywords["num_warps"] in self.refused:
+                raise RuntimeError(f"PassManager::run failed at {keywords['num_warps']} warps")
+            return "compiled"
+
+    wide_refused = Compiler({gpu_trace.WIDE_WARPS})
+    keywords, compiled = tracer.compile(wide_refused, grid, {"n": 50}, config)
+    assert (keywords["num_warps"], compiled, wide_refused.warps) == (4, "compiled", [gpu_trace.WIDE_WARPS, 4])
+    later = Compiler(set())
+    assert tracer.compile(later, grid, {"n": 50}, config)[0]["num_warps"] == 4 and later.warps == [4]
+    fresh, _ = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
+    with pytest.raises(RuntimeError, match="at 4 warps"):
+        fresh.compile(Compiler({4, gpu_trace.WIDE_WARPS}), grid, {}, config)
 
 
 def test_an_instrumented_build_specializes_on_nothing(tmp_path):
