@@ -261,7 +261,8 @@ def test_an_exception_that_escapes_a_runs_handling_is_its_error_naming_where_not
 def test_a_sigint_to_a_runs_process_is_its_error_and_the_next_run_is_served(client):
     """A SIGINT reaching the run's process while its kernel runs (here sent by a timer the module
     starts; under load on a GPU host, by a sender never found): the run's result says it was
-    interrupted and where, its output holds no traceback, and the server serves on."""
+    interrupted and where, its output holds no traceback, and the server serves on. So too where the
+    server was started with SIGINT ignored (a shell's background job), as its processes inherit."""
     from tests.support.kernels import vector_add_spec
     spec = vector_add_spec(n=256, block=64, check=True, bench=False, trace=False, ir=False)
     slow = vector_add_spec(n=1 << 22, block=64, check=True, bench=False, trace=True, ir=False)  # 65536 programs

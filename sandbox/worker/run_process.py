@@ -366,6 +366,7 @@ def lend_shared_kernels(settings, steps):
 def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     """The process that runs user code: confined, warm, then one job."""
     keep_only_run_environment()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the run's error, even where `make run &` ignores it
     if settings.cuda_visible_devices is not None:  # its GPU by UUID: the jail's /dev holds no other to count
         os.environ["CUDA_VISIBLE_DEVICES"] = settings.cuda_visible_devices
     if warming:  # the CPU goes to runs first: a warm-up never delays one
