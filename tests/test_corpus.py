@@ -3,20 +3,18 @@ library's wrapper launches it. Each runs `ok`, checked against PyTorch and trace
 of one of its stores removed (at test time, in the source's text) it stops with the out-of-bounds
 error that names the program, the tensor and the line. In the interpreter here, and on a GPU host
 (`pytest -m gpu`) on the GPU, traced by the GPU tracer (sandbox.trace.gpu) with no fallback."""
-import math
 from pathlib import Path
 
 import pytest
 
 from sandbox.errors import RunError
 from sandbox.launch import build
-from sandbox.launch.ir import compile_ir
 from sandbox.launch.kernel import write_source
 from sandbox.run.pipeline import run_spec
 from sandbox.spec import normalize
 from sandbox.trace import gpu as gpu_trace
 from tests.corpus import bnb, cce, fla, liger, without_store_mask
-from tests.test_gpu_trace import instrumented_trace, interpreter_trace, same
+from tests.test_gpu_trace import instrumented_ir, instrumented_trace, interpreter_trace, same
 
 pytestmark = pytest.mark.integration  # runs the libraries' kernels: the corpus
 
@@ -94,15 +92,8 @@ def gpu_tracer_fallback(entry, scratch):
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
     if tracer.unsupported:
         return f"the GPU tracer cannot see {tracer.unsupported}"
-    instrumented = scratch / "kernel_instrumented.py"
-    instrumented.write_text(tracer.instrumented_source())
-    _, extra = tracer.buffers(math.prod(grid), [0], True, True)
-    config = kernel.config(None, 4, 3)
-    arguments = {**args, **extra, **config.kwargs}
-    keywords = tracer.keywords(arguments, config)  # wide, as the tracer launches it
     try:
-        compile_ir(str(instrumented), spec["kernel"], arguments, num_warps=keywords["num_warps"],
-                   num_stages=keywords["num_stages"], arch="sm90")
+        instrumented_ir(spec, kernel, tracer, args, grid, scratch)
     except RunError as e:
         return f"its instrumented build does not compile for a GPU: {e.message}"
     return None

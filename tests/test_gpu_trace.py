@@ -109,6 +109,19 @@ def test_an_overrun_is_judged_by_the_tensor_the_pointer_comes_from(tmp_path):
     assert stray["tensor"] == "x" and stray["out_of_bounds"] == [[n, 99328 - n]]
 
 
+def instrumented_ir(spec, kernel, tracer, args, grid, scratch):
+    """(The IR, its launch keywords) of the instrumented build compiled for sm90 as the tracer's first
+    launch of a trace compiles it: one program recorded, at the tracer's warps."""
+    instrumented = scratch / "kernel_instrumented.py"
+    instrumented.write_text(tracer.instrumented_source())
+    _, extra = tracer.buffers(math.prod(grid), [0], True)
+    config = kernel.config(None, 4, 3)
+    arguments = {**args, **extra, **config.kwargs}
+    keywords = tracer.keywords(arguments, config)
+    return compile_ir(str(instrumented), spec["kernel"], arguments, num_warps=keywords["num_warps"],
+                      num_stages=keywords["num_stages"], arch="sm90"), keywords
+
+
 @pytest.mark.parametrize("name", ["vector_add_masked_tail", "atomics", "loop_over_k_with_dot", "autotuned",
                                   "helper_functions", pytest.param("block_pointers", marks=needs_block_pointers()),
                                   "spin_lock", "optional_pointer_none"])
@@ -117,15 +130,8 @@ def test_instrumented_builds_compile_for_a_gpu(name, tmp_path):
     assert not callable(tl.int32)  # the interpreter's patches are undone (a callable dtype does not compile)
     spec, path, kernel, namespace, inputs, _, grid = launch(CORPUS[name], tmp_path)
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
-    instrumented = tmp_path / "kernel_instrumented.py"
-    instrumented.write_text(tracer.instrumented_source())
-    _, extra = tracer.buffers(math.prod(grid), [0], True, True)
-    config = kernel.config(None, 4, 3)
-    arguments = {**args, **extra, **config.kwargs}
-    keywords = tracer.keywords(arguments, config)  # as the tracer launches it: wide
+    ir, keywords = instrumented_ir(spec, kernel, tracer, args, grid, tmp_path)
     assert keywords["num_warps"] == gpu_trace.WIDE_WARPS
-    ir = compile_ir(str(instrumented), spec["kernel"], arguments, num_warps=keywords["num_warps"],
-                    num_stages=keywords["num_stages"], arch="sm90")
     assert "atom.global" in ir["ptx"] and ".target sm_90" in ir["ptx"]
     assert f"ntid {32 * gpu_trace.WIDE_WARPS}" in ir["ptx"]  # .reqntid or .maxntid, as Triton's version writes
 

@@ -188,8 +188,9 @@ class InstrumentedTracer:
         return launch_keywords(args, num_warps=warps, num_stages=config.num_stages)
 
     def compile(self, jit, grid, args, config):
-        """Compile the instrumented build, launching nothing; its launch keywords. Where the wide build
-        does not compile (a layout Triton cannot make so wide), the kernel's own warps, from then on."""
+        """Compile the instrumented build, launching nothing: (its launch keywords, the compiled kernel).
+        Where the wide build does not compile (a layout Triton cannot make so wide), the kernel's own
+        warps, from then on."""
         keywords = self.keywords(args, config)
         try:
             return keywords, jit.warmup(grid=grid, **keywords)
@@ -197,17 +198,17 @@ class InstrumentedTracer:
             if self.narrow or keywords["num_warps"] == config.num_warps:
                 raise
         self.narrow = True
-        keywords = self.keywords(args, config)
-        return keywords, jit.warmup(grid=grid, **keywords)
+        return self.compile(jit, grid, args, config)
 
     def run(self, jit, grid, args, config, plan, trace, cap=None):
         """Launch the instrumented kernel; returns its buffers (on the GPU)."""
         buffers, extra = self.buffers(math.prod(grid), plan, trace, cap)
+        args = {**args, **extra}
         if self.device.type == "cpu":
-            jit[grid](**self.keywords({**args, **extra}, config))
+            jit[grid](**self.keywords(args, config))
             return buffers
-        beside = Background(lambda: build_launcher(jit, self.keywords({**args, **extra}, config)))  # while it compiles
-        keywords, _ = self.compile(jit, grid, {**args, **extra}, config)
+        beside = Background(lambda: build_launcher(jit, self.keywords(args, config)))  # while the build compiles
+        keywords, _ = self.compile(jit, grid, args, config)
         jit[grid](**keywords)
         torch.cuda.synchronize()
         beside.wait()
