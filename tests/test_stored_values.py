@@ -2,16 +2,14 @@
 (sandbox.trace.stored_values): the analysis, which refuses wherever the value could reach an address,
 a mask, a branch, an atomic, a print, a helper or a tensor read back; the build, which still compiles
 for a GPU and traces what the interpreter sees."""
-import math
 import textwrap
 
 import pytest
 
 from benchmarks import big_kernels
-from sandbox.launch.ir import compile_ir
 from sandbox.trace import gpu as gpu_trace, provenance, stored_values
 from tests.support.trace_corpus import CORPUS
-from tests.test_gpu_trace import instrumented_trace, interpreter_trace, launch, same
+from tests.test_gpu_trace import instrumented_ir, instrumented_trace, interpreter_trace, launch, same
 
 MATMUL = """
 import triton
@@ -100,10 +98,6 @@ def test_a_left_out_product_keeps_its_type_and_the_build_compiles_for_a_gpu(tmp_
            "args": {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "d_ptr": "d", "B": 32}}
     spec, path, kernel, namespace, inputs, _, grid = launch(raw, tmp_path)
     tracer, args = gpu_trace.prepare(spec, path, kernel, inputs, namespace)
-    source = tracer.instrumented_source()
-    assert source.count("_tp_probes.product_left_out(") == 2
-    instrumented = tmp_path / "kernel_instrumented.py"
-    instrumented.write_text(source)
-    _, extra = tracer.buffers(math.prod(grid), [0], True, True)
-    ir = compile_ir(str(instrumented), "k", {**args, **extra}, num_warps=4, num_stages=2, arch="sm90")
+    assert tracer.instrumented_source().count("_tp_probes.product_left_out(") == 2
+    ir, _ = instrumented_ir(spec, kernel, tracer, args, grid, tmp_path)
     assert ".target sm_90" in ir["ptx"] and "mma" not in ir["ptx"]  # no product left in the build
