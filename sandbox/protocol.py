@@ -95,6 +95,7 @@ class Job:
     sanitized_before: bool = False   # this launch passed the bounds check on this server before
     compiled_ahead: bool = False     # a compile ahead of this spec finished into the kernels it is lent
     reference_times: dict = field(default_factory=dict)  # {reference key: timing} its worker kept for the owner
+    peak_gbps: float = None          # the device's copy bandwidth its worker's warm-up measured (sandbox.run.bench)
     grading: dict = None             # a graded run's hidden check: the worker gives it to the grader alone
     compile_ahead: bool = False      # compile what a run of the spec would, launching nothing (sandbox.worker.ahead)
     grade: dict = None               # a grader's job (sandbox.grading.grader): it runs no module and has no spec
@@ -106,7 +107,7 @@ class Job:
                                      # person's run, and takes a warm run process only where another stays warm
 
     _KINDS = {"owner": (str, type(None)), "provenance": (str,), "sanitized_before": (bool,), "compiled_ahead": (bool,),
-             "reference_times": (dict,), "grading": (dict, type(None)), "compile_ahead": (bool,),
+             "reference_times": (dict,), "peak_gbps": (int, float, type(None)), "grading": (dict, type(None)), "compile_ahead": (bool,),
              "grade": (dict, type(None)), "recheck": (dict, type(None)), "replay": (dict, type(None)),
              "yields": (bool,)}
 

@@ -176,6 +176,11 @@ def timed_ok(content):
             and isinstance(summary, dict) and not summary_problems(summary))
 
 
+def positive_number(value):
+    """A finite number above zero (not a bool): what a measured rate such as `peak_gbps` must be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+
+
 def server_check_problems(check):
     """Where a server's check of a launch ({"launch", "bounds", "message"}) departs from its definition."""
     if not isinstance(check, dict):

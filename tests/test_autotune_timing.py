@@ -1,12 +1,17 @@
 """A form run's autotuner times each config briefly, unless the kernel's author said how to time it
-(sandbox.launch.launcher.time_configs_briefly); the run then times the chosen config in full."""
+(sandbox.launch.launcher.time_configs_briefly); the run then times the chosen config in full. The
+configs compile at once, and one still compiling past a budget is left out (compile_configs_at_once;
+on a GPU: tests/test_gpu.py)."""
 import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import triton
 import triton.language as tl
 
-from sandbox.launch.launcher import TUNING_REP_MS, time_configs_briefly
+from sandbox.launch.launcher import TUNING_REP_MS, made_by, time_configs_briefly, unfinished_after
 from sandbox.run.bench import autotune_note
 
 pytestmark = pytest.mark.unit
@@ -46,3 +51,24 @@ def test_a_single_config_is_never_timed():
     assert not time_configs_briefly(autotuner)
     assert autotune_note(autotuner).startswith("One autotune config")
 
+
+
+def test_configs_still_compiling_past_the_budget_are_the_late_ones_but_one_always_finishes():
+    release = threading.Event()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        quick, stuck = pool.submit(time.sleep, 0.01), pool.submit(release.wait)
+        assert unfinished_after([quick, stuck], 0.3) == {stuck}
+        release.set()
+    release.clear()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        slow, stuck = pool.submit(time.sleep, 0.4), pool.submit(release.wait)
+        start = time.monotonic()
+        assert unfinished_after([slow, stuck], 0.05) == {stuck}  # none done in time: the first to finish is kept
+        assert time.monotonic() - start >= 0.35
+        release.set()
+
+
+def test_a_config_is_known_by_the_keywords_the_autotuner_warms_it_with():
+    config = triton.Config({"BLOCK": 64}, num_warps=2)
+    assert made_by(config, {"x_ptr": 1, "n": 10, **config.all_kwargs()})
+    assert not made_by(config, {"x_ptr": 1, "n": 10, **CONFIGS[1].all_kwargs()})

@@ -158,3 +158,36 @@ def test_changing_a_meta_parameter_recompiles_once_then_the_cache_is_warm(client
     for warps, (compiled, cached) in first_launch.items():
         # Each run is a fresh process: a cached launch still loads the binary, but compiles nothing.
         assert cached < compiled / 2, (warps, compiled, cached)
+
+
+def spinning_add(spin, loop="range"):
+    """The vector add under @triton.heuristics above @triton.autotune (as fla's activations are
+    wrapped), its configs spinning each element `spin` times through a step that leaves it as it was."""
+    return VECTOR_ADD.replace("@triton.jit\n", f'''@triton.heuristics({{"EVEN": lambda args: args["n"] % 1024 == 0}})
+@triton.autotune(configs=[triton.Config({{"BLOCK_SIZE": 1024, "SPIN": 1}}, num_warps=4),
+                          triton.Config({{"BLOCK_SIZE": 1024, "SPIN": {spin}}}, num_warps=4)], key=["n"])
+@triton.jit
+''').replace("BLOCK_SIZE: tl.constexpr):", "BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr, SPIN: tl.constexpr):").replace(
+        "    tl.store(", f"    s = x\n    for _ in tl.{loop}(SPIN):\n        s = s * 0.5 + x * 0.5\n    tl.store(").replace(
+        "x + y, mask", "s + y, mask")
+
+
+def test_an_autotuner_under_heuristics_times_real_launches_of_each_config(client):
+    """Triton's warmup of a heuristics wrapper runs the autotuner itself, timing calls that only
+    compile: the run compiles each config through the autotuner's own warmup instead."""
+    result = run(client, without_block_size(vector_add_spec(n=1 << 22, source=spinning_add(512))))
+    assert result["status"] == "ok", result["error"]
+    fast, slow = result["timings"]["autotune"]
+    assert fast["chosen"] and not slow["chosen"] and slow["ms"] > 5 * fast["ms"], (fast, slow)
+
+
+def test_a_config_still_compiling_past_the_budget_is_left_out_of_the_tuning_and_named(monkeypatch):
+    from sandbox.launch import launcher
+    from sandbox.run.pipeline import run_spec
+    monkeypatch.setattr(launcher, "CONFIG_COMPILE_S", 0.2)
+    spec = without_block_size(vector_add_spec(n=1 << 16, source=spinning_add(4096, "static_range"), bench=True))
+    result = run_spec(spec)
+    assert result["status"] == "ok", result["error"]
+    assert any(note.startswith("1 of the autotuner's 2 configs were still compiling after 0.2 s") and "SPIN=4096"
+               in note for note in result["notes"]), result["notes"]
+    assert [row["config"]["SPIN"] for row in result["timings"]["autotune"]] == [1]

@@ -19,16 +19,18 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def test_a_job_has_the_fields_it_declares_and_no_other():
     sent = Job(spec={"source": "x"}, owner="o", provenance=protocol.OWN, sanitized_before=True,
-               reference_times={"k": {"median": 1.0}}).message("r1")
+               reference_times={"k": {"median": 1.0}}, peak_gbps=3900.5).message("r1")
     assert Job.read(json.loads(protocol.encode(sent))["content"]) == Job(
         spec={"source": "x"}, owner="o", provenance=protocol.OWN, sanitized_before=True,
-        reference_times={"k": {"median": 1.0}})
+        reference_times={"k": {"median": 1.0}}, peak_gbps=3900.5)
     with pytest.raises(JobError, match="'grading_of'"):
         Job.read({"spec": {}, "grading_of": {}})
     with pytest.raises(JobError, match="'sanitized_before' is a str"):
         Job.read({"spec": {}, "sanitized_before": "yes"})
     with pytest.raises(JobError, match="'reference_times' is a list"):
         Job.read({"spec": {}, "reference_times": []})
+    with pytest.raises(JobError, match="'peak_gbps' is a str"):
+        Job.read({"spec": {}, "peak_gbps": "fast"})
 
 
 def test_a_graded_runs_hidden_check_is_the_jobs_field_not_the_specs():

@@ -148,7 +148,8 @@ def test_a_new_warm_up_sweeps_what_no_finished_warm_up_of_this_triton_lists(tmp_
     shared.sweep("3.7.1")
     shared.unlock()
     assert shared.entries() == [keep]
-    assert shared.marker("new") == {"triton": "3.7.1", "entries": [keep], "launches": ["launch"], "references": {}}
+    assert shared.marker("new") == {"triton": "3.7.1", "entries": [keep], "launches": ["launch"], "references": {},
+                                    "peak_gbps": None}
     assert shared.marker("old") is None
 
 
@@ -181,6 +182,36 @@ def test_a_worker_that_adopts_the_warm_up_is_lent_its_reference_timings_well_for
     assert warming.reference_times(spec) == {"a" * 64: timing}
     assert warming.reference_times({**spec, "source": spec["source"] + "\n# edited\n"}) == {}
     assert "other" not in warming.references
+
+
+@pytest.mark.parametrize("kept, lent", [(3900.5, 3900.5), (0, None), (-1.0, None), ("fast", None), (True, None),
+                                         (float("inf"), None)])
+def test_a_worker_that_adopts_the_warm_up_is_lent_its_copy_bandwidth_a_positive_number_only(tmp_path, kept, lent):
+    shared = SharedKernels(str(tmp_path))
+    digest = shared.digest(triton.__version__, "gpu", [])
+    assert shared.try_lock()
+    shared.finish(digest, triton.__version__, [], [], {}, kept)
+    warming = Warming(SharedKernels(str(tmp_path)), None, None, None, lambda status: None)
+    warming.begin([], "gpu")
+    assert warming.state == "ready" and warming.peak_gbps == lent
+
+
+def test_the_warm_up_keeps_the_highest_copy_bandwidth_its_runs_measured():
+    """Another run's traffic only lowers a measured bandwidth: the highest is the device's."""
+    warming = Warming(None, None, None, None, lambda status: None)
+    for timings in ({"peak_gbps": 3100.0}, {"peak_gbps": 3900.0}, {"peak_gbps": 2000.0}, {"peak_gbps": None}, None,
+                    {"peak_gbps": "fast"}):
+        warming._keep_peak({"status": "ok", "timings": timings})
+    assert warming.peak_gbps == 3900.0
+
+
+@pytest.mark.gpu
+def test_every_run_is_lent_the_warm_ups_copy_bandwidth_and_measures_none(warmed_app):
+    """Two runs report the very same peak: the warm-up's, not one measured by each."""
+    app, _ = warmed_app
+    spec = load_example("vector_add")["spec"]
+    peaks = [run(app.test_client(), spec)["timings"]["peak_gbps"] for _ in range(2)]
+    assert peaks[0] == peaks[1] and peaks[0] > 100, peaks
 
 
 @pytest.mark.gpu

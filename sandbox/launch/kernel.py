@@ -10,7 +10,7 @@ import itertools
 import os
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import triton
 import triton.language as tl
@@ -186,6 +186,7 @@ class Kernel:
     autotuner: Autotuner = None
     heuristics: dict = None  # {meta-parameter: rule(args) -> value}
     first: Config = None  # the config the interpreter runs: the autotuner's first after its pruning (settle)
+    left_out: list = field(default_factory=list)  # configs whose compile outlasted CONFIG_COMPILE_S (launcher)
 
     def __post_init__(self):
         if self.autotuner is not None and self.first is None:

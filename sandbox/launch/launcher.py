@@ -4,7 +4,7 @@ import contextlib
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from types import SimpleNamespace
 
 from triton.compiler import ASTSource
@@ -14,6 +14,7 @@ from sandbox.launch.ir import specialize
 from sandbox.launch.kernel import launch_keywords
 
 COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
+CONFIG_COMPILE_S = 15  # an autotuner's configs still compiling this long are left out of the run's tuning
 # How long a form run's autotuner times each config (Triton's default: 25 ms of warm-up, 100 of
 # timing, ~2.2 s for 16 configs): a median over ~20 ms of calls picks the same fastest config but for
 # ties, and the run then times the chosen one as do_bench does (sandbox.run.bench).
@@ -72,13 +73,85 @@ def compile_configs_at_once(kernel, grid, args):
     """Compile every config of an autotuned kernel at once, before the autotuner times them (it would
     compile each in turn as it reaches it, and 16 configs took 14 s so). Triton's own asynchronous
     compile mode runs the compiles on threads: its compiler's passes and ptxas run outside the GIL.
-    A config that fails to compile is left to the launch, which then says why as it would have."""
+    A config that fails to compile is left to the launch, which then says why as it would have.
+    Configs still compiling CONFIG_COMPILE_S after the compiles began (and after one of them finished) are
+    left out of this run's tuning (`kernel.left_out`): a library's tuning space may hold a config
+    whose compile alone outlasts a run (8,192 elements to a single warp: a minute and more of ptxas)."""
     from triton.runtime._async_compile import AsyncCompileMode
     positional, keywords = untuned_arguments(kernel, args)
-    configs = len(kernel.autotuner.configs)
-    with ThreadPoolExecutor(max_workers=min(configs, os.cpu_count() or 1, COMPILE_THREADS)) as pool, \
-            AsyncCompileMode(pool, ignore_errors=True):
-        kernel.launcher.warmup(*positional, grid=grid, **keywords)
+    autotuner = kernel.autotuner
+    pool = ThreadPoolExecutor(max_workers=min(len(autotuner.configs), os.cpu_count() or 1, COMPILE_THREADS))
+    mode = AsyncCompileMode(pool, ignore_errors=True)
+    with compiles_per_config(autotuner, mode) as submitted:
+        try:
+            with mode:
+                warm_each_config(kernel, positional, keywords, grid)
+                late = unfinished_after(mode.raw_futures, CONFIG_COMPILE_S)
+                mode.raw_futures = [future for future in mode.raw_futures if future not in late]  # finalized on exit
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # a late compile runs on, unwaited for
+    left_out = [config for config in autotuner.configs
+                if any(late.intersection(futures) for keywords, futures in submitted if made_by(config, keywords))]
+    if left_out:
+        autotuner.configs = [config for config in autotuner.configs if config not in left_out]
+        kernel.left_out += left_out
+
+
+def warm_each_config(kernel, positional, keywords, grid):
+    """The autotuner's own warmup (each config compiled, none launched), given what any
+    @triton.heuristics above it adds: the warmup of such a wrapper would run the autotuner itself, which
+    then times calls that only compile, and keeps the "fastest" for the launch."""
+    layer = kernel.launcher
+    while layer is not kernel.autotuner:
+        for name, rule in getattr(layer, "values", {}).items():  # a Heuristics: its rules, as its run applies them
+            keywords = {**keywords, name: rule({**dict(zip(layer.arg_names, positional)), **keywords})}
+        layer = layer.fn
+    kernel.autotuner.warmup(*positional, grid=grid, **keywords)
+
+
+@contextlib.contextmanager
+def compiles_per_config(autotuner, mode):
+    """[(the keywords the autotuner warmed a config with, the compiles `mode` took from that call)]:
+    the autotuner warms each config through its function's `warmup`, watched here meanwhile."""
+    warmup, submitted = autotuner.fn.warmup, []
+
+    def watched(*args, **keywords):
+        before = len(mode.raw_futures)
+        try:
+            return warmup(*args, **keywords)
+        finally:
+            submitted.append((keywords, set(mode.raw_futures[before:])))
+
+    autotuner.fn.warmup = watched
+    try:
+        yield submitted
+    finally:
+        del autotuner.fn.warmup  # the function's own method again
+
+
+def left_out_note(kernel):
+    """What a result says of the configs compile_configs_at_once left out, or None."""
+    if not kernel.left_out:
+        return None
+    named = "; ".join(", ".join(f"{k}={v}" for k, v in {**c.kwargs, "num_warps": c.num_warps}.items())
+                      for c in kernel.left_out[:4]) + ("; ..." if len(kernel.left_out) > 4 else "")
+    count = len(kernel.left_out) + len(kernel.autotuner.configs)
+    return (f"{len(kernel.left_out)} of the autotuner's {count} configs were still compiling after "
+            f"{CONFIG_COMPILE_S} s and were left out of this run's tuning ({named}): the autotuner chose among "
+            f"the other {len(kernel.autotuner.configs)}. Triton compiles such a config as long as it takes: "
+            f"often a block of many elements to few warps, whose ptxas runs for minutes.")
+
+
+def made_by(config, keywords):
+    return all(keywords.get(name) == value for name, value in config.all_kwargs().items())
+
+
+def unfinished_after(futures, budget_s):
+    """The futures not done `budget_s` from now, or once the first is done if none is by then."""
+    done, pending = wait(futures, timeout=budget_s)
+    if pending and not done:
+        done, pending = wait(futures, return_when=FIRST_COMPLETED)
+    return pending
 
 
 def compile_launch(kernel, grid, args, options):

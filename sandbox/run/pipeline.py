@@ -45,9 +45,8 @@ def device_info(kind):
 
 
 def gpu_index():
-    """The host's index of the GPU this run uses (nvidia-smi's), or None. A run sees only its worker's
-    GPU, as its device 0, named in CUDA_VISIBLE_DEVICES by its index or (in a jail) its UUID, which
-    the driver's entries place (sandbox.gpus)."""
+    """The host's index of the GPU this run uses (nvidia-smi's), or None. A run sees only its worker's GPU,
+    as its device 0, named in CUDA_VISIBLE_DEVICES by its index or (in a jail) its UUID (sandbox.gpus)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return torch.cuda.current_device()
@@ -181,6 +180,7 @@ class Run(LaunchPass):
             raise self.launch_failed(e) from None
         if grids:
             self.disassemble_choice(kernel, grids.last, args)
+            self.notes += filter(None, [launcher.left_out_note(kernel)])
         # The compile done beside the trace pass, and the first launch (what of the compile was left).
         first_launch_ms = self.compiled_beside_ms + (time.perf_counter() - start) * 1e3
         self.check(inputs, before, poisoned)

@@ -266,6 +266,7 @@ class Worker(ScriptRuns, Spares):
         # Its compile ahead, if under way here, ends first; the server says if one ended on another worker.
         done_here = store is not None and self.ahead.before_run(store, job.spec, AHEAD_WAIT_S)
         job = job.replace(grading=None, sanitized_before=sanitized, reference_times=references,
+                          peak_gbps=self.warming.peak_gbps,
                           compiled_ahead=store is not None and (done_here or job.compiled_ahead))
         job, listing = self.replay_or_run(run_id, job, store) if script else (job, None)
         if listing is not None and (shown := self.ahead.follow_shown(store, job.spec, AHEAD_WAIT_S,

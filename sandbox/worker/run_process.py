@@ -31,7 +31,7 @@ from sandbox import result as results
 from sandbox.errors import StartError, escaped
 from sandbox.grading import grader, recheck
 from sandbox.jail import cgroups, isolation
-from sandbox.run import pipeline
+from sandbox.run import bench, pipeline
 from sandbox.worker import shared_kernels
 from sandbox.worker.cuda_warmup import warm_cuda
 
@@ -401,6 +401,7 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     if job is None:
         return
     run_id, job = job["run_id"], protocol.Job.read(job["content"])  # its worker's own message
+    bench.lend_peak_gbps(job.peak_gbps)
     os.chdir(scratch)
     try:
         serve_job(settings, run_id, job, scratch, send, kind)

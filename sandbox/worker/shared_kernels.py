@@ -119,7 +119,8 @@ class SharedKernels:
         return os.path.join(self.path, MARKER + digest + ".json")
 
     def marker(self, digest):
-        """What the warm-up with this digest left ({"triton", "entries", "launches", "references"}), or None."""
+        """What the warm-up with this digest left ({"triton", "entries", "launches", "references",
+        "peak_gbps"}), or None."""
         try:
             with open(self._marker_path(digest)) as f:
                 found = json.load(f)
@@ -177,14 +178,14 @@ class SharedKernels:
             os.close(source)
         return published
 
-    def finish(self, digest, triton_version, entries, launches, references=None):
+    def finish(self, digest, triton_version, entries, launches, references=None, peak_gbps=None):
         """Write the warm-up's marker (whole, at once) and let the next worker of the host in.
-        `references`: the examples' reference timings (sandbox.worker.warming), for the workers that
-        adopt the warm-up."""
+        `references`, `peak_gbps`: the examples' reference timings and the device's copy bandwidth
+        (sandbox.worker.warming), for the workers that adopt the warm-up."""
         partial = self._marker_path(digest) + ".partial"
         with open(partial, "w") as f:
             json.dump({"triton": triton_version, "entries": sorted(set(entries)), "launches": sorted(set(launches)),
-                       "references": references or {}}, f)
+                       "references": references or {}, "peak_gbps": peak_gbps}, f)
         os.chmod(partial, 0o644)
         os.rename(partial, self._marker_path(digest))
         self.unlock()

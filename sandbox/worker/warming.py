@@ -16,8 +16,11 @@ On a GPU the warm-up also times each example's reference, as a run does, and kee
 the example's launch and reference (`reference_times`): a person's run of the example unchanged (a
 new student's first run) is lent it and times only the kernel. A PyTorch reference's time depends
 on nothing the person can change without changing those keys, and the warm-up runs the server's
-own specs in run processes of their own, so its word is the server's.
+own specs in run processes of their own, so its word is the server's. So is the device's copy
+bandwidth its runs measure (`peak_gbps`, the highest of theirs: another run's traffic only lowers
+it), which every later job is lent: a run then spends none of its ~30 ms measuring it again.
 """
+import contextlib
 import time
 
 import triton
@@ -57,6 +60,7 @@ class Warming:
         self.state, self.pending, self.total = "off" if shared is None else "idle", [], 0
         self.verified = set()  # launch keys of the gallery's launches that passed the bounds check
         self.references = {}  # example_key -> {the run's reference key: its timing}
+        self.peak_gbps = None  # the device's copy bandwidth, the highest a warm-up run measured
         self.published, self.failed = [], []
         self.run = self.spec = self.deadline = None
         self.digest = None
@@ -123,6 +127,7 @@ class Warming:
             self.references = {key: times for key, times in kept.items()
                                if isinstance(times, dict) and all(results.timed_ok({"key": k, "reference_ms": t})
                                                                   for k, t in times.items())}
+            self.peak_gbps = done.get("peak_gbps") if results.positive_number(done.get("peak_gbps")) else None
             self.pending = []
             self._finished()
             return
@@ -132,7 +137,8 @@ class Warming:
 
     def _start_next(self):
         if not self.pending:
-            self.shared.finish(self.digest, triton.__version__, self.published, self.verified, self.references)
+            self.shared.finish(self.digest, triton.__version__, self.published, self.verified, self.references,
+                               self.peak_gbps)
             self._finished()
             return
         self.spec = self.pending.pop(0)
@@ -174,10 +180,18 @@ class Warming:
             elif msg["type"] == "timed" and results.timed_ok(msg["content"]) and (example := example_key(self.spec)):
                 self.references[example] = {msg["content"]["key"]: msg["content"]["reference_ms"]}
             elif msg["type"] == "result":
-                if (msg["content"].get("result") or {}).get("status") == "error":
+                result = msg["content"].get("result") or {}
+                if result.get("status") == "error":
                     self.failed.append(self.spec.get("kernel"))
+                self._keep_peak(result)
                 return True
         return False
+
+    def _keep_peak(self, result):
+        with contextlib.suppress(AttributeError):  # a result without timings
+            peak = result.get("timings").get("peak_gbps")
+            if results.positive_number(peak):
+                self.peak_gbps = max(peak, self.peak_gbps or 0)
 
     def _end(self, run):
         run.finish(self.kernel_caches, publish=lambda cache: self.published.extend(self.shared.publish(cache)))
