@@ -175,7 +175,7 @@ def spinning_add(spin, loop="range"):
 def test_an_autotuner_under_heuristics_times_real_launches_of_each_config(client):
     """Triton's warmup of a heuristics wrapper runs the autotuner itself, timing calls that only
     compile: the run compiles each config through the autotuner's own warmup instead."""
-    result = run(client, without_block_size(vector_add_spec(n=1 << 22, source=spinning_add(512))))
+    result = run(client, without_block_size(vector_add_spec(n=1 << 22, source=spinning_add(4096))))
     assert result["status"] == "ok", result["error"]
     fast, slow = result["timings"]["autotune"]
     assert fast["chosen"] and not slow["chosen"] and slow["ms"] > 5 * fast["ms"], (fast, slow)
