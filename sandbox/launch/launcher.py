@@ -14,7 +14,7 @@ from sandbox.launch.ir import specialize
 from sandbox.launch.kernel import launch_keywords
 
 COMPILE_THREADS = 8  # within a run's task limit, beside torch's threads
-CONFIG_COMPILE_S = 15  # an autotuner's configs still compiling this long are left out of the run's tuning
+CONFIG_COMPILE_S = 15  # an autotuner's configs not compiled this long after they began are left out of its tuning
 # How long a form run's autotuner times each config (Triton's default: 25 ms of warm-up, 100 of
 # timing, ~2.2 s for 16 configs): a median over ~20 ms of calls picks the same fastest config but for
 # ties, and the run then times the chosen one as do_bench does (sandbox.run.bench).
@@ -74,7 +74,7 @@ def compile_configs_at_once(kernel, grid, args):
     compile each in turn as it reaches it, and 16 configs took 14 s so). Triton's own asynchronous
     compile mode runs the compiles on threads: its compiler's passes and ptxas run outside the GIL.
     A config that fails to compile is left to the launch, which then says why as it would have.
-    Configs still compiling CONFIG_COMPILE_S after the compiles began (and after one of them finished) are
+    Configs not compiled CONFIG_COMPILE_S after the compiles began (and after one of them finished) are
     left out of this run's tuning (`kernel.left_out`): a library's tuning space may hold a config
     whose compile alone outlasts a run (8,192 elements to a single warp: a minute and more of ptxas)."""
     from triton.runtime._async_compile import AsyncCompileMode
@@ -136,10 +136,10 @@ def left_out_note(kernel):
     named = "; ".join(", ".join(f"{k}={v}" for k, v in {**c.kwargs, "num_warps": c.num_warps}.items())
                       for c in kernel.left_out[:4]) + ("; ..." if len(kernel.left_out) > 4 else "")
     count = len(kernel.left_out) + len(kernel.autotuner.configs)
-    return (f"{len(kernel.left_out)} of the autotuner's {count} configs were still compiling after "
-            f"{CONFIG_COMPILE_S} s and were left out of this run's tuning ({named}): the autotuner chose among "
-            f"the other {len(kernel.autotuner.configs)}. Triton compiles such a config as long as it takes: "
-            f"often a block of many elements to few warps, whose ptxas runs for minutes.")
+    return (f"{len(kernel.left_out)} of the autotuner's {count} configs had not compiled {CONFIG_COMPILE_S} s "
+            f"after the configs began compiling, and were left out of this run's tuning ({named}): the autotuner "
+            f"chose among the other {len(kernel.autotuner.configs)}. Triton would compile them as long as it "
+            f"takes: a block of many elements to few warps can hold ptxas for minutes.")
 
 
 def made_by(config, keywords):
