@@ -137,7 +137,7 @@ def peak_gbps():
         return LENT_PEAK["gbps"]
     src = torch.empty(PEAK_COPY_BYTES, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    # Each run process measures it again, so keep it short: ~200 copies of 0.13 ms give a stable median.
+    # Measured where none was lent (the warm-up's runs, a run before it), so short: ~200 copies of 0.13 ms.
     median_ms = time_gpu(lambda: dst.copy_(src), warmup_ms=5, rep_ms=25)["median"]
     return bandwidth(2 * PEAK_COPY_BYTES, median_ms)
 
