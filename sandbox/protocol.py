@@ -108,8 +108,8 @@ class Job:
 
     _KINDS = {"owner": (str, type(None)), "provenance": (str,), "sanitized_before": (bool,), "compiled_ahead": (bool,),
              "reference_times": (dict,), "peak_gbps": (int, float, type(None)), "grading": (dict, type(None)),
-             "compile_ahead": (bool,), "grade": (dict, type(None)), "recheck": (dict, type(None)), "replay": (dict, type(None)),
-             "yields": (bool,)}
+             "compile_ahead": (bool,), "grade": (dict, type(None)), "recheck": (dict, type(None)),
+             "replay": (dict, type(None)), "yields": (bool,)}
 
     @classmethod
     def read(cls, content):
