@@ -6,7 +6,8 @@ import torch
 import triton
 
 from sandbox.errors import RunError
-from sandbox.launch.ir import compile_ir, nvidia_tool, parse_arch
+from sandbox.launch import ir as ir_module
+from sandbox.launch.ir import compile_ir, parse_arch
 from tests.support.kernels import VECTOR_ADD, vector_add_spec
 
 LOAD_X_LINE = 10  # `x = tl.load(...)` in VECTOR_ADD
@@ -54,11 +55,13 @@ def test_vector_add_gives_every_stage_for_sm90(vector_add_sm90):
     assert ir["compile_ms"] > 0
 
 
-@pytest.mark.skipif(nvidia_tool("cuobjdump") is None, reason="no cuobjdump")
+@pytest.mark.skipif(ir_module.disassembly_tools() is None, reason="no nvdisasm or cuobjdump")
 def test_vector_add_sass_and_registers(vector_add_sm90):
     _, ir = vector_add_sm90
-    assert "Function : add_kernel" in ir["sass"] and "LDG" in ir["sass"]
-    assert "/* 0x" not in ir["sass"]  # encodings dropped
+    lines = ir["sass"].split("\n")
+    assert lines[0] == ".target sm_90a" and "add_kernel:" in lines and "LDG" in ir["sass"]
+    assert "/* 0x" not in ir["sass"] and ".section" not in ir["sass"]  # the code alone
+    assert "SYMBOLS" not in ir["sass"] and ".text.add_kernel:" not in lines
     assert 0 < ir["n_regs"] <= 255 and ir["n_spills"] == 0
 
 
@@ -298,11 +301,11 @@ def test_a_launch_that_fails_inside_tritons_compiler_is_explained_on_a_gpu():
 
 
 def test_a_disassembly_started_as_the_kernel_compiled_is_the_one_the_ir_shows(tmp_path, monkeypatch):
-    """A run starts cuobjdump on the cubin its launch's compile made (~0.5 s, beside the check and the
+    """A run starts nvdisasm on the cubin its launch's compile made (~0.5 s, beside the check and the
     timing); the IR step collects that one instead of starting another, and shows the same."""
     from sandbox.launch import ir
-    if nvidia_tool("cuobjdump") is None:
-        pytest.skip("no cuobjdump")
+    if ir.disassembly_tools() is None:
+        pytest.skip("no nvdisasm or cuobjdump")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))  # nothing derived and kept yet
     kernel = ir.find_kernel(ir.load_module(write(tmp_path, VECTOR_ADD), interpret=False), "add_kernel")
     signature, constexprs, attrs = ir.specialize(kernel.jit, vector_add_args())
@@ -313,7 +316,7 @@ def test_a_disassembly_started_as_the_kernel_compiled_is_the_one_the_ir_shows(tm
     started = next(iter(ir._early.values()))
     sass, usage = ir.inspect_cubin(compiled.asm["cubin"], [])
     assert not ir._early and started.file.closed  # collected, not started again
-    assert sass == ir.Disassembly(nvidia_tool("cuobjdump"), compiled.asm["cubin"]).result([])[0]
+    assert sass == ir.Disassembly(ir.disassembly_tools(), compiled.asm["cubin"]).result([])[0]
     assert sass and "LDG" in sass and usage["REG"] > 0
 
 

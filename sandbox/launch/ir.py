@@ -5,8 +5,8 @@ and which source line each IR line came from.
 target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one. On a GPU
 the launch compiled the same kernel already: the same key finds the same cache entry, and nothing is
 compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
-`cuobjdump` twice at once, ~0.5 s, started as soon as the launch's compile made the cubin) is kept beside it in Triton's cache under a digest of the bytes it is
-derived from, so it travels as the kernels do (an owner's cache, the gallery's shared kernels).
+`nvdisasm` and `cuobjdump -res-usage` at once, ~0.5 s, started as soon as the launch's compile made
+the cubin) is kept beside it in Triton's cache under a digest of the bytes it is derived from, so it travels as the kernels do (an owner's cache, the gallery's shared kernels).
 """
 import contextlib
 import hashlib
@@ -38,10 +38,10 @@ from sandbox.launch.ir_lines import kernel_file, line_map, shorten_paths
 from sandbox.launch.kernel import LAUNCH_OPTIONS, find_kernel, launch_keywords, load_module, silenced
 
 DEFAULT_CAPABILITY = 90  # Hopper: the target shown when there is no local GPU to ask
-IR_STAGES = tuple(stage for stage in result_stages if stage != "sass")  # the compiler's own; SASS is cuobjdump's
+IR_STAGES = tuple(stage for stage in result_stages if stage != "sass")  # the compiler's own; SASS is nvdisasm's
 DIVISIBLE_BY_16 = [["tt.divisibility", 16]]
 DERIVED_FILE = "derived.json"
-DERIVED_VERSION = 1  # of what `derive` makes and how: a new one never reads an older entry
+DERIVED_VERSION = 2  # of what `derive` makes and how: a new one never reads an older entry
 
 
 def compile_ir(module_path, kernel_name, args, *, num_warps=4, num_stages=3, arch=None):
@@ -285,31 +285,34 @@ def nvidia_tool(name):
 
 
 class Disassembly:
-    """cuobjdump's SASS listing and resource usage of one cubin, its two processes started at once.
-    The listing takes ~0.5 s whatever the cubin's size (the tool's own start): started as soon as
-    the cubin exists (disassemble_early), it runs beside the check and the timing."""
+    """One cubin's SASS listing (nvdisasm: branch targets as labels, no dataflow analysis, which
+    changes nothing printed) and resource usage (cuobjdump -res-usage), the two processes started at
+    once. The listing takes ~0.5 s whatever the cubin's size (nvdisasm's own start; `cuobjdump -sass`,
+    which runs it, took ~0.08 s more): started as soon as the cubin exists (disassemble_early), it
+    runs beside the check and the timing."""
 
-    def __init__(self, cuobjdump, cubin):
+    def __init__(self, tools, cubin):
         self.file = tempfile.NamedTemporaryFile(suffix=".cubin")
         self.file.write(cubin)
         self.file.flush()
         self.processes = {}
-        for flag in ("-sass", "-res-usage"):
+        for name, command in (("nvdisasm", [tools["nvdisasm"], "--print-code", "--no-dataflow"]),
+                              ("cuobjdump -res-usage", [tools["cuobjdump"], "-res-usage"])):
             try:
-                self.processes[flag] = subprocess.Popen([cuobjdump, flag, self.file.name], stdout=subprocess.PIPE,
+                self.processes[name] = subprocess.Popen(command + [self.file.name], stdout=subprocess.PIPE,
                                                         stderr=subprocess.PIPE, text=True)
             except OSError as e:
-                self.processes[flag] = e
+                self.processes[name] = e
 
     def result(self, notes, timeout_s=60):
         """(SASS listing or None, {"REG": .., ...}); a tool's failure is a note."""
-        out = {flag: self._output(flag, process, notes, timeout_s) for flag, process in self.processes.items()}
+        out = {name: self._output(name, process, notes, timeout_s) for name, process in self.processes.items()}
         self.file.close()
-        sass = out["-sass"]
-        return (clean_sass(sass) if sass else None), resource_usage(out["-res-usage"] or "")
+        sass = out["nvdisasm"]
+        return (clean_sass(sass) if sass else None), resource_usage(out["cuobjdump -res-usage"] or "")
 
     @staticmethod
-    def _output(flag, process, notes, timeout_s):
+    def _output(name, process, notes, timeout_s):
         try:
             if isinstance(process, OSError):
                 raise process
@@ -321,46 +324,58 @@ class Disassembly:
             if not isinstance(process, OSError):
                 process.kill()
                 process.wait()
-            notes.append(f"cuobjdump {flag} failed: {e}")
+            notes.append(f"{name} failed: {e}")
             return None
 
 
 _early, _early_lock = {}, threading.Lock()  # a cubin's digest -> its Disassembly, started early
 
 
+def disassembly_tools():
+    """{"nvdisasm": path, "cuobjdump": path}, or None where either is missing."""
+    tools = {name: nvidia_tool(name) for name in ("nvdisasm", "cuobjdump")}
+    return tools if all(tools.values()) else None
+
+
 def disassemble_early(compiled):
     """Start disassembling a just-compiled kernel (a CompiledKernel, or None) whose derived data no
     earlier run kept, for the IR step to collect (inspect_cubin) once the run gets there."""
-    cuobjdump = nvidia_tool("cuobjdump")
+    tools = disassembly_tools()
     asm = getattr(compiled, "asm", None)
-    if cuobjdump is None or not asm or "cubin" not in asm:
+    if tools is None or not asm or "cubin" not in asm:
         return
     if get_cache_manager(derived_key(asm, compiled.metadata.name)).get_file(DERIVED_FILE) is not None:
         return  # kept: nothing to derive
     digest = hashlib.sha256(asm["cubin"]).hexdigest()
     with _early_lock:
         if digest not in _early:
-            _early[digest] = Disassembly(cuobjdump, asm["cubin"])
+            _early[digest] = Disassembly(tools, asm["cubin"])
 
 
 def inspect_cubin(cubin, notes):
-    """(SASS listing, {"REG": .., "SHARED": .., "LOCAL": ..}) from cuobjdump; (None, {}) without it."""
-    cuobjdump = nvidia_tool("cuobjdump")
-    if cuobjdump is None:
-        notes.append("cuobjdump was not found: no SASS, and registers and spills are unknown")
+    """(SASS listing, {"REG": .., "SHARED": .., "LOCAL": ..}); (None, {}) without NVIDIA's tools."""
+    tools = disassembly_tools()
+    if tools is None:
+        notes.append("nvdisasm or cuobjdump was not found: no SASS, and registers and spills are unknown")
         return None, {}
     with _early_lock:
         started = _early.pop(hashlib.sha256(cubin).hexdigest(), None)
-    return (started or Disassembly(cuobjdump, cubin)).result(notes)
+    return (started or Disassembly(tools, cubin)).result(notes)
+
+
+# The ELF's bookkeeping in nvdisasm's listing (sections, symbols' types and sizes), none of it code.
+ELF_DIRECTIVE = re.compile(r"\s*\.(section|align|global|weak|type|size|other|elftype|headerflags)\b|\s*//-+ ")
 
 
 def clean_sass(listing):
-    """Drop the instruction encodings (/* 0x... */) that cuobjdump prints beside and under each line."""
+    """nvdisasm's listing of the code alone: its `.target`, each function's label, the instructions and
+    the branch targets' labels (the symbol table after them, and the ELF's directives, dropped)."""
     lines = []
     for line in listing.split("\n"):
-        line = re.sub(r"\s*/\* 0x[0-9a-f]{16} \*/\s*$", "", line)
-        if line.strip():
-            lines.append(line.rstrip())
+        if "//--------------------- SYMBOLS" in line:
+            break
+        if line.strip() and not ELF_DIRECTIVE.match(line) and not line.startswith(".text."):
+            lines.append(" ".join(line.split()) if line.strip().startswith(".target") else line.rstrip())
     return "\n".join(lines) + "\n"
 
 
