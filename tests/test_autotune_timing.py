@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 from sandbox.launch.launcher import TUNING_REP_MS, made_by, time_configs_briefly, unfinished_after
-from sandbox.run.bench import autotune_note
+from sandbox.run.bench import autotune_note, autotune_table
 
 pytestmark = pytest.mark.unit
 
@@ -72,3 +72,11 @@ def test_a_config_is_known_by_the_keywords_the_autotuner_warms_it_with():
     config = triton.Config({"BLOCK": 64}, num_warps=2)
     assert made_by(config, {"x_ptr": 1, "n": 10, **config.all_kwargs()})
     assert not made_by(config, {"x_ptr": 1, "n": 10, **CONFIGS[1].all_kwargs()})
+
+
+def test_configs_left_out_of_the_tuning_are_listed_last_untimed():
+    autotuner = tuned()
+    late = triton.Config({"BLOCK": 8192}, num_warps=1)
+    table = autotune_table(autotuner, {CONFIGS[1]: [0.02, 0.019, 0.021]}, CONFIGS[1], left_out=[late])
+    assert [(row["config"]["BLOCK"], row["ms"], row["chosen"]) for row in table] == [
+        (64, None, False), (128, 0.02, True), (8192, None, False)]

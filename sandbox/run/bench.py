@@ -201,14 +201,17 @@ def interpreter_timings(launch_ms, reference_ms, moved, flops, autotuner):
                            bytes_moved=moved[0], bytes_source=moved[1], flops=flops, autotune=table, notes=notes)
 
 
-def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors, autotuner, tuned_note=None):
+def gpu_timings(kernel_ms, reference_ms, first_launch_ms, moved, flops, tensors, autotuner, tuned_note=None,
+                left_out=()):
     """Kernel and reference side by side (CUDA events, warmed up, L2 flushed), the first launch
     (compile) apart, bandwidth against the measured copy peak, TFLOP/s when the FLOPs are known.
-    `tuned_note`: what the autotuner did, where not as a form run's autotuner does it."""
+    `tuned_note`: what the autotuner did, where not as a form run's autotuner does it. `left_out`: the
+    configs the run left out of the tuning (sandbox.launch.launcher), listed untimed."""
     peak, peak_kind = peak_tflops(torch.cuda.get_device_name(), tensors)
     notes, table = [], None
     if autotuner is not None:
-        table = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}) or {}, autotuner.best_config)
+        table = autotune_table(autotuner, getattr(autotuner, "configs_timings", {}) or {}, autotuner.best_config,
+                               left_out)
         notes.append(tuned_note or autotune_note(autotuner))
         notes += filter(None, [autotune_listed(autotuner)])
     if kernel_ms["median"] < LAUNCH_BOUND_MS:
@@ -232,13 +235,14 @@ def bytes_moved(trace, tensors):
     return sum(t.numel() * t.element_size() for t in tensors.values()), "tensors"
 
 
-def autotune_table(autotuner, timings, chosen):
+def autotune_table(autotuner, timings, chosen, left_out=()):
     """[{"config": {meta-parameters, num_warps, num_stages}, "ms", "chosen"}] for the autotuner's
-    first AUTOTUNE_LISTED configs, the chosen one always among them (see autotune_listed).
-    `timings` is the autotuner's configs_timings (do_bench's [median, p20, p80] per config); a config
-    it did not time, or one that failed to compile or run (inf), has ms None."""
+    first AUTOTUNE_LISTED configs, the chosen one always among them (see autotune_listed), then those
+    `left_out` of its tuning. `timings` is the autotuner's configs_timings (do_bench's [median, p20,
+    p80] per config); a config it did not time (one left out too), or one that failed to compile or
+    run (inf), has ms None."""
     table = []
-    for config in _listed(autotuner.configs, chosen):
+    for config in _listed(list(autotuner.configs) + list(left_out), chosen):
         ms = timings.get(config)
         ms = ms[0] if isinstance(ms, (list, tuple)) else ms
         table.append({"config": {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages},

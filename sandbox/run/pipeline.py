@@ -192,7 +192,7 @@ class Run(LaunchPass):
                 bench.time_gpu(lambda: launcher.launch(kernel, timed_grid, args, self.options)),
                 self.reference_time(bench.time_gpu, before), first_launch_ms,
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
-                before.values(), kernel.autotuner)
+                before.values(), kernel.autotuner, left_out=kernel.left_out)
             self.timings_ready()
         if self.options["timeline"]:
             self.record_timeline(kernel, grids.last if grids else grid, args)
