@@ -190,6 +190,6 @@ def test_a_config_still_compiling_past_the_budget_is_left_out_of_the_tuning_and_
     assert result["status"] == "ok", result["error"]
     assert any(note.startswith("1 of the autotuner's 2 configs had not compiled 0.2 s after") and "SPIN=4096"
                in note for note in result["notes"]), result["notes"]
-    table = result["timings"]["autotune"]  # the one left out listed, untimed
-    assert [(row["config"]["SPIN"], row["chosen"], row["ms"] is None) for row in table] == [(1, True, False),
-                                                                                           (4096, False, True)]
+    table = result["timings"]["autotune"]  # the one left out listed, untimed (the other, alone, ran untimed too)
+    assert [(row["config"]["SPIN"], row["chosen"]) for row in table] == [(1, True), (4096, False)]
+    assert table[1]["ms"] is None
