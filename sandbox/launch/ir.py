@@ -6,7 +6,8 @@ target, so the IR pane works on hosts without a GPU too; only launching a kernel
 the launch compiled the same kernel already: the same key finds the same cache entry, and nothing is
 compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
 `nvdisasm` and `cuobjdump -res-usage` at once, ~0.5 s, started as soon as the launch's compile made
-the cubin) is kept beside it in Triton's cache under a digest of the bytes it is derived from, so it travels as the kernels do (an owner's cache, the gallery's shared kernels).
+the cubin) is kept beside it in Triton's cache under a digest of the bytes it is derived from, so it
+travels as the kernels do (an owner's cache, the gallery's shared kernels).
 """
 import contextlib
 import hashlib

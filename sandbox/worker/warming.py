@@ -20,7 +20,6 @@ own specs in run processes of their own, so its word is the server's. So is the 
 bandwidth its runs measure (`peak_gbps`, the highest of theirs: another run's traffic only lowers
 it), which every later job is lent: a run then spends none of its ~30 ms measuring it again.
 """
-import contextlib
 import time
 
 import triton
@@ -188,10 +187,9 @@ class Warming:
         return False
 
     def _keep_peak(self, result):
-        with contextlib.suppress(AttributeError):  # a result without timings
-            peak = result.get("timings").get("peak_gbps")
-            if results.positive_number(peak):
-                self.peak_gbps = max(peak, self.peak_gbps or 0)
+        peak = (result.get("timings") or {}).get("peak_gbps")
+        if results.positive_number(peak):
+            self.peak_gbps = max(peak, self.peak_gbps or 0)
 
     def _end(self, run):
         run.finish(self.kernel_caches, publish=lambda cache: self.published.extend(self.shared.publish(cache)))
