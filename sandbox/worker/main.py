@@ -36,14 +36,18 @@ AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile 
 
 def warm_compiler(has_gpu):
     """Do once, before any fork, the work every run process would otherwise repeat on its first
-    compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas its
-    version, importing the Gluon frontend the launcher loads lazily (~0.2 s). None of it touches CUDA."""
+    compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas, nvdisasm
+    and cuobjdump their versions (a process each, ~6 ms apiece on every run's path to its SASS),
+    importing the Gluon frontend the launcher loads lazily (~0.2 s). None of it touches CUDA."""
     import triton
     from triton.runtime.cache import triton_key
     triton_key()
     with contextlib.suppress(Exception):  # no NVIDIA backend or no ptxas: nothing to warm
         from triton.backends.nvidia.compiler import get_ptxas_version
         get_ptxas_version(90)
+    with contextlib.suppress(Exception):  # Triton keeps each tool's path and version (NvidiaTool.from_path)
+        from sandbox.launch.ir import disassembly_tools
+        disassembly_tools()
     with contextlib.suppress(ImportError):
         import triton.experimental.gluon  # noqa: F401
     with contextlib.suppress(ImportError):
