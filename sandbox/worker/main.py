@@ -91,7 +91,7 @@ class Worker(ScriptRuns, Spares):
         # Forked now, before this worker holds any job: every run process descends from it.
         self.zygote = Zygote(functools.partial(RunProcess.serve_request, settings))
         RunProcess.live.add(self.zygote.pid)
-        self.new_run_process = lambda warming=False: RunProcess(settings, self.zygote, warming)  # noqa: E731
+        self.new_run_process = lambda warming=False, cuda=True: RunProcess(settings, self.zygote, warming, cuda)  # noqa: E731
         self.channel, self.settings, self.kernel_caches = channel, settings, kernel_caches
         self.kept_launches = KeptLaunches(os.path.join(settings.run_root, "kept-launches"), settings.kept_inputs_bytes)
         kernel_caches.on_drop.append(self.kept_launches.drop)
@@ -100,7 +100,7 @@ class Worker(ScriptRuns, Spares):
                                lambda status: self.send(protocol.message("warming", **status)))
         self.ahead = CompileAhead(settings, self.run_process_for_compile, kernel_caches, self.send,
                                   self.kept_launches)
-        self.checks_ahead = ChecksAhead(lambda: self.new_run_process(warming=True),
+        self.checks_ahead = ChecksAhead(lambda: self.new_run_process(warming=True, cuda=False),
                                         CheckedLaunches(os.path.join(settings.run_root, "checked-launches")), kernel_caches,
                                         room=lambda: len(self.ahead.running) < protocol.MAX_COMPILES_AHEAD)
         self.ahead.others = lambda: int(self.checks_ahead.under_way is not None)

@@ -104,9 +104,9 @@ class RunProcess:
     live = set()  # pids of the worker's children that are no strays: its zygote, the runs not yet finished
     serials = itertools.count()
 
-    def __init__(self, settings, zygote, warming=False):
-        """Forked by `zygote` (sandbox.worker.zygote), never by the worker: it inherits no job.
-        `warming`: a run of the worker's own warm-up (sandbox.worker.warming), at idle CPU priority."""
+    def __init__(self, settings, zygote, warming=False, cuda=True):
+        """Forked by `zygote` (sandbox.worker.zygote), never by the worker: it inherits no job. `warming`: the
+        worker's own work, at idle CPU priority; `cuda=False`: a check in the interpreter, no CUDA init (~1 s)."""
         self.settings, self.warming = settings, warming
         self.uid = isolation.run_uid(os.getpid(), next(RunProcess.serials))
         path = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=settings.run_root)
@@ -116,7 +116,7 @@ class RunProcess:
             self.cgroup.make_idle()
         request = {"worker": os.getpid(), "uid": self.uid, "scratch": path, "capped": self.scratch.capped,
                    "cgroup": [self.cgroup.paths, self.cgroup.kind] if self.cgroup else None,
-                   "warming": warming, "pid_namespace": settings.jailed}
+                   "warming": warming, "cuda": cuda, "pid_namespace": settings.jailed}
         try:
             self.pid, (self.job_w, self.msg_r, self.out_r) = zygote.spawn(request)
         except BaseException:
@@ -148,7 +148,7 @@ class RunProcess:
             keep_only_run_descriptors(*pipes)
             scratch = isolation.Scratch.existing(request["scratch"], request["capped"])
             cgroup = cgroups.RunCgroup(*request["cgroup"]) if request["cgroup"] else None
-            jail_and_serve(settings, request["uid"], scratch, cgroup, request["warming"])
+            jail_and_serve(settings, request["uid"], scratch, cgroup, request["warming"], request["cuda"])
         except BaseException:
             traceback.print_exc()
         finally:
@@ -310,7 +310,7 @@ class RunProcess:
         return status, out_of_memory
 
 
-def jail_and_serve(settings, uid, scratch, cgroup, warming):
+def jail_and_serve(settings, uid, scratch, cgroup, warming, cuda):
     """Pid 1 of the run, root for a moment: build the jail, fork the user process, be its init."""
     steps, path = [], scratch.path
     if cgroup:
@@ -325,7 +325,7 @@ def jail_and_serve(settings, uid, scratch, cgroup, warming):
     user = os.fork()
     if user == 0:
         isolation.die_with_parent()
-        user_process(settings, uid, cgroup, path, steps, warming)
+        user_process(settings, uid, cgroup, path, steps, warming, cuda)
         os._exit(0)
     for fd in (0, 1, 2, JOB_FD, MESSAGE_FD):
         os.close(fd)
@@ -363,7 +363,7 @@ def lend_shared_kernels(settings, steps):
         shared_kernels.use_in_this_process(seen)
 
 
-def user_process(settings, uid, cgroup, scratch, steps, warming=False):
+def user_process(settings, uid, cgroup, scratch, steps, warming=False, cuda=True):
     """The process that runs user code: confined, warm, then one job."""
     keep_only_run_environment()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the run's error, even where `make run &` ignores it
@@ -392,9 +392,9 @@ def user_process(settings, uid, cgroup, scratch, steps, warming=False):
     def send(msg):
         os.write(MESSAGE_FD, protocol.encode(msg, nan_to_null=True))
 
-    if settings.has_gpu:
+    kind = "gpu" if settings.has_gpu and cuda else "interpreter"
+    if kind == "gpu":
         warm_cuda()
-    kind = "gpu" if settings.has_gpu else "interpreter"
     send(protocol.message("ready", device=pipeline.device_info(kind), isolation=steps, cache_dir=kernel_cache_of(scratch)))
     with os.fdopen(JOB_FD, "rb") as jobs:
         job = protocol.decode(jobs.readline(), protocol.SERVER_TYPES)
