@@ -259,6 +259,19 @@ class Kernel:
             return Config({}, num_warps=num_warps, num_stages=num_stages)
         return chosen or self.first
 
+    def chosen(self, named=None):
+        """The autotuner's choice once it has timed its configs, else its config that a script's launch
+        record names (`named`, the record's "config"), else None (the interpreter times none: config())."""
+        if self.autotuner is None or self.interpreted:
+            return None
+        named_config = next((config for config in self.autotuner.configs if described(config) == named), None)
+        return getattr(self.autotuner, "best_config", None) or named_config
+
+
+def described(config):
+    """An autotuner's config as a script's launch record names it: its values, num_warps and num_stages."""
+    return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+
 
 def unwrap(obj, name):
     """The Kernel of an object of the user's module, or None if it is not a Triton kernel."""

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from sandbox.launch.kernel import triton_grid
+from sandbox.launch.kernel import described, triton_grid
 
 DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES = 4, 3  # Triton's, for a launch that names neither
 MAX_TEXT = 256  # characters of a string argument kept in its launch's record
@@ -36,9 +36,7 @@ def describe_launch(index, kernel, arguments, grid, line, num_warps, num_stages,
     constexprs = {name for name, is_constexpr, _ in kernel.params if is_constexpr}
     return {"index": index, "kernel": kernel.name, "line": line, "grid": list(grid),
             "args": [describe_argument(name, value, name in constexprs) for name, value in arguments.items()],
-            "num_warps": num_warps, "num_stages": num_stages,
-            "config": None if config is None else {**config.kwargs, "num_warps": config.num_warps,
-                                                   "num_stages": config.num_stages},
+            "num_warps": num_warps, "num_stages": num_stages, "config": None if config is None else described(config),
             "ms": None, "bounds": "unchecked"}
 
 

@@ -202,17 +202,16 @@ class Run(LaunchPass):
         """The timeline part (sandbox.timeline), from one more launch under Proton's instrumentation;
         one that cannot be made leaves a note and the rest of the run as it was."""
         self.status("bench", "recording a timeline of the kernel with Proton's instrumentation")
-        chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner else None
-        config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
+        config = kernel.config(kernel.chosen(), self.options["num_warps"], self.options["num_stages"])
         kernel_ms = ((self.result["timings"] or {}).get("kernel_ms") or {}).get("median")
         self.result["timeline"] = timeline_or_note(
             self.notes, lambda: timeline(self.spec, self.scratch, config, grid, args, kernel_ms))
         self.ready("timeline")
 
-    def compile_ahead(self):
-        """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned
-        one's every config) and its instrumented build at once, then the IR; in the interpreter, where a
-        launch compiles nothing, the IR (for sm90). A compile error is the result's error, at its line."""
+    def compile_ahead(self, named=None):
+        """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned one's every
+        config) and its instrumented build at once, then the IR (an autotuner's: of the config a record `named`); in
+        the interpreter, where a launch compiles nothing, the IR (for sm90). A compile error is the result's error."""
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
         write_source(self.spec["source"], self.path)
@@ -229,7 +228,7 @@ class Run(LaunchPass):
                         gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
                                                        self.trace_config(kernel), self.options, self.limits)
             error = compiling.wait()
-        self.compile_ir(kernel, args)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
+        self.compile_ir(kernel, args, named)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
         failed = (self.result["ir"] or {}).get("error")
         if failed:
             self.result["ir"] = None
@@ -378,13 +377,12 @@ class Run(LaunchPass):
         self.emit("timed", {"key": key, "reference_ms": measured})
         return measured
 
-    def compile_ir(self, kernel, args):
-        """The IR of the configuration that ran: the autotuner's choice (the interpreter's: its first), else the spec's."""
+    def compile_ir(self, kernel, args, named=None):
+        """The IR of the config that ran: the autotuner's choice (ahead, the one a record `named`), else the spec's."""
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
-        chosen = getattr(kernel.autotuner, "best_config", None) if kernel.autotuner and not kernel.interpreted else None
-        config = kernel.config(chosen, self.options["num_warps"], self.options["num_stages"])
+        config = kernel.config(kernel.chosen(named), self.options["num_warps"], self.options["num_stages"])
         self.result["ir"] = self.ir_of(lambda: compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
                                                           num_warps=config.num_warps, num_stages=config.num_stages,
                                                           arch=self.options["arch"]),

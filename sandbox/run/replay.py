@@ -116,7 +116,8 @@ def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     form["args"] = {**form["args"], **{name: name for name in given}}
     run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given)
     if ahead:
-        run.compile_ahead()  # its errors are the caller's: a compile ahead only ever helps
+        # Its IR of the config the program's autotuner chose: a click's tuning most likely chooses it again.
+        run.compile_ahead(record.get("config"))  # its errors are the caller's: a compile ahead only ever helps
         return run.result
     run.result["notes"].append(f"Launch {index} replayed alone from the inputs it received when the program ran "
                                f"(kept from that run): the program did not run again.")
