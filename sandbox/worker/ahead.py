@@ -17,7 +17,8 @@ Only the owner's own code is compiled ahead (sandbox.protocol.kept_for): nothing
 A script's program is never run to compile it. After a run of it, the worker compiles the launches
 kept of it (sandbox.worker.kept_launches) but the one shown, as their selections would replay them
 (`request_launches`; no request of the server's, no answer to it): a click on another launch then
-finds its kernel, its instrumented build and its IR built. Any run of the owner's ends it, keeping
+finds its kernel, its instrumented build and its IR built (an autotuned one's IR of the config its
+record names). Any run of the owner's ends it, keeping
 what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
 the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
 a click that finds its launch's replay under way follows that one (its parts as they are kept, then

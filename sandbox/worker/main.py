@@ -37,7 +37,7 @@ AHEAD_WAIT_S = 10.0  # a run waits this long at most for its own spec's compile 
 def warm_compiler(has_gpu):
     """Do once, before any fork, the work every run process would otherwise repeat on its first
     compile or cache lookup: hashing Triton's own files for the cache key (~0.4 s), asking ptxas, nvdisasm
-    and cuobjdump their versions (a process each, ~6 ms apiece on every run's path to its SASS),
+    and cuobjdump their versions (a process each; the last two on every run's path to its SASS),
     importing the Gluon frontend the launcher loads lazily (~0.2 s). None of it touches CUDA."""
     import triton
     from triton.runtime.cache import triton_key
