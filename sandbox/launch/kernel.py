@@ -264,12 +264,13 @@ class Kernel:
         record names (`named`, the record's "config"), else None (the interpreter times none: config())."""
         if self.autotuner is None or self.interpreted:
             return None
-        named_config = next((config for config in self.autotuner.configs if described(config) == named), None)
-        return getattr(self.autotuner, "best_config", None) or named_config
+        return getattr(self.autotuner, "best_config", None) or next(
+            (config for config in self.autotuner.configs if described(config) == named), None)
 
 
 def described(config):
-    """An autotuner's config as a script's launch record names it: its values, num_warps and num_stages."""
+    """An autotuner's config as a result names it (a launch record's "config", an autotune table's row,
+    an error): its values, num_warps and num_stages."""
     return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 

@@ -15,6 +15,7 @@ import torch
 import triton.testing
 
 from sandbox import result as results
+from sandbox.launch.kernel import described
 from sandbox.launch.launcher import TUNING_REP_MS
 from sandbox.trace.record import unique_bytes
 
@@ -245,7 +246,7 @@ def autotune_table(autotuner, timings, chosen, left_out=()):
     for config in _listed(list(autotuner.configs) + list(left_out), chosen):
         ms = timings.get(config)
         ms = ms[0] if isinstance(ms, (list, tuple)) else ms
-        table.append({"config": {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages},
+        table.append({"config": described(config),
                       "ms": ms if ms is not None and math.isfinite(ms) else None,
                       "chosen": config == chosen})
     return table

@@ -30,7 +30,7 @@ from triton.runtime.jit import JITFunction
 
 from sandbox.errors import RunError
 from sandbox.run import bench
-from sandbox.launch.kernel import Kernel
+from sandbox.launch.kernel import Kernel, described
 from sandbox.launch.launcher import COMPILE_THREADS
 from sandbox.launch_form import definitions
 from sandbox.run.capture import Capture, Kept, LaunchFailed, Warmed
@@ -262,10 +262,9 @@ class GpuCapture(Capture):
     def trial_failed(self, error, kernel, config):
         """An out-of-bounds access of a config the autotuner was timing: the launch it was tuning is named."""
         index = self.total
-        settings = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
         error.launch = None
         error.message = (f"launch {index} ({kernel.name}, called at line {self.call_line()}), as the autotuner timed "
-                         f"its config {settings}: {error.message}")
+                         f"its config {described(config)}: {error.message}")
         if self.error is None:
             self.error = error
 
