@@ -37,7 +37,10 @@ WORKER_TYPES = ("ready", "unstarted", "status", "stdout", "sanitized", "partial"
 # `shown`: {"launch": index, "part", "content"} as each part is ready, then {"launch": index, "result"}: a
 # script's kept launch replayed whole ahead of its selection, in the interpreter (sandbox.worker.ahead);
 # its worker keeps them for the owner's click on that launch.
-RUN_TYPES = ("status", "sanitized", "partial", "timed", "finished", "shown", "result")
+# `launched`: {"launch": its record}, as a script's program is about to make one of its first SAID_AS_LAUNCHED
+# launches: its worker starts the server's check of it (sandbox.worker.checks_ahead) while the program goes on.
+RUN_TYPES = ("status", "sanitized", "partial", "timed", "finished", "shown", "launched", "result")
+SAID_AS_LAUNCHED = 16  # as many as a worker keeps waiting; a program's other launches are checked after its run
 # The server's own check of a script's shown launch (sandbox.grading.recheck), after its steps: its bound.
 RECHECK_BUDGET_S = 10.0
 # Compiles ahead a worker runs at once (of different owners, sandbox.worker.ahead), its checks ahead

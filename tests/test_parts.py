@@ -66,3 +66,15 @@ def test_the_next_run_may_send_the_same_parts_again():
     worker.relay(RUN, line("check", CHECK), 0, LIMIT)
     worker.relay("run-2", line("check", CHECK, run_id="run-2"), 0, LIMIT)
     assert [m["run_id"] for m in sent(worker)] == [RUN, "run-2"]
+
+
+def test_a_launch_a_program_is_making_goes_to_its_check_and_nowhere_else():
+    worker, checked = relaying_worker(), []
+    record = {"index": 0, "kernel": "doubled", "grid": [3, 1, 1], "args": []}
+    launched = protocol.encode(protocol.message("launched", RUN, launch=record)).rstrip(b"\n")
+    _, error, charged = worker.relay(RUN, launched, 0, LIMIT, script=True, launched=checked.append)
+    assert error is None and charged == len(launched) and checked == [record]  # it counts as output
+    worker.relay(RUN, launched, 0, LIMIT, script=True)  # a program not its owner's own: nothing checked
+    bad = protocol.encode(protocol.message("launched", RUN, launch=[record])).rstrip(b"\n")
+    worker.relay(RUN, bad, 0, LIMIT, script=True, launched=checked.append)  # not a record's shape
+    assert checked == [record] and sent(worker) == []  # never passed on to the server

@@ -1,6 +1,7 @@
 """After a program's run, its other kept launches are compiled ahead (sandbox.worker.ahead) while its
 person reads the result: a click on one finds its kernel and its IR built; in the interpreter, its
-whole replay made, on whichever worker of the host the click lands."""
+whole replay made, on whichever worker of the host the click lands. The server's check of each
+launch is made as the program goes on (sandbox.worker.checks_ahead)."""
 import hashlib
 import json
 import os
@@ -11,6 +12,9 @@ import time
 import pytest
 
 from sandbox.worker.ahead import CompileAhead, view_key
+from sandbox import protocol
+from sandbox.worker.checks_ahead import CheckedLaunches, ChecksAhead, check_key
+from sandbox.worker.main import Worker
 from sandbox.worker.kept_launches import MANIFEST, SHOWING, KeptLaunches, program_key
 from sandbox.worker.script_runs import REPLAYED_AHEAD
 from tests.support.apps import running_app
@@ -130,22 +134,44 @@ def checked_ahead(app):
     return verdicts
 
 
-def test_the_servers_check_of_another_launch_is_made_while_its_person_reads(app):
+# Launch 0 is made, then the program goes on for a while before its last launch (the one shown).
+GOES_ON = PROGRAM.replace("import torch", "import time\n\nimport torch").replace(
+    "negated[(5,)]", "time.sleep(4)\nnegated[(5,)]")
+
+
+def test_the_servers_check_of_a_launch_is_made_while_its_program_goes_on(app):
     person = app.test_client()
-    source = PROGRAM.replace("* 2", "* 5")  # a program of its own: no verdict of another test's
-    spec = {"version": 1, "mode": "script", "source": source,
+    spec = {"version": 1, "mode": "script", "source": GOES_ON.replace("* 2", "* 5"),  # no verdict of another test's
             "options": {"check": True, "trace": True, "bench": True, "ir": True}}
-    first = person.post("/api/run", json=spec).get_json()
-    other = 1 - first["launches"]["selected"]
     before = checked_ahead(app)
-    deadline = time.monotonic() + 60
-    while len(checked_ahead(app)) == len(before):
-        assert time.monotonic() < deadline, "no check was made ahead"
-        time.sleep(0.2)
-    [made] = [verdict for name, verdict in checked_ahead(app).items() if name not in before]
-    assert made == {"launch": other, "bounds": "ok", "message": None}
-    clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": other}}).get_json()
-    assert clicked["server_check"] == made
+    first = person.post("/api/run", json=spec).get_json()
+    assert first["status"] == "ok" and first["launches"]["selected"] == 1, first["error"]
+    made = [verdict for name, verdict in checked_ahead(app).items() if name not in before]
+    assert {"launch": 0, "bounds": "ok", "message": None} in made  # as the result came: made as the program slept
+    clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": 0}}).get_json()
+    assert clicked["server_check"] == {"launch": 0, "bounds": "ok", "message": None}
+
+
+def test_a_check_is_the_same_whatever_the_program_made_of_its_launch():
+    """A launch's record as the program is about to make it names the same check as the record the
+    result lists, with its time and the program's own bounds verdict filled in."""
+    record = {"index": 0, "kernel": "doubled", "grid": [3, 1, 1], "args": [], "ms": None, "bounds": "unchecked"}
+    listed = {**record, "ms": 1.25, "bounds": "ok"}
+    assert check_key(PROGRAM, record) == check_key(PROGRAM, listed)
+    assert check_key(PROGRAM, record) != check_key(PROGRAM, {**record, "grid": [4, 1, 1]})
+    assert check_key(PROGRAM, record) != check_key(GOES_ON, record)
+
+
+def test_a_run_has_no_more_launches_checked_as_it_goes_on_than_an_honest_program_says(tmp_path):
+    worker = Worker.__new__(Worker)
+    worker.checks_ahead = ChecksAhead(None, CheckedLaunches(str(tmp_path)), None, room=lambda: False)
+    launched = worker.checks_as_launched("a" * 32, PROGRAM)
+    for index in range(protocol.SAID_AS_LAUNCHED + 8):  # a run process that says more than its program made
+        launched({"index": index, "kernel": "doubled"})
+    assert [job["launch"]["index"] for _, job in worker.checks_ahead.waiting.values()] == list(
+        range(protocol.SAID_AS_LAUNCHED))
+    worker.checks_as_launched("a" * 32, GOES_ON)  # the owner's next program: the older one's checks are stale
+    assert not worker.checks_ahead.waiting
 
 
 SLOW_OTHER = PROGRAM.replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 16)

@@ -14,6 +14,7 @@ import triton
 from triton.runtime import interpreter
 from triton.runtime.autotuner import Autotuner
 
+from sandbox import protocol
 from sandbox.errors import RunError
 from sandbox.launch import compiler_output, host_driver
 from sandbox.launch.ir import compile_kernel
@@ -69,8 +70,9 @@ class Capture(LaunchPass):
     where = "in Triton's interpreter"
     clock = "the interpreter's wall clock"
 
-    def __init__(self, options, path, limits):
+    def __init__(self, options, path, limits, emit):
         super().__init__(path, options, limits)
+        self.emit = emit
         self.launches = []      # the records listed in the result, up to MAX_LAUNCHES
         self.total = 0          # every launch, listed or not
         self.first_of = {}      # kernel name -> index of its first launch
@@ -188,6 +190,8 @@ class Capture(LaunchPass):
         for arg in record["args"]:
             if arg["kind"] == "tensor":
                 arg["values"] = self.origins.of(arguments[arg["name"]])
+        if index < protocol.SAID_AS_LAUNCHED:  # its worker checks it as the program goes on
+            self.emit("launched", {"launch": record})
         if index < MAX_LAUNCHES:
             self.launches.append(record)
         elif index == MAX_LAUNCHES:

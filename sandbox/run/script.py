@@ -48,7 +48,7 @@ def run_program(spec, emit, scratch, limits, path, result):
         if result["device"]["kind"] == "gpu":
             capture = GpuCapture(spec["options"], path, limits, scratch, emit)
         else:
-            capture = Capture(spec["options"], path, limits)
+            capture = Capture(spec["options"], path, limits, emit)
         emit("status", {"phase": "running", "message": f"running the program {capture.where}"})
         failure = capture.run_program(spec["options"]["seed"])
         chosen = capture.chosen()

@@ -46,8 +46,8 @@ class GpuCapture(Capture):
     clock = "do_bench's on the GPU"
 
     def __init__(self, options, path, limits, scratch, emit):
-        super().__init__(options, path, limits)
-        self.scratch, self.emit = scratch, emit
+        super().__init__(options, path, limits, emit)
+        self.scratch = scratch
         self.instrumented = {}  # instrumented source -> its kernel, compiled once
         self.passing = 0        # > 0: launches run as they are (the tracer's own, do_bench's repetitions)
         self.trial = None       # the autotuner config being timed: [config, whether its launch was checked]

@@ -1,11 +1,13 @@
-"""The server's checks of a script's kept launches, made while its person reads.
+"""The server's checks of a script's launches, made while its program runs and its person reads.
 
 A click on another launch of a script shows it with the server's own check of that launch
 (sandbox.grading.recheck): a fresh run process, where none of the program runs, launches the kernel
 in the interpreter with the bounds check, on inputs made from the launch's record. For a big launch
-that is seconds. After a program's run of its owner's own, its worker makes those checks of the
-kept launches it did not show, one after the other, each in a run process of the checker's kind at
-idle CPU priority, and keeps each verdict on the host's disk under its source and record
+that is seconds. As a program of its owner's own runs, its worker makes those checks of the launches
+it makes (each said, `launched`, as the program is about to make it), and after the run of the kept
+launches not checked yet, one after the other, each in a run process of the checker's kind at idle
+CPU priority (on a host of few cores it takes what the program leaves idle: the interpreter runs
+one thread), and keeps each verdict on the host's disk under its source and record
 (CheckedLaunches): the click, on whichever worker of the host it lands, finds it made, or waits for
 the one under way. A verdict depends on nothing else (the inputs are made from the record, from its
 seed), so it is the host's, as a worker's own memory of checks is.
@@ -24,9 +26,13 @@ from sandbox.worker.verdicts import recheck_ok
 
 KEPT = 1024  # verdicts kept on the host, the least recently made dropped first
 WAITING = 16  # checks waiting on one worker: a newer program's run replaces its owner's
+OUTCOME = ("ms", "bounds")  # a record's fields the program's launch filled in: not what the check depends on
 
 
 def check_key(source, launch):
+    """The check's identity: the program and its launch as recorded before it ran."""
+    if isinstance(launch, dict):
+        launch = {k: v for k, v in launch.items() if k not in OUTCOME}
     return hashlib.sha256(json.dumps([source, launch], sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -84,8 +90,9 @@ class Check:
 
 
 class ChecksAhead:
-    """A worker's checks ahead. The worker calls `request` after a program's run, `step` when idle
-    (with the readable descriptors of `fds()`), and `verdict` when a click needs one."""
+    """A worker's checks ahead. The worker calls `request` as a program runs and after its run, `step`
+    when idle or waiting on a run (with the readable descriptors of `fds()`), and `verdict` when a
+    click needs one."""
 
     def __init__(self, new_run_process, checked, kernel_caches, room):
         """`room()`: whether another process ahead fits beside the worker's compiles ahead
@@ -94,9 +101,10 @@ class ChecksAhead:
         self.waiting = collections.OrderedDict()  # check key -> (owner, the recheck job)
         self.under_way = None  # a Check
 
-    def request(self, owner, source, records):
-        """Check the launches `records` of the program `source`, in their order, those not checked yet."""
-        for key in [key for key, (whose, _) in self.waiting.items() if whose == owner]:
+    def request(self, owner, source, records, replacing=True):
+        """Check the launches `records` of the program `source`, in their order, those not checked yet;
+        `replacing`: in place of the owner's checks waiting (a newer program's), else after them."""
+        for key in [key for key, (whose, _) in self.waiting.items() if whose == owner and replacing]:
             del self.waiting[key]
         for record in records:
             key = check_key(source, record)

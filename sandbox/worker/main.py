@@ -186,13 +186,14 @@ class Worker(ScriptRuns, Spares):
             pass  # it died meanwhile: the relay below reports it
         return run
 
-    def relay(self, run_id, line, charged, output_limit, script=False):
+    def relay(self, run_id, line, charged, output_limit, script=False, launched=None):
         """One line from the run's message pipe: checked for shape, charged to the output limit
         (except the result and its parts, bounded as the result is), relayed. Returns (the result
         line, error, charged): a result or a part is passed on as the run encoded it (a trace is up
         to megabytes: never encoded twice). A script's run sends its status, parts and result only:
         what the server keeps for later runs (a launch that passed the bounds check, a reference's
-        time) is never its program's word."""
+        time) is never its program's word. `launched(record)`: a launch its program is making, for
+        the server to check meanwhile (the program's own code only)."""
         msg = protocol.decode(line, protocol.RUN_TYPES)
         content = msg["content"] if msg is not None and msg["run_id"] == run_id else None
         if script and msg is not None and msg["type"] in SCRIPT_DROPS:
@@ -218,6 +219,8 @@ class Worker(ScriptRuns, Spares):
             return None, None, charged
         if msg["type"] == "sanitized":
             self.send(protocol.message("sanitized", run_id))
+        elif msg["type"] == "launched" and launched is not None and isinstance(content.get("launch"), dict):
+            launched(content["launch"])
         elif msg["type"] == "timed" and results.timed_ok(content):
             self.send(protocol.message("timed", run_id, key=content["key"], reference_ms=content["reference_ms"]))
         elif status_shape_ok(content):
@@ -276,6 +279,9 @@ class Worker(ScriptRuns, Spares):
         if listing is not None and (shown := self.ahead.follow_shown(store, job.spec, AHEAD_WAIT_S,
                                                                       functools.partial(self.send_part, run_id))):
             return self.show_replayed_ahead(run_id, job.spec, listing, shown)
+        launched = None
+        if script and store is not None and listing is None and isinstance(job.spec.get("source"), str):
+            launched = self.checks_as_launched(store, job.spec["source"])
         run = self.start_job(job, store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
@@ -285,7 +291,7 @@ class Worker(ScriptRuns, Spares):
         while result is None and error is None and not died:
             if self.finished is not None:  # the program has ended: its steps have a bound of their own
                 deadline = self.finished[1] + self.settings.script_steps_s
-            kind, data = run.next_message(deadline, self.input.listener(run_id))
+            kind, data = run.next_message(deadline, self.input.listener(run_id), self.checks_ahead)
             if kind == "out":
                 charged += len(data)
                 if charged > output_limit:
@@ -293,7 +299,7 @@ class Worker(ScriptRuns, Spares):
                 else:
                     self.send(protocol.message("stdout", run_id, text=decoder.decode(data)))
             elif kind == "msg":
-                result, error, charged = self.relay(run_id, data, charged, output_limit, script)
+                result, error, charged = self.relay(run_id, data, charged, output_limit, script, launched)
             elif kind == "timeout" and self.finished is not None:
                 result = self.steps_cut_short(run_id)
             elif kind == "timeout" and run.cgroup and run.cgroup.reached_memory_limit():

@@ -126,14 +126,11 @@ class RunProcess:
             raise
         RunProcess.live.add(self.pid)
         self.fds = {self.job_w, self.msg_r, self.out_r}
-        self.lines = b""
-        self.printing = True  # its output is open
-        self.status = None  # its wait status, once it has ended
-        self.ready = None
+        self.lines, self.printing = b"", True  # what it sent not read yet; whether its output is open
+        self.status = self.ready = None  # its wait status, once it has ended; its ready message
         self.owner = None  # whose kernel cache it was lent, to collect back
         self.keep_kernels = True  # collect what it compiled into the owner's cache
-        self.collect_budget = None  # a kernel_cache.WriteBudget the collect is charged to (a compile ahead's)
-        self.reservation = None
+        self.collect_budget = self.reservation = None  # a compile ahead's kernel_cache.WriteBudget; the owner's lock
 
     # -- inside the run process (forked by the zygote: see sandbox.worker.zygote)
 
@@ -156,9 +153,10 @@ class RunProcess:
 
     # -- in the worker
 
-    def next_message(self, deadline, listener=None):
+    def next_message(self, deadline, listener=None, beside=None):
         """Block until the run sends a message, prints, or dies. Returns ("msg"|"out"|"eof"|"timeout", data).
-        `listener`: (a descriptor, its reader), read whenever readable meanwhile (sandbox.worker.server_input)."""
+        `listener`: (a descriptor, its reader), read whenever readable meanwhile (sandbox.worker.server_input);
+        `beside`: the worker's work that goes on meanwhile (its `fds`, `poll_s` and `step`: its checks ahead)."""
         listened = [listener[0]] if listener else []
         while True:
             if b"\n" in self.lines:
@@ -166,12 +164,16 @@ class RunProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout", None
-            ready = select.select(self.watched() + listened, [], [], remaining)[0]
+            others, poll_s = (beside.fds(), beside.poll_s()) if beside else ([], None)
+            wait_s = remaining if poll_s is None else min(remaining, poll_s)
+            ready = select.select(self.watched() + listened + others, [], [], wait_s)[0]
             found = self._take(ready)
             if found is not None:
                 return found
             if listened and listened[0] in ready:
                 listener[1]()
+            if beside:
+                beside.step(ready)
 
     def poll_message(self):
         """next_message without waiting: ("none", None) while the run has sent no whole line and
@@ -232,8 +234,7 @@ class RunProcess:
             text = printed.decode(errors="replace")
             sys.stderr.write(text)  # its traceback, for the server's log
             silent = f"it was not warm within {timeout_s:g} s" if kind == "timeout" else "it ended"
-            why = last_line(text) or silent
-            raise StartError(f"a run process failed to warm up: {why}")
+            raise StartError(f"a run process failed to warm up: {last_line(text) or silent}")
         self.ready = msg["content"]
         return self.ready
 
@@ -286,8 +287,7 @@ class RunProcess:
         Returns (wait status, whether it ran out of memory)."""
         status = self.wait(grace_s)
         if status is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
+            self.kill()
             _, status = os.waitpid(self.pid, 0)
         RunProcess.live.discard(self.pid)
         kill_strays(keep=RunProcess.live)

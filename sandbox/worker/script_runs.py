@@ -2,6 +2,7 @@
 (sandbox.run.replay, sandbox.worker.kept_launches), the program's result kept through the page's
 own steps after it (SCRIPT_STEPS_S), and the result marked as its program's word beside the
 server's own check of the launch it shows (sandbox.grading.recheck)."""
+import itertools
 import time
 
 from sandbox import protocol
@@ -72,6 +73,18 @@ class ScriptRuns:
         records = [record for _, _, record in filter(None, found)]
         self.ahead.request_launches(owner, spec, records)
         self.checks_ahead.request(owner, spec["source"], records)
+
+    def checks_as_launched(self, owner, source):
+        """What a run of the owner's program `source` is given each launch it says it is making, the first
+        SAID_AS_LAUNCHED: the server checks it meanwhile (sandbox.worker.checks_ahead), so that the run's
+        own check of the launch it shows, and a click on another, find its verdict made."""
+        self.checks_ahead.request(owner, source, [])  # its checks of an older program: stale
+        said = itertools.count()
+
+        def launched(record):
+            if next(said) < protocol.SAID_AS_LAUNCHED:  # the program's word: no more than an honest one says
+                self.checks_ahead.request(owner, source, [record], replacing=False)
+        return launched
 
     def steps_cut_short(self, run_id):
         """The result a script's program ended with, when a step of the page's after it (timing, IR)
