@@ -153,13 +153,6 @@ LACKED = re.compile(r"module '(?P<module>triton(?:\.\w+)*)' has no attribute '(?
                     r"|cannot import name '(?P<imported>\w+)' from '(?P<origin>triton(?:\.\w+)*)'")
 
 
-def interpreter_lacks(exc):
-    """What Triton's interpreter says it cannot run (its NotImplementedError, which it may wrap in an
-    InterpreterError), anywhere in `exc`'s chain; None if that is not why `exc` was raised."""
-    return next((str(e) for e in error_chain(exc) if isinstance(e, NotImplementedError) and "interpreter" in str(e)),
-                None)
-
-
 def lacked_by_triton(exc, phase, line=None):
     """`exc` (anywhere in its chain) says the kernel uses a name this Triton's modules lack (a
     function a newer release added, one an older had): the run's error naming the version, its field

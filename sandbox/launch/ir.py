@@ -11,6 +11,7 @@ travels as the kernels do (an owner's cache, the gallery's shared kernels).
 """
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -72,7 +73,7 @@ def compile_kernel(kernel, module, module_path, args, *, num_warps=4, num_stages
     try:
         # ptxas failures print the whole PTX to stdout, a failed pass its diagnostic to stderr; the error
         # we raise carries what matters.
-        with silenced(stderr=False), compiler_output.captured():
+        with contextlib.redirect_stdout(io.StringIO()), compiler_output.captured():
             compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as e:
         raise compile_error(e, module) from None

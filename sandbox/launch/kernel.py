@@ -9,7 +9,6 @@ import io
 import itertools
 import os
 import sys
-import threading
 import traceback
 from dataclasses import dataclass, field
 
@@ -76,46 +75,16 @@ def interpreter_mode(on):
         triton.knobs.runtime.interpret = before
 
 
-class _Sink:
-    """sys.stdout or sys.stderr to a sink while any thread asks: one swap, shared by the threads silenced at
-    once (redirect_stdout's own save and restore, nested across threads, can leave the sink in place)."""
-
-    def __init__(self, name):
-        self.name, self.lock, self.depth, self.saved = name, threading.Lock(), 0, None
-
-    @contextlib.contextmanager
-    def quiet(self):
-        with self.lock:
-            if self.depth == 0:
-                self.saved = getattr(sys, self.name)
-                setattr(sys, self.name, io.StringIO())
-            self.depth += 1
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.depth -= 1
-                if self.depth == 0:
-                    setattr(sys, self.name, self.saved)
-
-
-_STDOUT, _STDERR = _Sink("stdout"), _Sink("stderr")
-
-
 @contextlib.contextmanager
-def silenced(stderr=True):
-    """What Python prints goes nowhere meanwhile (`stderr=False`: stdout only), whichever thread prints."""
-    with _STDOUT.quiet(), _STDERR.quiet() if stderr else contextlib.nullcontext():
+def silenced():
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         yield
 
 
 def write_source(source, path):
-    """The source as a real file (compiled @triton.jit needs inspect.getsource), checked for syntax; written
-    whole at once, for a thread that loads it meanwhile (compiles ahead of a script's launches share it)."""
-    partial = f"{path}.{threading.get_ident()}"
-    with open(partial, "w") as f:
+    """The source as a real file (compiled @triton.jit needs inspect.getsource), checked for syntax."""
+    with open(path, "w") as f:
         f.write(source)
-    os.replace(partial, path)
     try:
         compile(source, path, "exec")
     except SyntaxError as e:

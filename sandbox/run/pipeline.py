@@ -13,14 +13,13 @@ import math
 import os
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import triton
 
 from sandbox import gpus
 from sandbox import result as results
-from sandbox.errors import RunError, interpreter_lacks
+from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
@@ -35,7 +34,6 @@ from sandbox.timeline.run import NO_GPU, timeline, timeline_or_note
 from sandbox.trace.interpreter import TraceBudgetExceeded
 
 CPU_FIRST_BUDGET_S = 0.25  # a small launch's interpreter pass, past which the GPU tracer takes over
-LAUNCHES_AT_ONCE = 4  # a script's kept launches compiled ahead at once on a GPU (an autotuned one's configs on more)
 # a status phase -> the phase of an error raised during it
 ERROR_PHASE = {"compiling": "build", "running": "launch", "checking": "check", "bench": "bench", "ir": "ir"}
 
@@ -424,27 +422,24 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
 
 
 def compile_launches(spec, records, emit, scratch, limits, shown=None):
-    """Compile a script's kept launches as their selections would (sandbox.run.replay), LAUNCHES_AT_ONCE at a
-    time (threads: Triton's passes, ptxas and nvdisasm run outside the GIL); a launch that fails to compile is
-    left to its selection, which says why. In the interpreter, where compiling is little and the launch's run
-    is the work, each is replayed whole instead, one after the other, each part handed to `shown(index,
-    part=, content=)` as it is ready and the result to `shown(index, result=)`: its selection's result, made ahead."""
+    """Compile a script's kept launches as their selections would (sandbox.run.replay), one after the
+    other; a launch that fails to compile is left to its selection, which says why. In the
+    interpreter, where compiling is little and the launch's run is the work, each is replayed whole
+    instead, each part handed to `shown(index, part=, content=)` as it is ready and the result to
+    `shown(index, result=)`: its selection's result, made ahead."""
     try:
         device = device_info(choose_device(spec["options"]["device"]))
     except RunError as e:
         return results.failed(e)
     whole = shown is not None and device["kind"] != "gpu"  # a GPU's launches stay the runs' alone
-
-    def made(record):
-        index, start = record["index"], time.perf_counter()
+    for record in records:
+        index = record["index"]
         parts = lambda type, content: shown(index, **content) if type == "partial" else emit(type, content)  # noqa: E731
         with contextlib.suppress(Exception):
+            start = time.perf_counter()
             result = replays.replay(spec, record, parts if whole else emit, scratch, limits, device, Run, ahead=not whole)
             if whole:
                 shown(index, result={**result, "run_ms": (time.perf_counter() - start) * 1e3})
-
-    with ThreadPoolExecutor(max_workers=LAUNCHES_AT_ONCE) as pool:
-        list(map(made, records) if whole else pool.map(made, records))
     return results.new(device)
 
 
@@ -494,3 +489,10 @@ def run_spec(raw_spec, emit=None, scratch=None, limits=None, sanitized_before=Fa
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
         return warned.into(run.result)
+
+
+def interpreter_lacks(exc):
+    """What Triton's interpreter says it cannot run (its NotImplementedError, which it may wrap in an
+    InterpreterError), anywhere in `exc`'s chain; None if that is not why `exc` was raised."""
+    return next((str(e) for e in error_chain(exc) if isinstance(e, NotImplementedError) and "interpreter" in str(e)),
+                None)

@@ -38,7 +38,7 @@ import torch
 from triton.runtime import KernelInterface
 
 from sandbox.launch import build
-from sandbox.launch.kernel import find_kernel, launch_keywords, load_module, silenced, write_source
+from sandbox.launch.kernel import find_kernel, launch_keywords, load_module, silenced
 from sandbox.launch.launcher import Background, build_launcher, ready_to_launch
 from sandbox.trace import probes, provenance
 from sandbox.trace.instrument import Instrumenter
@@ -161,9 +161,9 @@ class InstrumentedTracer:
 
     def load(self, scratch):
         """The instrumented kernel, compiled for the device of the tensors (interpreted on a CPU)."""
-        source = self.instrumented_source()  # a file of each kernel's own: compiles ahead may run at once
-        path = os.path.join(scratch, f"kernel_instrumented_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py")
-        write_source(source, path)
+        path = os.path.join(scratch, "kernel_instrumented.py")
+        with open(path, "w") as f:
+            f.write(self.instrumented_source())
         with silenced():
             module = load_module(path, self.device.type == "cpu")
         return find_kernel(module, self.analysis.name).jit
