@@ -212,7 +212,7 @@ def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that
 
     worker = subprocess.Popen(["sleep", "30"])  # another worker of the host, alive
     try:
-        marked_by(worker.pid, launches=(0, 1))  # launch 1's turn has not come: its click replays it sooner
+        marked_by(worker.pid, launches=(0, 1))  # launch 1 after 0, whose time is not known: its click replays it
         assert follow(spec)[0] is None and follow(spec)[2] < 1
         marked_by(worker.pid)
         trace, result = {"programs": []}, {"status": "ok", "notes": []}
@@ -229,3 +229,26 @@ def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that
     os.unlink(os.path.join(kept.owner_dir(owner), "shown.1.json"))
     shown, _, waited_s = follow(spec)
     assert shown is None and waited_s < 1
+
+
+def test_a_click_waits_for_a_replay_ahead_that_reaches_its_launch_sooner_than_its_own_would_end(tmp_path):
+    """Launches replayed ahead in their order: a click on one behind others follows that replay where the
+    ones before it took no longer in the program's run than it did, and replays it itself otherwise."""
+    kept, owner = KeptLaunches(str(tmp_path), 1 << 20), "a" * 32
+    os.makedirs(kept.owner_dir(owner))
+
+    def took(**ms):
+        with open(os.path.join(kept.owner_dir(owner), MANIFEST), "w") as f:
+            json.dump({"records": {name.removeprefix("l"): {"index": int(name[1:]), "ms": t} for name, t in ms.items()}}, f)
+
+    took(l0=400.0, l1=900.0, l2=300.0)
+    assert kept.due(owner, [0, 1, 2], 0)  # under way
+    assert kept.due(owner, [0, 1, 2], 1)  # after 0.4 s of others, itself 0.9 s
+    assert not kept.due(owner, [0, 1, 2], 2)  # after 1.3 s of others, itself 0.3 s
+    with open(os.path.join(kept.owner_dir(owner), "shown.0.json"), "w") as f:
+        json.dump({}, f)
+    assert not kept.due(owner, [0, 1, 2], 0)  # made: its click shows it
+    took(l0=400.0, l1=900.0, l2=1000.0)
+    assert kept.due(owner, [0, 1, 2], 2)  # 0 made: 0.9 s before it, itself 1 s
+    took(l1=900.0, l2=1000.0)
+    assert not kept.due(owner, [0, 1, 2, 3], 3)  # not a launch it knows the time of

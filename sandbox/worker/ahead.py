@@ -21,8 +21,8 @@ finds its kernel, its instrumented build and its IR built (an autotuned one's IR
 record names). Any run of the owner's ends it, keeping
 what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
 the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
-a click that finds its launch's replay under way follows that one (its parts as they are kept, then
-its result) and ends the rest (one whose turn has not come, its click replays sooner).
+a click that finds its launch's replay under way, or due soon (KeptLaunches.due), follows that one
+(its parts as they are kept, then its result) and ends the rest (one due later, its click replays sooner).
 """
 import collections
 import contextlib
@@ -163,12 +163,12 @@ class CompileAhead:
             self.step(select.select(fds, [], [], max(0.0, min(deadline - time.monotonic(), self.poll_s() or 1)))[0])
 
     def showing(self, owner, spec):
-        """Is the replay of the launch `spec` shows, of this very program, under way here now? (A launch
-        whose turn has not come is replayed sooner by its click.)"""
+        """Is the replay of the launch `spec` shows, of this very program, under way here now, or due soon
+        (KeptLaunches.due)? (One due later is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
         return (under_way is not None and under_way.launches is not None and not self.settings.has_gpu
                 and under_way.view == view_key(spec) and launch_of(spec) is not None
-                and self.kept_launches.replaying(owner, [r["index"] for r in under_way.launches]) == launch_of(spec))
+                and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], launch_of(spec)))
 
     def shown_result(self, owner, spec):
         """The result of the owner's click `spec` (a script's, with options.launch) as its launch's replay

@@ -213,24 +213,36 @@ class KeptLaunches:
                 os.unlink(os.path.join(target, SHOWING))
 
     def showing_worker(self, owner, view=None, index=None):
-        """The pid of the live worker replaying the owner's launch `index` ahead for `view` now (any, if
-        None), or None. It replays them in order: its launch now is the first whose result is not kept."""
+        """The pid of the live worker replaying the owner's launches ahead for `view` (any, if None), launch
+        `index` among them and due (`due`), or None."""
         target = self.owner_dir(owner)
         try:
             with os.fdopen(os.open(os.path.join(target, SHOWING), NO_FOLLOW), "rb") as f:
                 marker = json.load(f)
             pid = marker["pid"]
-            if view is not None and (marker["view"] != view or index != self.replaying(owner, marker["launches"])):
+            if view is not None and (marker["view"] != view or not self.due(owner, marker["launches"], index)):
                 return None
             os.kill(pid, 0)  # a worker that died left it
         except (OSError, ValueError, TypeError, KeyError):
             return None
         return pid
 
-    def replaying(self, owner, indices):
-        """Of launches `indices` replayed ahead in their order, the one under way: the first not kept yet."""
+    def due(self, owner, indices, index):
+        """Of launches `indices` replayed ahead in their order (the first whose result is not kept is under
+        way), is `index` due: under way, or after launches that took no longer in the program's run than
+        it did (their records' `ms`)? A click on it waits for that replay then: a replay of its own would
+        take as long, beside the one ahead on the same cores. Else the click replays it itself."""
         target = self.owner_dir(owner)
-        return next((i for i in indices if not os.path.exists(os.path.join(target, f"shown.{i}.json"))), None)
+        pending = [i for i in indices if not os.path.exists(os.path.join(target, f"shown.{i}.json"))]
+        if index not in pending or pending[0] == index:
+            return index in pending
+        try:
+            with open(os.path.join(target, MANIFEST)) as f:
+                records = json.load(f)["records"]
+            before, own = [records[str(i)]["ms"] for i in pending[:pending.index(index)]], records[str(index)]["ms"]
+            return sum(before) <= own
+        except (OSError, ValueError, TypeError, KeyError):
+            return False
 
     def drop(self, owner):
         target = self.owner_dir(owner)
