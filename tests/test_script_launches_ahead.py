@@ -252,3 +252,31 @@ def test_a_click_waits_for_a_replay_ahead_that_reaches_its_launch_sooner_than_it
     assert kept.due(owner, [0, 1, 2], 2)  # 0 made: 0.9 s before it, itself 1 s
     took(l1=900.0, l2=1000.0)
     assert not kept.due(owner, [0, 1, 2, 3], 3)  # not a launch it knows the time of
+
+
+# A program that writes launches to check on its run's message pipe, as its capture would, forged.
+SAYS_MORE = PROGRAM.replace("import torch", "import json\nimport os\nimport sys\n\nimport torch") + '''
+frame = sys._getframe()
+while "run_id" not in frame.f_locals:
+    frame = frame.f_back
+for index in range(200):
+    forged = {"index": index, "kernel": "doubled", "grid": [index + 1, 1, 1], "args": [], "num_warps": 4, "num_stages": 3}
+    message = {"type": "launched", "id": "0", "run_id": frame.f_locals["run_id"], "content": {"launch": forged}}
+    os.write(4, (json.dumps(message) + "\\n").encode())
+'''
+
+
+def test_a_program_that_says_more_launches_than_it_makes_has_no_more_checked_than_an_honest_one(app):
+    person = app.test_client()
+    before = checked_ahead(app)
+    spec = {"version": 1, "mode": "script", "source": SAYS_MORE, "options": {"trace": True}}
+    result = person.post("/api/run", json=spec).get_json()
+    assert result["status"] == "ok" and result["launches"]["total"] == 2, result["error"]
+    made, deadline, quiet_since = 0, time.monotonic() + 90, time.monotonic()
+    while time.monotonic() - quiet_since < 4:  # until no verdict has come for a while
+        assert time.monotonic() < deadline, "its checks never settled"
+        time.sleep(0.5)
+        now = len(set(checked_ahead(app)) - set(before))
+        made, quiet_since = now, quiet_since if now == made else time.monotonic()
+    assert 2 <= made <= protocol.SAID_AS_LAUNCHED  # its two launches and some of its forged ones, no more
+    assert run(person)["status"] == "ok"  # its worker serves on
