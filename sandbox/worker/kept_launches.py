@@ -128,21 +128,25 @@ class KeptLaunches:
                 shutil.copyfileobj(src, dst)
         return sum(sizes)
 
+    def manifest(self, owner):
+        """The owner's kept run as `collect` wrote it (its program's key, records, listing), or None."""
+        try:
+            with open(os.path.join(self.owner_dir(owner), MANIFEST)) as f:
+                manifest = json.load(f)
+        except (OSError, ValueError, TypeError):
+            return None
+        return manifest if isinstance(manifest, dict) else None
+
     def find(self, owner, spec, index):
         """((the kept result.launches, its result.benchmarks, launch `index`'s record), None) where a
         replay of it can be made, else (None, why not)."""
-        target = self.owner_dir(owner)
-        try:
-            with open(os.path.join(target, MANIFEST)) as f:
-                manifest = json.load(f)
-        except (OSError, ValueError, TypeError):
-            return None, GONE
-        if manifest.get("key") != program_key(spec):
+        manifest = self.manifest(owner)
+        if manifest is None or manifest.get("key") != program_key(spec):
             return None, GONE
         record = manifest["records"].get(str(index))
         if record is None:
             return None, NOT_KEPT
-        os.utime(target)  # recently used: evicted last
+        os.utime(self.owner_dir(owner))  # recently used: evicted last
         return (manifest["listing"], manifest.get("benchmarks"), record), None
 
     def lend(self, owner, record, run_scratch):
@@ -160,13 +164,10 @@ class KeptLaunches:
         """Keep launch `index`'s result as its replay ahead made it for `view` (sandbox.worker.ahead.view_key
         of `spec`), or a part of it as it came, with the owner's kept run of that program, within
         SHOWN_BYTES; ValueError past them, OSError if that run is no longer kept."""
-        target = self.owner_dir(owner)
-        try:
-            with open(os.path.join(target, MANIFEST)) as f:
-                kept_run = json.load(f)["key"]
-        except (OSError, ValueError, TypeError, KeyError) as e:
-            raise OSError(f"no launches are kept for {owner}") from e
-        if kept_run != program_key(spec):
+        target, kept_run = self.owner_dir(owner), self.manifest(owner)
+        if kept_run is None or "key" not in kept_run:
+            raise OSError(f"no launches are kept for {owner}")
+        if kept_run["key"] != program_key(spec):
             raise OSError("a later program's run replaced the launches")
         data = json.dumps({"view": view, "result": result} if part is None else {"view": view, "content": content}).encode()
         taken = sum(os.path.getsize(os.path.join(target, name)) for name in os.listdir(target) if name.startswith("shown."))
@@ -234,14 +235,15 @@ class KeptLaunches:
         take as long, beside the one ahead on the same cores. Else the click replays it itself."""
         target = self.owner_dir(owner)
         pending = [i for i in indices if not os.path.exists(os.path.join(target, f"shown.{i}.json"))]
-        if index not in pending or pending[0] == index:
-            return index in pending
+        if index not in pending:
+            return False
+        if pending[0] == index:
+            return True
+        records = (self.manifest(owner) or {}).get("records")
         try:
-            with open(os.path.join(target, MANIFEST)) as f:
-                records = json.load(f)["records"]
             before, own = [records[str(i)]["ms"] for i in pending[:pending.index(index)]], records[str(index)]["ms"]
             return sum(before) <= own
-        except (OSError, ValueError, TypeError, KeyError):
+        except (TypeError, KeyError):  # a launch whose time is not known
             return False
 
     def drop(self, owner):

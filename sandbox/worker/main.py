@@ -279,9 +279,8 @@ class Worker(ScriptRuns, Spares):
         if listing is not None and (shown := self.ahead.follow_shown(store, job.spec, AHEAD_WAIT_S,
                                                                       functools.partial(self.send_part, run_id))):
             return self.show_replayed_ahead(run_id, job.spec, listing, shown)
-        launched = None
-        if script and store is not None and listing is None and isinstance(job.spec.get("source"), str):
-            launched = self.checks_as_launched(store, job.spec["source"])
+        launched = (self.checks_as_launched(store, job.spec["source"]) if script and store is not None
+                    and listing is None and isinstance(job.spec.get("source"), str) else None)
         run = self.start_job(job, store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit
