@@ -22,7 +22,7 @@ class Tab:
         self.sio.on("run_result", self._on_result)
         self.sio.on("run_partial", self._on_partial)
         self.sio.on("run_status", self._on_status)
-        self._call(self.sio.connect(url, transports=["websocket"]))
+        self._call(self.sio.connect(url, transports=["websocket"], wait_timeout=20))
 
     def _call(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(self.timeout_s)

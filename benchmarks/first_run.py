@@ -45,7 +45,7 @@ def first_run(url, spec, options=None):
     client = socketio.Client()
     done, box = threading.Event(), {}
     client.on("run_result", lambda data: (box.__setitem__("result", data["result"]), done.set()))
-    client.connect(url, transports=["websocket"])
+    client.connect(url, transports=["websocket"], wait_timeout=20)
     try:
         start = time.perf_counter()
         ack = client.call("run", {"spec": spec}, timeout=60)

@@ -114,7 +114,8 @@ class Client:
         self.sio = socketio.Client(reconnection=False)
         self.events, self.mine, self.lock = [], set(), threading.Lock()
         self.sio.on("*", self.heard)
-        self.sio.connect(web.url, transports=["websocket"], headers={"Cookie": cookie} if cookie else {})
+        self.sio.connect(web.url, transports=["websocket"], headers={"Cookie": cookie} if cookie else {},
+                         wait_timeout=20)
 
     def heard(self, event, data):
         with self.lock:

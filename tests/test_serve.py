@@ -97,9 +97,9 @@ async def classroom(server):
     students = [Student("polling" if i % POLLING_EVERY == 0 else "websocket") for i in range(CONNECTIONS)]
     gate = asyncio.Semaphore(50)  # a classroom arriving over some seconds, not one SYN flood
 
-    async def connect(student):
+    async def connect(student):  # waiting 20 s for the namespace, as the page's client does (not Python's 1 s)
         async with gate:
-            await student.client.connect(server.url, transports=[student.transport])
+            await student.client.connect(server.url, transports=[student.transport], wait_timeout=20)
 
     start = time.perf_counter()
     await asyncio.gather(*(connect(s) for s in students))
@@ -153,7 +153,7 @@ def never_reading_client(server, spec, runs):
 
 async def a_run_meanwhile(server):
     student = Student("websocket")
-    await student.client.connect(server.url, transports=["websocket"])
+    await student.client.connect(server.url, transports=["websocket"], wait_timeout=20)
     start = time.perf_counter()
     result = await student.run(vector_add(), timeout_s=60)
     elapsed = time.perf_counter() - start
