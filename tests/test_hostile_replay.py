@@ -6,11 +6,16 @@ runs), and only for the owner: nothing of one person's run reaches another's rep
 
 Real runs: the session's app, real workers, jailed run processes, Triton's interpreter on this CPU.
 """
+import os
+
 import pytest
 
 from app import socketio
+from sandbox.run.replay import RAN_BYTES, ran_name
 from tests.test_runs import collect_until_result
+from tests.support.apps import running_app
 from tests.test_script import program
+from tests.test_script_launches_ahead import kept_run
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +58,40 @@ def test_one_persons_kept_inputs_are_never_another_persons_replay(app):
     assert any(s.startswith("re-running the whole program to show launch 1: the inputs kept") for s in statuses)
     mine, _ = run(app, owner, source, launch=1)
     assert "ran whole" not in mine["stdout"] and mine["launches"]["replay"]["replayed"]
+
+
+# After its launches, the program plants what a replay would show of them as they ran (sandbox.run.replay:
+# `ran`): a link in place of launch 1's, one past the bytes kept of a run in place of launch 0's.
+PLANTED_RUNS = program("axpy_clamp.py") + '''
+import json
+import os
+os.remove("launch-inputs/1.ran.json")
+os.symlink("/etc/passwd", "launch-inputs/1.ran.json")
+with open("launch-inputs/0.ran.json", "w") as f:
+    f.write(json.dumps({"trace": {}, "ms": 1.0, "trace_pid": None, "padding": " " * (RAN_BYTES + 1)}))
+'''.replace("RAN_BYTES", str(RAN_BYTES))
+
+
+@pytest.fixture(scope="module")
+def own_root(tmp_path_factory):
+    """An app whose RUN_ROOT the test knows: what its worker keeps of an owner's run is looked at."""
+    root = tmp_path_factory.mktemp("replay")
+    with running_app(root, WORKERS=1, RUN_ROOT=str(root / "runs")) as app:
+        yield app
+
+
+def test_a_planted_run_of_a_launch_is_not_kept_and_its_selection_launches_it(own_root):
+    app, person = own_root, own_root.test_client()
+    honest = {"version": 1, "mode": "script", "source": program("axpy_clamp.py"), "options": {}}
+    assert person.post("/api/run", json=honest).get_json()["status"] == "ok"
+    assert {ran_name(0), ran_name(1)} <= set(os.listdir(kept_run(app, person)))  # an honest run's are kept
+    spec = {**honest, "source": PLANTED_RUNS}
+    first = person.post("/api/run", json=spec).get_json()
+    assert first["status"] == "ok" and first["launches"]["replay"]["kept"] == [0, 1], first["error"]
+    kept = kept_run(app, person)
+    assert not {ran_name(0), ran_name(1)} & set(os.listdir(kept))  # its inputs kept, not those
+    for index in (0, 1):
+        shown = person.post("/api/run", json={**spec, "options": {"launch": index}}).get_json()
+        assert shown["status"] == "ok" and shown["launches"]["replay"]["replayed"], shown["error"]
+        assert any("replayed alone" in note for note in shown["notes"])  # launched again, from its inputs
+        assert shown["trace"]["grid"] == first["launches"]["list"][index]["grid"]

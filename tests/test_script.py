@@ -2,12 +2,16 @@
 whole programs written as people write Triton programs (tests/scripts/: a kernel with its wrapper,
 a check against torch, a perf_report benchmark), every launch captured and bounds-checked, one launch
 traced, timed and compiled."""
+import os
 import pathlib
 import time
 
 import pytest
 
 from app import socketio
+from sandbox.run import pipeline
+from sandbox.run.replay import INPUTS_DIR, Ran, ran_name
+from sandbox.trace import record as trace
 from tests.support.apps import running_app
 from tests.test_runs import collect_until_result
 
@@ -468,7 +472,8 @@ def test_a_finished_programs_result_survives_the_pages_steps_running_long(tmp_pa
 def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     """Another launch of the listed ones is shown from the inputs kept from the run that listed it:
     the program does not run again (it prints nothing), and the launch is traced, timed, compiled and
-    checked by the server as it was. Someone else's selection finds nothing of the first person's."""
+    checked by the server as it was (in the interpreter, its trace and time as the program ran it).
+    Someone else's selection finds nothing of the first person's."""
     client, source = socketio.test_client(app), program("axpy_clamp.py")
     start = time.monotonic()
     first, _ = run_script(app, source, client)
@@ -481,7 +486,8 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     print(f"\nfirst run {first_s:.2f} s, launch 1 selected {shown_s:.2f} s ({shown_s / first_s:.2f}x)")
     assert shown["status"] == "ok", shown["error"]
     assert "largest gap from torch" not in shown["stdout"]  # the program did not run again
-    assert any("replayed alone" in note for note in shown["notes"])
+    assert any(note.startswith("Launch 1 ") and "the program did not run again" in note
+               or "neither the program nor the launch ran again" in note for note in shown["notes"])
     assert shown["launches"]["selected"] == 1 and shown["launches"]["list"] == first["launches"]["list"]
     assert shown["launches"]["replay"] == {**first["launches"]["replay"], "replayed": True}
     listed = first["launches"]["list"][1]
@@ -502,6 +508,38 @@ def test_a_selected_launch_is_replayed_alone_not_the_program_again(app):
     statuses = [e["args"][0]["message"] for e in events if e["name"] == "run_status"]
     assert any(message.startswith("re-running the whole program to show launch 1") for message in statuses)
     assert other["trace"]["coverage"] == shown["trace"]["coverage"]
+
+
+@pytest.mark.cpu_only
+def test_in_the_interpreter_a_selected_launch_is_shown_as_its_program_ran_it(tmp_path):
+    """The program's run keeps each listed launch's trace and time beside its inputs: a replay of it
+    in the interpreter shows those and does not run the launch again (its whole cost there), and
+    shows what a replay that runs it shows. Only for the options they were made under."""
+    scratch, limits = str(tmp_path), {**trace.LIMITS, "kept_inputs_bytes": 64 << 20}
+    source = program("axpy_clamp.py")
+    first = pipeline.run_spec(script_spec(source), None, scratch, limits)
+    assert first["status"] == "ok", first["error"]
+    record = first["launches"]["list"][1]
+
+    def replayed(**options):
+        statuses = []
+        result = pipeline.run_spec(script_spec(source, launch=1, **options),
+                                   lambda type, content: type == "status" and statuses.append(content["message"]),
+                                   scratch, limits, replay={"launch": record})
+        assert result["status"] == "ok", result["error"]
+        as_ran = any("neither the program nor the launch ran again" in note for note in result["notes"])
+        assert as_ran == (Ran.doing in statuses) != any(s.startswith("running ") for s in statuses)
+        return result, as_ran
+
+    shown, as_ran = replayed()
+    assert as_ran and shown["trace"]["grid"] == record["grid"]
+    assert replayed(trace_pid=[3])[1] is False  # another program of the trace asked for: launched
+    assert replayed(trace=False)[1] is False
+    os.unlink(os.path.join(scratch, INPUTS_DIR, ran_name(1)))
+    launched, as_ran = replayed()
+    assert not as_ran
+    assert shown["trace"] == launched["trace"] and shown["timings"]["bytes"] == launched["timings"]["bytes"]
+    assert shown["ir"]["ptx"] == launched["ir"]["ptx"]
 
 
 def test_a_tutorial_sized_program_runs_whole_within_the_default_limit(app):

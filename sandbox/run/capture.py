@@ -232,8 +232,11 @@ class Capture(LaunchPass):
                            "triton.runtime.driver.active.get_active_torch_device() (here 'cpu')")
         self.keep_inputs(index, tensors)
         trace, start = None, time.perf_counter()
+        # Traced where it may be shown, and where its run is kept for a replay of it (sandbox.run.replay: in the
+        # interpreter the launch is the cost, not its trace).
+        kept_ran = self.inputs is not None and self.inputs.keeps_ran(index)
         try:
-            with self.tracer(kernel, arguments, tensors, grid, keep and self.options["trace"]) as tracer:
+            with self.tracer(kernel, arguments, tensors, grid, (keep or kept_ran) and self.options["trace"]) as tracer:
                 value = run()
             trace = tracer.result(grid) if tracer.record else None
         except Exception as e:
@@ -245,6 +248,8 @@ class Capture(LaunchPass):
         if keep:
             self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"], record["num_stages"],
                                     autotuner, grid)
+        if kept_ran and trace is not None:
+            self.inputs.keep_ran(index, trace, ms, self.options["trace_pid"])
         return value
 
     def timings(self, kept, index):

@@ -79,12 +79,13 @@ class Run(LaunchPass):
     `emit(type, content)` streams status to the worker."""
 
     def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None, given_inputs=None,
-                 compiled_ahead=False):
+                 compiled_ahead=False, given_run=None):
         super().__init__(os.path.join(scratch, "kernel.py"), spec["options"], limits)
         self.compiled_ahead = compiled_ahead
         self.cpu_first_programs = limits.get("trace_on_cpu_first", 0)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
+        self.given_run = given_run  # and in the interpreter, as the program ran it (replay.Ran): not launched again
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this device before
         self.reference_note = None
         self.sanitized_before = sanitized_before
@@ -134,13 +135,15 @@ class Run(LaunchPass):
         self.status("compiling", "loading the kernel into Triton's interpreter")
         kernel, inputs, poisoned, args, grid, scope = self.prepare(True, "cpu")
         before = {name: t.clone() for name, t in inputs.items()}
-        self.status("running", f"running {math.prod(grid)} program(s) in the interpreter")
+        running = self.given_run.doing if self.given_run else f"running {math.prod(grid)} program(s) in the interpreter"
+        self.status("running", running)
         start = time.perf_counter()
-        try:
-            self.result["trace"] = traced_launch(kernel, grid, args, inputs, self.path, self.options, self.limits)
+        try:  # a script's launch as its program ran it (given_run) is not launched again
+            self.result["trace"] = self.given_run.launched(kernel) if self.given_run else traced_launch(
+                kernel, grid, args, inputs, self.path, self.options, self.limits)
         except Exception as e:
             raise launch_error(e, self.path) from None
-        launch_ms = (time.perf_counter() - start) * 1e3
+        launch_ms = self.given_run.ms if self.given_run else (time.perf_counter() - start) * 1e3
         self.ready("trace")
         self.check(inputs, before, poisoned)
         if self.options["bench"]:
@@ -346,8 +349,7 @@ class Run(LaunchPass):
             return
         self.status("checking", "comparing outputs with the reference")
         expected = self.references(before)
-        self.result["check"] = checking.compare(
-            {name: inputs[name] for name in expected}, expected, poisoned,
+        self.result["check"] = checking.compare({name: inputs[name] for name in expected}, expected, poisoned,
             atol=self.options["atol"], rtol=self.options["rtol"])
         if not self.result["check"]["ok"]:
             self.result["status"] = "mismatch"

@@ -12,13 +12,21 @@
         timed, given its timeline (options.timeline) and compiled as a form run's launch
         (sandbox.run.pipeline.Run).
 
+In Triton's interpreter the program's run also keeps, beside the inputs of each of its first
+RAN_KEPT listed launches, the launch as it ran (`ran`: its trace and time; InputKeeper.keep_ran).
+A replay there shows that instead of running the launch again, which in the interpreter is the
+whole of its cost (a launch of a thousand programs takes seconds): its inputs still make its
+timings' bytes and its IR's specialisation.
+
 The files are the program's own bytes and the records its own word: read as data only (never
 unpickled), sized against the record before a tensor is made of them.
 """
+import json
 import os
 
 import torch
 
+from sandbox import protocol
 from sandbox import result as results
 from sandbox.errors import RunError
 from sandbox.launch.kernel import as_run_error
@@ -33,8 +41,17 @@ DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in (
     torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 
 
+RAN_KEPT = 16  # the first listed launches whose run the interpreter keeps for their replay
+RAN_BYTES = 16 << 20  # one launch's kept run at most (its trace is bounded by the trace limits)
+
+
 def file_name(index, name):
     return f"{index}.{name}"
+
+
+def ran_name(index):
+    """The file of launch `index`'s run as the program made it (a tensor's file name has no second dot)."""
+    return f"{index}.ran.json"
 
 
 def span_of(tensor):
@@ -49,6 +66,7 @@ class InputKeeper:
 
     def __init__(self, scratch, max_bytes):
         self.dir, self.left, self.why = os.path.join(scratch, INPUTS_DIR), max_bytes, {}
+        self.kept = set()
         os.makedirs(self.dir, exist_ok=True)
 
     def keep(self, index, tensors):
@@ -63,7 +81,21 @@ class InputKeeper:
         for name, span in spans.items():
             with open(os.path.join(self.dir, file_name(index, name)), "wb") as f:
                 f.write(span.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes())
+        self.kept.add(index)
         return True
+
+    def keeps_ran(self, index):
+        """Whether launch `index`'s run is worth tracing to keep (keep_ran): its inputs were kept."""
+        return index < RAN_KEPT and index in self.kept
+
+    def keep_ran(self, index, trace, ms, trace_pid):
+        """Keep launch `index`'s run as the program made it: its trace (as `trace_pid` chose its
+        programs) and its time, within the bytes left; a replay of it shows them (read_ran)."""
+        data = protocol.encode({"trace": trace, "ms": ms, "trace_pid": trace_pid}, nan_to_null=True)
+        if len(data) <= min(self.left, RAN_BYTES):
+            self.left -= len(data)
+            with open(os.path.join(self.dir, ran_name(index)), "wb") as f:
+                f.write(data)
 
     def cannot_keep(self, tensors, size):
         if any(str(t.dtype).removeprefix("torch.") not in DTYPES for t in tensors.values()):
@@ -96,6 +128,37 @@ def read_inputs(scratch, index, record, device):
     return inputs
 
 
+class Ran:
+    """A launch as the program ran it in the interpreter: its trace and its time (ms)."""
+    doing = "showing the launch as the program ran it (kept from that run): not running it again"
+
+    def __init__(self, trace, ms):
+        self.trace, self.ms = trace, ms
+
+    def launched(self, kernel):
+        """Its trace, the kernel (sandbox.launch.kernel.Kernel) left as its launch leaves it: an autotuner
+        having chosen the config the interpreter runs (sandbox.launch.launcher.launch)."""
+        if kernel.autotuner is not None:
+            kernel.autotuner.best_config = kernel.first
+        return self.trace
+
+
+def read_ran(scratch, index, options):
+    """Launch `index` as the program ran it (Ran), where its run kept it for these options (a trace, of
+    the same programs), else None. The program's word: read as data, checked for shape."""
+    try:
+        with open(os.path.join(scratch, INPUTS_DIR, ran_name(index)), "rb") as f:
+            ran = json.loads(f.read(RAN_BYTES + 1))
+        trace, ms = ran["trace"], ran["ms"]
+        kept_for = ran["trace_pid"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if (not options["trace"] or kept_for != options["trace_pid"] or results.part_problems("trace", trace)
+            or type(ms) is not float or not 0 <= ms < 1e9):
+        return None
+    return Ran(trace, ms)
+
+
 def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     """The result of launch `record["index"]` of the program `spec` replayed alone (see the module's
     docstring); `run_class`: the form run's (sandbox.run.pipeline.Run). `ahead`: compiled only, as a
@@ -114,13 +177,18 @@ def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     # an autotuned one's, set by the config, left out.
     given = {name: tensor for name, tensor in inputs.items() if name in form["args"]}
     form["args"] = {**form["args"], **{name: name for name in given}}
-    run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given)
+    ran = read_ran(scratch, index, options) if device["kind"] != "gpu" else None
+    run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given,
+                    given_run=ran)
     if ahead:
         # Its IR of the config the program's autotuner chose: a click's tuning most likely chooses it again.
         run.compile_ahead(record.get("config"))  # its errors are the caller's: a compile ahead only ever helps
         return run.result
-    run.result["notes"].append(f"Launch {index} replayed alone from the inputs it received when the program ran "
-                               f"(kept from that run): the program did not run again.")
+    run.result["notes"].append(
+        f"Launch {index} as the program ran it: its trace and time kept from that run, its inputs for the rest; "
+        f"neither the program nor the launch ran again." if ran else
+        f"Launch {index} replayed alone from the inputs it received when the program ran (kept from that run): "
+        f"the program did not run again.")
     try:
         run.execute()
     except Exception as e:  # noqa: BLE001  (the run's error, as a form run's)

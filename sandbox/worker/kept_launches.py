@@ -24,7 +24,7 @@ import shutil
 import stat
 
 from sandbox.result import PARTS
-from sandbox.run.replay import DTYPES, INPUTS_DIR, SHOWN_BY, file_name
+from sandbox.run.replay import DTYPES, INPUTS_DIR, RAN_BYTES, SHOWN_BY, file_name, ran_name
 from sandbox.spec import SpecError, normalize
 from sandbox.worker.kernel_cache import OWNER
 
@@ -106,7 +106,9 @@ class KeptLaunches:
         return replay
 
     def take_launch(self, source, record, partial, left):
-        """Copy one launch's files, each a plain file of the size its record says; their bytes, or None."""
+        """Copy one launch's files, each a plain file of the size its record says, and its run as the
+        program made it where there is one (sandbox.run.replay.ran_name: a plain file, RAN_BYTES at most,
+        read by the replay as data); their bytes, or None."""
         if not (isinstance(record, dict) and type(record.get("index")) is int and isinstance(record.get("args"), list)):
             return None
         tensors = [arg for arg in record["args"] if isinstance(arg, dict) and arg.get("kind") == "tensor"]
@@ -122,6 +124,10 @@ class KeptLaunches:
                 return None
             if not stat.S_ISREG(found.st_mode) or found.st_size != size:
                 return None
+        with contextlib.suppress(OSError):
+            ran = os.lstat(ran_name(record["index"]), dir_fd=source)
+            if stat.S_ISREG(ran.st_mode) and ran.st_size <= min(RAN_BYTES, left - sum(sizes)):
+                names, sizes = [*names, ran_name(record["index"])], [*sizes, ran.st_size]
         for name in names:
             with os.fdopen(os.open(name, NO_FOLLOW, dir_fd=source), "rb") as src, \
                     open(os.path.join(partial, name), "wb") as dst:
@@ -154,11 +160,12 @@ class KeptLaunches:
         has run there), readable by the run."""
         target, into = self.owner_dir(owner), os.path.join(run_scratch, INPUTS_DIR)
         os.makedirs(into, mode=0o755, exist_ok=True)
-        for arg in record["args"]:
-            if arg.get("kind") == "tensor":
-                name = file_name(record["index"], arg["name"])
-                shutil.copyfile(os.path.join(target, name), os.path.join(into, name), follow_symlinks=False)
-                os.chmod(os.path.join(into, name), 0o644)
+        names = [file_name(record["index"], arg["name"]) for arg in record["args"] if arg.get("kind") == "tensor"]
+        if os.path.exists(os.path.join(target, ran_name(record["index"]))):
+            names.append(ran_name(record["index"]))
+        for name in names:
+            shutil.copyfile(os.path.join(target, name), os.path.join(into, name), follow_symlinks=False)
+            os.chmod(os.path.join(into, name), 0o644)
 
     def keep_shown(self, owner, spec, view, index, result=None, part=None, content=None):
         """Keep launch `index`'s result as its replay ahead made it for `view` (sandbox.worker.ahead.view_key
