@@ -80,6 +80,7 @@ def own_root(tmp_path_factory):
         yield app
 
 
+@pytest.mark.cpu_only  # the interpreter keeps a launch's run (a GPU host replays the launch)
 def test_a_planted_run_of_a_launch_is_not_kept_and_its_selection_launches_it(own_root):
     app, person = own_root, own_root.test_client()
     honest = {"version": 1, "mode": "script", "source": program("axpy_clamp.py"), "options": {}}
