@@ -104,7 +104,7 @@ def test_a_replayed_launch_takes_the_option_and_says_why_it_has_no_timeline(tmp_
     first, shown = listed_then_replayed(tmp_path, 1, timeline=True)
     assert capsys.readouterr().out.count("scaled") == 1  # the listing run's: the replay ran no program
     assert shown["status"] == "ok", shown["error"]
-    assert any("replayed alone" in note for note in shown["notes"])
+    assert any(note.startswith("Launch 1 ") for note in shown["notes"])  # replayed, or shown as the program ran it
     assert NO_GPU in shown["notes"] and shown["timeline"] is None
     assert shown["trace"]["programs_total"] == 16
 
@@ -118,7 +118,7 @@ def test_a_replay_hands_its_result_to_the_worker_before_the_pages_steps(tmp_path
     assert kinds.count("finished") == 1 and kinds.index("finished") < kinds.index("ir")
     finished = next(content["result"] for type, content in emitted if type == "finished")
     assert finished["trace"]["programs_total"] == 16 and results.problems(finished) == []
-    assert any("replayed alone" in note for note in finished["notes"])
+    assert any(note.startswith("Launch 1 ") for note in finished["notes"])
     assert shown["ir"] is not None  # the steps went on to their end
 
 

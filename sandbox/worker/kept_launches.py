@@ -77,22 +77,24 @@ class KeptLaunches:
         partial = f"{target}.partial-{os.getpid()}"  # workers of the host share the store
         shutil.rmtree(partial, ignore_errors=True)
         os.makedirs(partial, mode=0o700)
-        kept, left = [], self.max_run_bytes
+        kept, as_ran, left = [], [], self.max_run_bytes
         try:
             source = os.open(os.path.join(scratch, INPUTS_DIR), NO_FOLLOW | os.O_DIRECTORY)
         except OSError:
             source = None
         try:
             for record in launches.get("list") or []:
-                size = self.take_launch(source, record, partial, left) if source is not None else None
-                if size is not None:
+                taken = self.take_launch(source, record, partial, left) if source is not None else None
+                if taken is not None:
                     kept.append(record["index"])
-                    left -= size
+                    as_ran += [record["index"]] if taken[1] else []
+                    left -= taken[0]
         finally:
             if source is not None:
                 os.close(source)
         records = {str(r["index"]): r for r in launches.get("list") or [] if isinstance(r, dict) and r.get("index") in kept}
-        replay = {"kept": kept, "why": NOT_KEPT if len(kept) < len(launches.get("list") or []) else None, "replayed": False}
+        replay = {"kept": kept, "as_ran": as_ran, "why": NOT_KEPT if len(kept) < len(launches.get("list") or []) else None,
+                  "replayed": False}
         listing = {**{k: launches.get(k) for k in ("total", "list", "program_ms")}, "replay": replay}
         with open(os.path.join(partial, MANIFEST), "w") as f:
             json.dump({"key": key, "records": records, "listing": listing, "benchmarks": result.get("benchmarks")}, f)
@@ -108,7 +110,7 @@ class KeptLaunches:
     def take_launch(self, source, record, partial, left):
         """Copy one launch's files, each a plain file of the size its record says, and its run as the
         program made it where there is one (sandbox.run.replay.ran_name: a plain file, RAN_BYTES at most,
-        read by the replay as data); their bytes, or None."""
+        read by the replay as data); (their bytes, whether its run was among them), or None."""
         if not (isinstance(record, dict) and type(record.get("index")) is int and isinstance(record.get("args"), list)):
             return None
         tensors = [arg for arg in record["args"] if isinstance(arg, dict) and arg.get("kind") == "tensor"]
@@ -124,15 +126,16 @@ class KeptLaunches:
                 return None
             if not stat.S_ISREG(found.st_mode) or found.st_size != size:
                 return None
+        as_ran = False
         with contextlib.suppress(OSError):
             ran = os.lstat(ran_name(record["index"]), dir_fd=source)
-            if stat.S_ISREG(ran.st_mode) and ran.st_size <= min(RAN_BYTES, left - sum(sizes)):
+            if as_ran := stat.S_ISREG(ran.st_mode) and ran.st_size <= min(RAN_BYTES, left - sum(sizes)):
                 names, sizes = [*names, ran_name(record["index"])], [*sizes, ran.st_size]
         for name in names:
             with os.fdopen(os.open(name, NO_FOLLOW, dir_fd=source), "rb") as src, \
                     open(os.path.join(partial, name), "wb") as dst:
                 shutil.copyfileobj(src, dst)
-        return sum(sizes)
+        return sum(sizes), as_ran
 
     def manifest(self, owner):
         """The owner's kept run as `collect` wrote it (its program's key, records, listing), or None."""

@@ -13,8 +13,8 @@ from sandbox.worker.verdicts import recheck_ok, shown_launch
 
 RECHECKS_KEPT = 256  # the server's checks of script launches a worker remembers, the least recently used forgotten
 # result.launches.replay of a program that is not its owner's own: nothing of it is kept.
-FOREIGN_REPLAY = {"kept": [], "why": "this program is not your own (a shared link's, say): nothing of its run is kept",
-                  "replayed": False}
+FOREIGN_REPLAY = {"kept": [], "as_ran": [], "why": "this program is not your own (a shared link's, say): nothing of "
+                  "its run is kept", "replayed": False}
 
 
 REPLAYED_AHEAD = ("This replay was made ahead, while you read the program's result: in Triton's interpreter the "

@@ -1,8 +1,9 @@
 // Script mode (docs/run-spec.md): the editor holds a whole program, and the launch pane lists the
 // launches its run made (result.launches) in place of the form: kernel, line, grid, time and the
 // bounds check's verdict, marked as the program's own report. A click on one asks for it (options.launch):
-// that launch replayed alone from the inputs kept from the run that listed it, or, where they were not
-// kept, the whole program run again; each row says which, and what it costs, before the click.
+// that launch replayed alone from the inputs kept from the run that listed it (shown as the program ran it
+// where its run was kept too: replay.as_ran), or, where they were not kept, the whole program run again;
+// each row says which, and what it costs, before the click.
 // "Form" makes a form run of one launch (/api/launch-form).
 import { on, emit } from "../shared/hub.js";
 import { h, replaceChildren } from "../shared/dom.js";
@@ -72,6 +73,11 @@ export function clickCost(launches, launch, changed) {
   const rerun = (why) => ({ replay: false, short: took ? `re-run · ${took}` : "re-run",
                             words: `re-runs the whole program${took ? ` (took ${took})` : ""}: ${why}` });
   if (changed) return rerun("the program changed since its launches were listed");
+  if (launches.replay?.as_ran?.includes(launch.index)) {
+    return { replay: true, asRan: true, short: "replay",
+             words: "shows it as the program ran it (its trace and time, kept from that run): neither the program "
+                    + "nor the launch runs again" };
+  }
   if (launches.replay?.kept?.includes(launch.index)) {
     const own = Number.isFinite(launch.ms) ? ` (it took ${formatMs(launch.ms)} in the program)` : "";
     return { replay: true, short: "replay",
@@ -93,8 +99,9 @@ function sayCost(launch) {
   }
   const costs = others.map((other) => clickCost(launches, other, edited));
   const rerun = costs.find((cost) => !cost.replay);
-  els.cost.textContent = !rerun ? "A click on another launch replays it alone, in about the time it took in the program "
-                                  + "(Time), from the inputs it received: the program does not run again."
+  els.cost.textContent = !rerun && costs.every((cost) => cost.asRan) ? `A click on another launch ${costs[0].words}.`
+    : !rerun ? "A click on another launch replays it alone, in about the time it took in the program "
+               + "(Time), from the inputs it received: the program does not run again."
     : costs.some((cost) => cost.replay) ? `A click on a launch marked “replay” shows it alone, without running the program; on any other it ${rerun.words}.`
     : `A click on another launch ${rerun.words}.`;
 }
