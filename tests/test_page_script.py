@@ -152,6 +152,11 @@ def test_the_list_says_what_a_click_costs_before_it_costs_it(page, live_server):
     page.hover("#launches-table tbody tr[data-index='1']")
     assert page.inner_text("#launches-cost") == f"A click on launch 1 shows it {as_ran}"
     page.screenshot(path=f"{SHOTS}/script-click-replays.png")
+    page.uncheck("#script-trace")  # a launch's kept run is its trace: without one, a click launches it again
+    page.hover("#launches-table tbody tr[data-index='1']")
+    assert re.fullmatch(r"A click on launch 1 replays this launch alone \(it took [\d.]+ ms in the program\), from the "
+                        r"inputs it received: the program does not run again\.", page.inner_text("#launches-cost"))
+    page.check("#script-trace")
 
     pick_launch(page, 1)
     page.click("[data-tab=results]")

@@ -18,8 +18,10 @@ test("a launch whose inputs alone were kept is replayed, in about its time in th
   assert.equal(cost.short, "replay");
   assert.equal(cost.words, "replays this launch alone (it took 12.5 ms in the program), from the inputs it received: "
                            + "the program does not run again");
-  // a listing from before runs were kept says nothing of them
+  // a listing from before runs were kept says nothing of them; a click without a trace launches it
   assert.equal(clickCost(listing({ kept: [0], why: null }), launch(0, 12.5), false).short, "replay");
+  assert.match(clickCost(listing({ kept: [1], as_ran: [1], why: null }), launch(1, 2900), false, false).words,
+    /^replays this launch alone \(it took 2\.90 s in the program\)/);
 });
 
 test("a launch not kept, or a program edited since, runs the whole program again", () => {

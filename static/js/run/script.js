@@ -68,12 +68,13 @@ function loadScript(spec) {
 }
 
 // What a click on `launch` of a listing will cost, said before it costs it: {replay, short, words}.
-export function clickCost(launches, launch, changed) {
+// `traced`: the click asks for a trace (a launch's kept run is its trace: without one it launches).
+export function clickCost(launches, launch, changed, traced = true) {
   const took = Number.isFinite(launches.program_ms) ? formatElapsed(launches.program_ms) : null;
   const rerun = (why) => ({ replay: false, short: took ? `re-run · ${took}` : "re-run",
                             words: `re-runs the whole program${took ? ` (took ${took})` : ""}: ${why}` });
   if (changed) return rerun("the program changed since its launches were listed");
-  if (launches.replay?.as_ran?.includes(launch.index)) {
+  if (traced && launches.replay?.as_ran?.includes(launch.index)) {
     return { replay: true, asRan: true, short: "replay",
              words: "shows it as the program ran it (its trace and time, kept from that run): neither the program "
                     + "nor the launch runs again" };
@@ -94,10 +95,10 @@ function sayCost(launch) {
   if (!others.length) return;
   if (launch) {
     els.cost.textContent = launch.index === launches.selected ? `Launch ${launch.index} is the one shown.`
-      : `A click on launch ${launch.index} ${clickCost(launches, launch, edited).words}.`;
+      : `A click on launch ${launch.index} ${clickCost(launches, launch, edited, els.trace.checked).words}.`;
     return;
   }
-  const costs = others.map((other) => clickCost(launches, other, edited));
+  const costs = others.map((other) => clickCost(launches, other, edited, els.trace.checked));
   const rerun = costs.find((cost) => !cost.replay);
   els.cost.textContent = !rerun && costs.every((cost) => cost.asRan) ? `A click on another launch ${costs[0].words}.`
     : !rerun ? "A click on another launch replays it alone, in about the time it took in the program "
@@ -119,7 +120,7 @@ function launchRow(launch, chosen) {
                                title: "Make a form run of this launch: its kernel, inputs of the same shapes, dtypes and strides, its arguments and grid",
                                onclick: (event) => { event.stopPropagation(); emit("launch-to-form", { launch }); } },
                    "Form");
-  const cost = launch.index === chosen ? null : clickCost(shown.launches, launch, edited);
+  const cost = launch.index === chosen ? null : clickCost(shown.launches, launch, edited, els.trace.checked);
   return h("tr", { class: launch.index === chosen ? "selected" : null, tabindex: 0, "aria-selected": String(launch.index === chosen),
                    dataset: { index: String(launch.index), cost: cost ? (cost.replay ? "replay" : "rerun") : "shown" },
                    title: cost ? `Click: ${cost.words}` : null, onclick: pick,
@@ -213,6 +214,7 @@ export function initScript(pane, optionRules) {
     if (spec?.mode === "script") sent = { source: spec.source, benchmarks: spec.options?.benchmarks === "all" };
   });
   els.allPoints.addEventListener("change", changed);
+  els.trace.addEventListener("change", () => { if (shown) renderLaunches(); });  // a launch's kept run is its trace
 }
 
 // The launch a script's result shows (a record of result.launches.list), or null.
