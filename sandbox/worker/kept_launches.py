@@ -175,9 +175,9 @@ class KeptLaunches:
         of `spec`), or a part of it as it came, with the owner's kept run of that program, within
         SHOWN_BYTES; ValueError past them, OSError if that run is no longer kept."""
         target, kept_run = self.owner_dir(owner), self.manifest(owner)
-        if kept_run is None or "key" not in kept_run:
+        if kept_run is None:
             raise OSError(f"no launches are kept for {owner}")
-        if kept_run["key"] != program_key(spec):
+        if kept_run.get("key") != program_key(spec):
             raise OSError("a later program's run replaced the launches")
         data = json.dumps({"view": view, "result": result} if part is None else {"view": view, "content": content}).encode()
         taken = sum(os.path.getsize(os.path.join(target, name)) for name in os.listdir(target) if name.startswith("shown."))

@@ -87,6 +87,9 @@ export function clickCost(launches, launch, changed, traced = true) {
   return rerun(launches.replay?.why || "its inputs were not kept from the run that listed it");
 }
 
+// What a click on `launch` of the listing shown costs, as the page's options stand.
+const costOf = (launch) => clickCost(shown.launches, launch, edited, els.trace.checked);
+
 // The line under the list: what a click costs, for the row under the pointer or focus, else for any row.
 function sayCost(launch) {
   const launches = shown?.launches;
@@ -95,10 +98,10 @@ function sayCost(launch) {
   if (!others.length) return;
   if (launch) {
     els.cost.textContent = launch.index === launches.selected ? `Launch ${launch.index} is the one shown.`
-      : `A click on launch ${launch.index} ${clickCost(launches, launch, edited, els.trace.checked).words}.`;
+      : `A click on launch ${launch.index} ${costOf(launch).words}.`;
     return;
   }
-  const costs = others.map((other) => clickCost(launches, other, edited, els.trace.checked));
+  const costs = others.map(costOf);
   const rerun = costs.find((cost) => !cost.replay);
   els.cost.textContent = !rerun && costs.every((cost) => cost.asRan) ? `A click on another launch ${costs[0].words}.`
     : !rerun ? "A click on another launch replays it alone, in about the time it took in the program "
@@ -120,7 +123,7 @@ function launchRow(launch, chosen) {
                                title: "Make a form run of this launch: its kernel, inputs of the same shapes, dtypes and strides, its arguments and grid",
                                onclick: (event) => { event.stopPropagation(); emit("launch-to-form", { launch }); } },
                    "Form");
-  const cost = launch.index === chosen ? null : clickCost(shown.launches, launch, edited, els.trace.checked);
+  const cost = launch.index === chosen ? null : costOf(launch);
   return h("tr", { class: launch.index === chosen ? "selected" : null, tabindex: 0, "aria-selected": String(launch.index === chosen),
                    dataset: { index: String(launch.index), cost: cost ? (cost.replay ? "replay" : "rerun") : "shown" },
                    title: cost ? `Click: ${cost.words}` : null, onclick: pick,
