@@ -1,7 +1,7 @@
-"""After a program's run, its other kept launches are compiled ahead (sandbox.worker.ahead) while its
-person reads the result: a click on one finds its kernel and its IR built; in the interpreter, its
-whole replay made, on whichever worker of the host the click lands. The server's check of each
-launch is made as the program goes on (sandbox.worker.checks_ahead)."""
+"""After a program's run, its other kept launches are replayed ahead (sandbox.worker.ahead) while its
+person reads the result: a click on one finds its whole replay made, on whichever worker of the host
+the click lands; on a GPU host a replay ahead gives the GPU back to any run. The server's check of
+each launch is made as the program goes on (sandbox.worker.checks_ahead)."""
 import hashlib
 import json
 import os
@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from app.gallery import load_example
 from sandbox.worker.ahead import CompileAhead, view_key
 from sandbox import protocol
 from sandbox.worker.checks_ahead import CheckedLaunches, ChecksAhead, check_key
@@ -107,7 +108,7 @@ def wait_for(path, timeout_s=90):
         time.sleep(0.2)
 
 
-def test_in_the_interpreter_a_click_shows_its_launch_as_replayed_while_its_person_read(app):
+def test_a_click_shows_its_launch_as_replayed_while_its_person_read(app):
     person = app.test_client()
     other = 1 - run(person)["launches"]["selected"]
     made = os.path.join(kept_run(app, person), f"shown.{other}.json")
@@ -120,6 +121,34 @@ def test_in_the_interpreter_a_click_shows_its_launch_as_replayed_while_its_perso
     for part in ("trace", "launches", "server_check", "check"):
         assert ahead.get(part) == replayed.get(part), part
     assert ahead["ir"]["ptx"] == replayed["ir"]["ptx"]
+
+
+# Five big launches, then the small one shown: on a GPU each replay ahead (trace, timing, IR) takes ~0.5 s.
+MANY_BIG = PROGRAM.replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 22)
+for _ in range(5):
+    doubled[(1 << 14,)](y, torch.empty_like(y), 1 << 22, BLOCK=256)""")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_another_persons_run_ends_a_replay_ahead_and_a_click_replays_its_launch_itself(app):
+    person, other = app.test_client(), app.test_client()
+    spec = {"version": 1, "mode": "script", "source": MANY_BIG,
+            "options": {"check": True, "trace": True, "bench": True, "ir": True}}
+    first = person.post("/api/run", json=spec).get_json()
+    assert first["status"] == "ok" and first["launches"]["selected"] == 5, first["error"]
+    kept = kept_run(app, person)
+    wait_for(os.path.join(kept, "shown.0.json"))
+    form = load_example("vector_add")["spec"]
+    assert other.post("/api/run", json=form).get_json()["status"] == "ok"
+    # The GPU went to that run: the replay ahead ended, whatever it had not reached left to its click.
+    assert not os.path.exists(os.path.join(kept, SHOWING))
+    left = [i for i in range(1, 5) if not os.path.exists(os.path.join(kept, f"shown.{i}.json"))]
+    assert left, "the replay ahead went on beside another person's run"
+    time.sleep(1)
+    assert [i for i in left if os.path.exists(os.path.join(kept, f"shown.{i}.json"))] == []  # not begun again
+    clicked = person.post("/api/run", json={**spec, "options": {**spec["options"], "launch": left[-1]}}).get_json()
+    assert clicked["status"] == "ok" and REPLAYED_AHEAD not in clicked["notes"], clicked["error"]
+    assert clicked["timings"]["kernel_ms"]["median"] > 0
 
 
 # The launch shown by default is the last kernel's (1); the one to click, 0, takes a while in the interpreter.

@@ -14,15 +14,17 @@ after a burst of four times as much): a client compiling ahead as fast as it may
 directory faster; a compile past it is answered as any, and its run compiles what was not kept.
 Only the owner's own code is compiled ahead (sandbox.protocol.kept_for): nothing else's could be kept.
 
-A script's program is never run to compile it. After a run of it, the worker compiles the launches
-kept of it (sandbox.worker.kept_launches) but the one shown, as their selections would replay them
-(`request_launches`; no request of the server's, no answer to it): a click on another launch then
-finds its kernel, its instrumented build and its IR built (an autotuned one's IR of the config its
-record names). Any run of the owner's ends it, keeping
-what it compiled by then. In Triton's interpreter, where a launch's compile is little and its run is
-the work, each launch is replayed whole instead (`shown`), and the click's result is that replay's:
-a click that finds its launch's replay under way, or due soon (KeptLaunches.due), follows that one
-(its parts as they are kept, then its result) and ends the rest (one due later, its click replays sooner).
+A script's program is never run to compile it. After a run of it, the worker replays the launches
+kept of it (sandbox.worker.kept_launches) but the one shown, whole, as their selections would
+(`request_launches`; no request of the server's, no answer to it), and keeps each one's result
+(`shown`): a click on another launch shows that replay's result. A click that finds its launch's
+replay under way, or due soon (KeptLaunches.due), follows that one (its parts as they are kept, then
+its result) and ends the rest (one due later, its click replays sooner). Any other run of the
+owner's ends it, keeping what it compiled by then.
+
+On a GPU host a replay ahead launches kernels and times them, so it has the GPU to itself: one at a
+time per worker (another owner's waits), and any run the worker takes ends it first (`before_job`):
+a run's timing never shares its GPU with one, and a replay's never with a run.
 """
 import collections
 import contextlib
@@ -156,6 +158,14 @@ class CompileAhead:
         self.wait(lambda: owner not in self.running, wait_s)
         return key is not None and self.finished.get(owner) == key
 
+    def before_job(self):
+        """Before the worker starts a run process on a job (after `before_run` and `follow_shown`): on a
+        GPU host, end the replays ahead under way. What they kept stays; a click on a launch they had
+        not reached replays it itself."""
+        if self.settings.has_gpu:
+            for owner in [owner for owner, under_way in self.running.items() if under_way.launches is not None]:
+                self.end(owner)
+
     def wait(self, done, wait_s):
         deadline = time.monotonic() + wait_s
         while not done() and time.monotonic() < deadline:
@@ -166,8 +176,7 @@ class CompileAhead:
         """Is the replay of the launch `spec` shows, of this very program, under way here now, or due soon
         (KeptLaunches.due)? (One due later is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
-        return (under_way is not None and under_way.launches is not None and not self.settings.has_gpu
-                and under_way.view == view_key(spec) and launch_of(spec) is not None
+        return (under_way is not None and under_way.launches is not None and under_way.view == view_key(spec) and launch_of(spec) is not None
                 and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], launch_of(spec)))
 
     def shown_result(self, owner, spec):
@@ -229,8 +238,12 @@ class CompileAhead:
     # -- the compiles
 
     def start_waiting(self):
-        while self.waiting and len(self.running) + self.others() < protocol.MAX_COMPILES_AHEAD:
-            owner, request = self.waiting.popitem(last=False)
+        for owner, request in list(self.waiting.items()):
+            if len(self.running) + self.others() >= protocol.MAX_COMPILES_AHEAD:
+                break
+            if request.launches is not None and self.replaying_on_gpu():
+                continue  # the GPU's one replay ahead at a time: its request waits (or goes stale)
+            del self.waiting[owner]
             if time.monotonic() - request.came > STALE_S:
                 continue
             run = self.run_process()
@@ -239,6 +252,9 @@ class CompileAhead:
                                           time.monotonic() + READY_S, request.launches)
             if run.poll_ready():  # a warm spare
                 self.give_job(owner, self.running[owner])
+
+    def replaying_on_gpu(self):
+        return self.settings.has_gpu and any(c.launches is not None for c in self.running.values())
 
     def give_job(self, owner, under_way):
         from sandbox.worker.run_process import kernel_cache_of
@@ -260,7 +276,7 @@ class CompileAhead:
                                       compile_ahead=True, replay=launches).message(under_way.compile_id))
         except OSError:
             return self.end(owner)
-        if launches is not None and not self.settings.has_gpu:  # the interpreter replays them whole
+        if launches is not None:
             self.kept_launches.mark_showing(owner, under_way.view, [r["index"] for r in under_way.launches])
         under_way.sent, under_way.deadline = True, time.monotonic() + self.settings.timeout_s
 

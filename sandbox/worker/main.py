@@ -281,6 +281,7 @@ class Worker(ScriptRuns, Spares):
             return self.show_replayed_ahead(run_id, job.spec, listing, shown)
         launched = (self.checks_as_launched(store, job.spec["source"]) if script and store is not None
                     and listing is None and isinstance(job.spec.get("source"), str) else None)
+        self.ahead.before_job()  # on a GPU, a replay ahead's launches never share it with a run's
         run = self.start_job(job, store, run_id)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         charged = 0  # bytes of output and status messages: both count against the output limit

@@ -17,9 +17,9 @@ FOREIGN_REPLAY = {"kept": [], "as_ran": [], "why": "this program is not your own
                   "its run is kept", "replayed": False}
 
 
-REPLAYED_AHEAD = ("This replay was made ahead, while you read the program's result: in Triton's interpreter the "
-                  "server replays a script's other kept launches as soon as its program has run (its times were "
-                  "taken at low priority).")
+REPLAYED_AHEAD = ("This replay was made ahead, while you read the program's result: the server replays a script's "
+                  "other kept launches as soon as its program has run (on a GPU with the GPU to itself; in the "
+                  "interpreter at low CPU priority).")
 
 
 class ScriptRuns:
