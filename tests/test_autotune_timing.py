@@ -80,3 +80,16 @@ def test_configs_left_out_of_the_tuning_are_listed_last_untimed():
     table = autotune_table(autotuner, {CONFIGS[1]: [0.02, 0.019, 0.021]}, CONFIGS[1], left_out=[late])
     assert [(row["config"]["BLOCK"], row["ms"], row["chosen"]) for row in table] == [
         (64, None, False), (128, 0.02, True), (8192, None, False)]
+
+
+def test_ahead_of_its_tuning_a_kernel_takes_the_config_a_launch_record_names():
+    from sandbox.launch.kernel import described, unwrap
+    configs = [triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 128}, num_warps=8, num_stages=2)]
+    kernel = unwrap(tuned(configs), "kernel")
+    record = {"config": described(configs[1])}  # as sandbox.run.launch_record names the config a launch ran
+    assert record["config"] == {"BLOCK": 128, "num_warps": 8, "num_stages": 2}
+    assert kernel.chosen(record["config"]) is kernel.autotuner.configs[1]
+    assert kernel.chosen({**record["config"], "num_stages": 3}) is None  # no config of the kernel's
+    assert kernel.chosen() is None
+    kernel.autotuner.best_config = kernel.autotuner.configs[0]  # tuned: its own choice wins
+    assert kernel.chosen(record["config"]) is kernel.autotuner.configs[0]

@@ -16,6 +16,7 @@ from sandbox.worker.ahead import CompileAhead, view_key
 from sandbox import protocol
 from sandbox.worker.checks_ahead import CheckedLaunches, ChecksAhead, check_key
 from sandbox.worker.main import Worker
+from sandbox.worker.run_process import Settings
 from sandbox.worker.kept_launches import MANIFEST, SHOWING, KeptLaunches, program_key
 from sandbox.worker.script_runs import REPLAYED_AHEAD
 from tests.support.apps import running_app
@@ -123,8 +124,10 @@ def test_a_click_shows_its_launch_as_replayed_while_its_person_read(app):
     assert ahead["ir"]["ptx"] == replayed["ir"]["ptx"]
 
 
-# Five big launches, then the small one shown: on a GPU each replay ahead (trace, timing, IR) takes ~0.5 s.
-MANY_BIG = PROGRAM.replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 22)
+# Five big launches, then the small one shown, all on the GPU: each replay ahead (trace, timing, IR) takes
+# ~0.5 s there.
+MANY_BIG = PROGRAM.replace("x = torch.randn(300)", """DEVICE = triton.runtime.driver.active.get_active_torch_device()
+x = torch.randn(300, device=DEVICE)""").replace("doubled[(3,)](x, out, 300, BLOCK=128)", """y = torch.randn(1 << 22, device=DEVICE)
 for _ in range(5):
     doubled[(1 << 14,)](y, torch.empty_like(y), 1 << 22, BLOCK=256)""")
 
@@ -219,13 +222,14 @@ def test_a_click_that_finds_its_launch_being_replayed_ahead_waits_for_it(app):
     assert clicked["server_check"] == {"launch": 0, "bounds": "ok", "message": None}
 
 
-def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path):
+def test_a_click_follows_the_launch_another_worker_replays_ahead_only_while_that_worker_lives(tmp_path, monkeypatch):
     spec = {"version": 1, "mode": "script", "source": PROGRAM, "options": {"launch": 1}}
     kept, owner = KeptLaunches(str(tmp_path), 1 << 20), "a" * 32
     os.makedirs(kept.owner_dir(owner))
     with open(os.path.join(kept.owner_dir(owner), MANIFEST), "w") as f:
         json.dump({"key": program_key(spec), "records": {}, "listing": {}}, f)
-    ahead = CompileAhead(None, None, None, None, kept)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ahead = CompileAhead(Settings.from_environment(False, False), None, None, None, kept)  # an interpreter host's
 
     def marked_by(pid, launches=(1,)):
         with open(os.path.join(kept.owner_dir(owner), SHOWING), "w") as f:

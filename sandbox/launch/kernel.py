@@ -259,11 +259,13 @@ class Kernel:
             return Config({}, num_warps=num_warps, num_stages=num_stages)
         return chosen or self.first
 
-    def chosen(self):
-        """The autotuner's choice once it has timed its configs, else None (the interpreter times none: config())."""
+    def chosen(self, named=None):
+        """The autotuner's choice once it has timed its configs, else its config that a script's launch
+        record names (`named`, the record's "config"), else None (the interpreter times none: config())."""
         if self.autotuner is None or self.interpreted:
             return None
-        return getattr(self.autotuner, "best_config", None)
+        return getattr(self.autotuner, "best_config", None) or next(
+            (config for config in self.autotuner.configs if described(config) == named), None)
 
 
 def described(config):

@@ -211,10 +211,10 @@ class Run(LaunchPass):
             self.notes, lambda: timeline(self.spec, self.scratch, config, grid, args, kernel_ms))
         self.ready("timeline")
 
-    def compile_ahead(self):
+    def compile_ahead(self, named=None):
         """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned one's every
-        config) and its instrumented build at once, then the IR; in the interpreter, where a launch compiles
-        nothing, the IR (for sm90). A compile error is the result's error."""
+        config) and its instrumented build at once, then the IR (an autotuner's: of the config a record `named`); in
+        the interpreter, where a launch compiles nothing, the IR (for sm90). A compile error is the result's error."""
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
         write_source(self.spec["source"], self.path)
@@ -231,7 +231,7 @@ class Run(LaunchPass):
                         gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
                                                        self.trace_config(kernel), self.options, self.limits)
             error = compiling.wait()
-        self.compile_ir(kernel, args)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
+        self.compile_ir(kernel, args, named)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
         failed = (self.result["ir"] or {}).get("error")
         if failed:
             self.result["ir"] = None
@@ -379,12 +379,12 @@ class Run(LaunchPass):
         self.emit("timed", {"key": key, "reference_ms": measured})
         return measured
 
-    def compile_ir(self, kernel, args):
-        """The IR of the config that ran: the autotuner's choice, else the spec's."""
+    def compile_ir(self, kernel, args, named=None):
+        """The IR of the config that ran: the autotuner's choice (ahead, the one a record `named`), else the spec's."""
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
-        config = kernel.config(kernel.chosen(), self.options["num_warps"], self.options["num_stages"])
+        config = kernel.config(kernel.chosen(named), self.options["num_warps"], self.options["num_stages"])
         self.result["ir"] = self.ir_of(lambda: compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
                                                           num_warps=config.num_warps, num_stages=config.num_stages,
                                                           arch=self.options["arch"]),
@@ -400,7 +400,7 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
     """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
     a run would meet compiling, and has no parts. Never raises for user errors. A script's program
     is never run to compile it: its launches kept from a run that listed them (`replay`:
-    {"launches": [records]}) are replayed ahead instead (replay_ahead), each as its selection would."""
+    {"launches": [records]}) are replayed ahead instead (compile_launches), each as its selection would."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
@@ -413,8 +413,8 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
         if replay is not None:
-            return replay_ahead(spec, replay["launches"], status_only, scratch, limits or {},
-                                lambda index, **made: emit("shown", {"launch": index, **made}))
+            return compile_launches(spec, replay["launches"], status_only, scratch, limits or {},
+                                    lambda index, **made: emit("shown", {"launch": index, **made}))
         run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
@@ -423,15 +423,18 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         return run.result
 
 
-def replay_ahead(spec, records, emit, scratch, limits, shown):
+def compile_launches(spec, records, emit, scratch, limits, shown):
     """Replay a script's kept launches whole, one after the other, as their selections would
-    (sandbox.run.replay): each part handed to `shown(index, part=, content=)` as it is ready and the
-    result to `shown(index, result=)`: its selection's result, made ahead. A launch that fails is
-    left to its selection, which says why."""
+    (sandbox.run.replay), each part to `shown(index, part=, content=)` when ready, the result to
+    `shown(index, result=)`. On a GPU, where a replay is mostly compiling (the tracer's build, the IR), each
+    is compiled first, launching nothing: a click that ends them early finds its own compiles done."""
     try:
         device = device_info(choose_device(spec["options"]["device"]))
     except RunError as e:
         return results.failed(e)
+    for record in records if device["kind"] == "gpu" else ():
+        with contextlib.suppress(Exception):
+            replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=True)
     for record in records:
         index = record["index"]
         parts = lambda type, content: shown(index, **content) if type == "partial" else emit(type, content)  # noqa: E731

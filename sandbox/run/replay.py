@@ -159,9 +159,10 @@ def read_ran(scratch, index, options):
     return Ran(trace, ms)
 
 
-def replay(spec, record, emit, scratch, limits, device, run_class):
+def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     """The result of launch `record["index"]` of the program `spec` replayed alone (see the module's
-    docstring); `run_class`: the form run's (sandbox.run.pipeline.Run)."""
+    docstring); `run_class`: the form run's (sandbox.run.pipeline.Run). `ahead`: compiled only, as a
+    form run compiles ahead (Run.compile_ahead), launching nothing: what a selection of it needs."""
     index = record["index"]
     emit("status", {"phase": "compiling", "message": f"launch {index} alone, from the inputs kept when it ran"})
     form, _ = form_of(spec["source"], record, spec["options"]["seed"])
@@ -179,6 +180,10 @@ def replay(spec, record, emit, scratch, limits, device, run_class):
     ran = read_ran(scratch, index, options) if device["kind"] != "gpu" else None
     run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given,
                     given_run=ran)
+    if ahead:
+        # Its IR of the config the program's autotuner chose: a click's tuning most likely chooses it again.
+        run.compile_ahead(record.get("config"))  # its errors are the caller's: a compile ahead only ever helps
+        return run.result
     run.result["notes"].append(
         f"Launch {index} as the program ran it: its trace and time kept from that run, its inputs for the rest; "
         f"neither the program nor the launch ran again." if ran else

@@ -24,7 +24,9 @@ owner's ends it, keeping what it compiled by then.
 
 On a GPU host a replay ahead launches kernels and times them, so it has the GPU to itself: one at a
 time per worker (another owner's waits), and any run the worker takes ends it first (`before_job`):
-a run's timing never shares its GPU with one, and a replay's never with a run.
+a run's timing never shares its GPU with one, and a replay's never with a run. There each launch is
+compiled first, then each replayed whole (sandbox.run.pipeline.compile_launches), and a click follows
+only a replay that has begun (`worth_following`).
 """
 import collections
 import contextlib
@@ -177,7 +179,14 @@ class CompileAhead:
         (KeptLaunches.due)? (One due later is replayed sooner by its click.)"""
         under_way = self.running.get(owner)
         return (under_way is not None and under_way.launches is not None and under_way.view == view_key(spec) and launch_of(spec) is not None
-                and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], launch_of(spec)))
+                and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], launch_of(spec))
+                and self.worth_following(owner, spec))
+
+    def worth_following(self, owner, spec):
+        """On a GPU, where the replays ahead first compile every launch and a launch's replay is mostly
+        compiling, a click follows its launch's replay once that has begun (a part kept); before, it replays
+        the launch itself, finding the compiles made by then."""
+        return not self.settings.has_gpu or bool(self.kept_launches.shown_parts(owner, view_key(spec), launch_of(spec)))
 
     def shown_result(self, owner, spec):
         """The result of the owner's click `spec` (a script's, with options.launch) as its launch's replay
@@ -195,7 +204,8 @@ class CompileAhead:
                     sent.add(part)
                     send_part(part, content)
             here = self.showing(owner, spec)
-            elsewhere = not here and self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
+            elsewhere = (not here and self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
+                         and self.worth_following(owner, spec))
             if not (here or elsewhere) or time.monotonic() > deadline:
                 break
             if here:
