@@ -400,7 +400,7 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
     """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
     a run would meet compiling, and has no parts. Never raises for user errors. A script's program
     is never run to compile it: its launches kept from a run that listed them (`replay`:
-    {"launches": [records]}) are replayed ahead instead (compile_launches), each as its selection would."""
+    {"launches": [records]}) are replayed ahead instead (replay_ahead), each as its selection would."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
@@ -413,8 +413,8 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
         if replay is not None:
-            return compile_launches(spec, replay["launches"], status_only, scratch, limits or {},
-                                    lambda index, **made: emit("shown", {"launch": index, **made}))
+            return replay_ahead(spec, replay["launches"], status_only, scratch, limits or {},
+                                lambda index, **made: emit("shown", {"launch": index, **made}))
         run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
@@ -423,7 +423,7 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         return run.result
 
 
-def compile_launches(spec, records, emit, scratch, limits, shown):
+def replay_ahead(spec, records, emit, scratch, limits, shown):
     """Replay a script's kept launches whole, one after the other, as their selections would
     (sandbox.run.replay), each part to `shown(index, part=, content=)` when ready, the result to
     `shown(index, result=)`. On a GPU, where a replay is mostly compiling (the tracer's build, the IR), each

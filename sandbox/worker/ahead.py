@@ -25,7 +25,7 @@ owner's ends it, keeping what it compiled by then.
 On a GPU host a replay ahead launches kernels and times them, so it has the GPU to itself: one at a
 time per worker (another owner's waits), and any run the worker takes ends it first (`before_job`):
 a run's timing never shares its GPU with one, and a replay's never with a run. There each launch is
-compiled first, then each replayed whole (sandbox.run.pipeline.compile_launches), and a click follows
+compiled first, then each replayed whole (sandbox.run.pipeline.replay_ahead), and a click follows
 only a replay that has begun (`worth_following`).
 """
 import collections
@@ -177,9 +177,9 @@ class CompileAhead:
     def showing(self, owner, spec):
         """Is the replay of the launch `spec` shows, of this very program, under way here now, or due soon
         (KeptLaunches.due)? (One due later is replayed sooner by its click.)"""
-        under_way = self.running.get(owner)
-        return (under_way is not None and under_way.launches is not None and under_way.view == view_key(spec) and launch_of(spec) is not None
-                and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], launch_of(spec))
+        under_way, index = self.running.get(owner), launch_of(spec)
+        return (under_way is not None and under_way.launches is not None and under_way.view == view_key(spec)
+                and index is not None and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], index)
                 and self.worth_following(owner, spec))
 
     def worth_following(self, owner, spec):
