@@ -149,8 +149,7 @@ def read_ran(scratch, index, options):
     try:
         with open(os.path.join(scratch, INPUTS_DIR, ran_name(index)), "rb") as f:
             ran = json.loads(f.read(RAN_BYTES + 1))
-        trace, ms = ran["trace"], ran["ms"]
-        kept_for = ran["trace_pid"]
+        trace, ms, kept_for = ran["trace"], ran["ms"], ran["trace_pid"]
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if (not options["trace"] or kept_for != options["trace_pid"] or results.part_problems("trace", trace)

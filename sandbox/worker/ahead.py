@@ -165,7 +165,7 @@ class CompileAhead:
         GPU host, end the replays ahead under way. What they kept stays; a click on a launch they had
         not reached replays it itself."""
         if self.settings.has_gpu:
-            for owner in [owner for owner, under_way in self.running.items() if under_way.launches is not None]:
+            for owner in self.replaying():
                 self.end(owner)
 
     def wait(self, done, wait_s):
@@ -178,15 +178,17 @@ class CompileAhead:
         """Is the replay of the launch `spec` shows, of this very program, under way here now, or due soon
         (KeptLaunches.due)? (One due later is replayed sooner by its click.)"""
         under_way, index = self.running.get(owner), launch_of(spec)
-        return (under_way is not None and under_way.launches is not None and under_way.view == view_key(spec)
-                and index is not None and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], index)
-                and self.worth_following(owner, spec))
+        if under_way is None or under_way.launches is None or index is None:
+            return False
+        view = view_key(spec)
+        return (under_way.view == view and self.kept_launches.due(owner, [r["index"] for r in under_way.launches], index)
+                and self.worth_following(owner, view, index))
 
-    def worth_following(self, owner, spec):
+    def worth_following(self, owner, view, index):
         """On a GPU, where the replays ahead first compile every launch and a launch's replay is mostly
         compiling, a click follows its launch's replay once that has begun (a part kept); before, it replays
         the launch itself, finding the compiles made by then."""
-        return not self.settings.has_gpu or bool(self.kept_launches.shown_parts(owner, view_key(spec), launch_of(spec)))
+        return not self.settings.has_gpu or bool(self.kept_launches.shown_parts(owner, view, index))
 
     def shown_result(self, owner, spec):
         """The result of the owner's click `spec` (a script's, with options.launch) as its launch's replay
@@ -205,7 +207,7 @@ class CompileAhead:
                     send_part(part, content)
             here = self.showing(owner, spec)
             elsewhere = (not here and self.kept_launches.showing_worker(owner, view, index) not in (None, os.getpid())
-                         and self.worth_following(owner, spec))
+                         and self.worth_following(owner, view, index))
             if not (here or elsewhere) or time.monotonic() > deadline:
                 break
             if here:
@@ -263,8 +265,12 @@ class CompileAhead:
             if run.poll_ready():  # a warm spare
                 self.give_job(owner, self.running[owner])
 
+    def replaying(self):
+        """The owners whose kept launches are replayed ahead here now."""
+        return [owner for owner, under_way in self.running.items() if under_way.launches is not None]
+
     def replaying_on_gpu(self):
-        return self.settings.has_gpu and any(c.launches is not None for c in self.running.values())
+        return self.settings.has_gpu and bool(self.replaying())
 
     def give_job(self, owner, under_way):
         from sandbox.worker.run_process import kernel_cache_of

@@ -86,9 +86,11 @@ class KeptLaunches:
             for record in launches.get("list") or []:
                 taken = self.take_launch(source, record, partial, left) if source is not None else None
                 if taken is not None:
+                    size, ran = taken
                     kept.append(record["index"])
-                    as_ran += [record["index"]] if taken[1] else []
-                    left -= taken[0]
+                    if ran:
+                        as_ran.append(record["index"])
+                    left -= size
         finally:
             if source is not None:
                 os.close(source)
