@@ -82,14 +82,15 @@ def test_configs_left_out_of_the_tuning_are_listed_last_untimed():
         (64, None, False), (128, 0.02, True), (8192, None, False)]
 
 
-def test_ahead_of_its_tuning_a_kernel_takes_the_config_a_launch_record_names():
+def test_a_replayed_launch_keeps_to_the_config_its_record_names():
     from sandbox.launch.kernel import described, unwrap
     configs = [triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 128}, num_warps=8, num_stages=2)]
     kernel = unwrap(tuned(configs), "kernel")
     record = {"config": described(configs[1])}  # as sandbox.run.launch_record names the config a launch ran
     assert record["config"] == {"BLOCK": 128, "num_warps": 8, "num_stages": 2}
-    assert kernel.chosen(record["config"]) is kernel.autotuner.configs[1]
-    assert kernel.chosen({**record["config"], "num_stages": 3}) is None  # no config of the kernel's
-    assert kernel.chosen() is None
-    kernel.autotuner.best_config = kernel.autotuner.configs[0]  # tuned: its own choice wins
-    assert kernel.chosen(record["config"]) is kernel.autotuner.configs[0]
+    kernel.keep_to({**record["config"], "num_stages": 3})  # no config of the kernel's: tuned as ever
+    assert kernel.autotuner.configs == configs and kernel.first is configs[0] and kernel.untimed == []
+    kernel.keep_to(record["config"])
+    assert kernel.autotuner.configs == [configs[1]] and kernel.first is configs[1]
+    assert kernel.untimed == [configs[0]]
+    assert kernel.tuned == {"BLOCK": 128}  # the meta-parameters a form run's arguments take

@@ -157,6 +157,24 @@ def test_an_autotuned_kernels_ir_is_that_of_the_config_that_ran():
     assert "tensor<256xf32" in result["ir"]["ttir"] and '"ttg.num-warps" = 2' in result["ir"]["ttgir"]
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_the_ir_is_the_kernel_the_launch_compiled_not_a_compile_of_its_own():
+    """The autotuner's chosen config's own CompiledKernel: nothing compiled again for the IR pane."""
+    from sandbox.run.pipeline import run_spec
+    spec = vector_add_spec(n=100_000, source=VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
+        @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
+                                  triton.Config({"BLOCK_SIZE": 512}, num_warps=8)], key=["n"])
+        @triton.jit''')), ir=True, bench=True, device="gpu")
+    del spec["args"]["BLOCK_SIZE"]
+    spec["grid"] = "lambda meta: (triton.cdiv(meta['n'], meta['BLOCK_SIZE']),)"
+    result = run_spec(spec)
+    assert result["status"] == "ok", result["error"]
+    [chosen] = [row["config"] for row in result["timings"]["autotune"] if row["chosen"]]
+    assert result["ir"]["compile_ms"] == 0.0 and result["ir"]["sass"]
+    assert f"tensor<{chosen['BLOCK_SIZE']}xf32" in result["ir"]["ttir"]
+    assert f'"ttg.num-warps" = {chosen["num_warps"]}' in result["ir"]["ttgir"]
+
+
 def test_heuristics_fill_their_meta_parameter(tmp_path):
     source = VECTOR_ADD.replace("@triton.jit", textwrap.dedent('''\
         @triton.heuristics({"BLOCK_SIZE": lambda args: triton.next_power_of_2(args["n"]) // 4})

@@ -545,6 +545,33 @@ def test_in_the_interpreter_a_selected_launch_is_shown_as_its_program_ran_it(tmp
     assert shown["ir"]["ptx"] == launched["ir"]["ptx"]
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_a_selected_launch_shows_the_trace_its_program_made_and_is_timed_again(tmp_path):
+    """On a GPU the program's run keeps each listed launch's trace (the GPU tracer checks every launch):
+    a replay shows it, skipping the tracer's pass, and launches the kernel, with the config the program's
+    autotuner chose, only for its timings; what it shows is what a replay that traces shows."""
+    scratch, limits = str(tmp_path), {**trace.LIMITS, "kept_inputs_bytes": 64 << 20}
+    source = program("linear_gelu.py")
+    first = pipeline.run_spec(script_spec(source), None, scratch, limits)
+    assert first["status"] == "ok", first["error"]
+    record = first["launches"]["list"][1]
+
+    def replayed():
+        result = pipeline.run_spec(script_spec(source, launch=1), None, scratch, limits, replay={"launch": record})
+        assert result["status"] == "ok", result["error"]
+        [chosen] = [row["config"] for row in result["timings"]["autotune"] if row["chosen"]]
+        assert chosen == record["config"] and result["timings"]["kernel_ms"]["median"] > 0
+        return result, any("with its trace" in note for note in result["notes"])
+
+    shown, kept_trace = replayed()
+    assert kept_trace and shown["trace"]["grid"] == record["grid"]
+    os.unlink(os.path.join(scratch, INPUTS_DIR, ran_name(1)))
+    traced, kept_trace = replayed()
+    assert not kept_trace
+    assert shown["trace"]["coverage"] == traced["trace"]["coverage"]
+    assert shown["timings"]["bytes"] == traced["timings"]["bytes"] and shown["ir"]["ptx"] == traced["ir"]["ptx"]
+
+
 def test_a_tutorial_sized_program_runs_whole_within_the_default_limit(app):
     """A program the size of Triton's fused-softmax tutorial (a 256 x 391 check, a benchmark's first
     point of 4096 rows; row_log_softmax.py, written here) within RUN_TIMEOUT_S on this CPU: its tl.max

@@ -109,11 +109,16 @@ def test_selecting_a_launch_shows_its_diagram_within_a_second(app, name):
             assert trace["programs_total"] > 0
             assert selected_s <= 1.0
             # The list is the program's; the launch clicked is replayed alone, as a form run of it: an
-            # autotuned one's configs (compiled by the program's run) timed again, and it says so.
+            # autotuned one with the config the program's autotuner chose, not timed again, and it says so.
             configs = lambda result: [launch["config"] for launch in result["launches"]["list"]]  # noqa: E731
             assert configs(selected) == configs(first)
-            tuned = any(launch["config"] for launch in first["launches"]["list"])
-            assert tuned == any("The autotuner timed each config" in note for note in selected["timings"]["notes"])
+            assert any("with its trace" in note for note in selected["notes"])  # its program's: no tracer pass
+            ran = first["launches"]["list"][1]["config"]
+            assert bool(ran) == any("the program's autotuner chose" in note for note in selected["timings"]["notes"])
+            if ran:
+                [chosen] = [row for row in selected["timings"]["autotune"] if row["chosen"]]
+                assert chosen["config"] == ran and chosen["ms"] is None
+                assert len(selected["timings"]["autotune"]) > 1  # the configs it did not time again, listed
         finally:
             client.disconnect()
 

@@ -196,13 +196,16 @@ def flop_count(expr, scope):
     return value
 
 
-def prepare(spec, path, interpret, device, given_inputs=None):
+def prepare(spec, path, interpret, device, given_inputs=None, given_config=None):
     """A launch of `spec` from its source file at `path`, for the interpreter or the compiler: the
     kernel, the names expressions see, the inputs on `device` (and which are poisoned), the arguments,
     the grid and the scope later expressions see. `given_inputs`: the inputs as tensors already
-    (a script's launch replayed: sandbox.run.replay), in place of the spec's expressions."""
+    (a script's launch replayed: sandbox.run.replay), in place of the spec's expressions;
+    `given_config`: the autotuner's config that launch ran (Kernel.keep_to)."""
     module = load_module(path, interpret)
     kernel = find_kernel(module, spec["kernel"])
+    if given_config is not None and kernel.autotuner is not None:
+        kernel.keep_to(given_config)
     namespace = expression_namespace(module)
     inputs, poisoned = (given_inputs, set()) if given_inputs is not None else build_inputs(spec, namespace, device)
     with torch.device(device):  # a tensor made in an argument expression goes where the inputs are

@@ -3,8 +3,7 @@ and which source line each IR line came from.
 
 `triton.compile` runs the whole pipeline (down to ptxas and the cubin) on the CPU for any NVIDIA
 target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one. On a GPU
-the launch compiled the same kernel already: the same key finds the same cache entry, and nothing is
-compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
+the IR shown is the kernel the launch compiled (ir_of_compiled): nothing is compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
 `nvdisasm` and `cuobjdump -res-usage` at once, ~0.5 s, started as soon as the launch's compile made
 the cubin) is kept beside it in Triton's cache under a digest of the bytes it is derived from, so it
 travels as the kernels do (an owner's cache, the gallery's shared kernels).
@@ -78,7 +77,18 @@ def compile_kernel(kernel, module, module_path, args, *, num_warps=4, num_stages
     except Exception as e:
         raise compile_error(e, module) from None
     compile_ms = (time.perf_counter() - start) * 1e3  # a few ms when triton's on-disk cache has it
+    return ir_result(compiled, module_path, capability, compile_ms)
 
+
+def ir_of_compiled(compiled, module_path):
+    """The IR of the kernel a launch compiled for the local GPU (a CompiledKernel): what ran, nothing
+    compiled again (a compile of the same kernel's own would have to specialise its arguments exactly
+    as the launch did to find the same cubin)."""
+    return ir_result(compiled, module_path, parse_arch(None), 0.0)
+
+
+def ir_result(compiled, module_path, capability, compile_ms):
+    """The IR result of a compiled kernel of the file `module_path`, compiled for sm`capability`."""
     notes = []
     sass, usage, lines = derived(compiled.asm, compiled.metadata.name, module_path, notes)
     user_files = [module_path, kernel_file(compiled.asm["llir"], compiled.metadata.name)]

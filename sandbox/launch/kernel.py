@@ -187,6 +187,7 @@ class Kernel:
     heuristics: dict = None  # {meta-parameter: rule(args) -> value}
     first: Config = None  # the config the interpreter runs: the autotuner's first after its pruning (settle)
     left_out: list = field(default_factory=list)  # configs whose compile outlasted CONFIG_COMPILE_S (launcher)
+    untimed: list = field(default_factory=list)  # configs a replayed launch did not time again (keep_to)
 
     def __post_init__(self):
         if self.autotuner is not None and self.first is None:
@@ -259,13 +260,20 @@ class Kernel:
             return Config({}, num_warps=num_warps, num_stages=num_stages)
         return chosen or self.first
 
-    def chosen(self, named=None):
-        """The autotuner's choice once it has timed its configs, else its config that a script's launch
-        record names (`named`, the record's "config"), else None (the interpreter times none: config())."""
+    def chosen(self):
+        """The autotuner's choice once it has timed its configs, else None (the interpreter times none: config())."""
         if self.autotuner is None or self.interpreted:
             return None
-        return getattr(self.autotuner, "best_config", None) or next(
-            (config for config in self.autotuner.configs if described(config) == named), None)
+        return getattr(self.autotuner, "best_config", None)
+
+    def keep_to(self, named):
+        """Leave the autotuner only its config that a script's launch record names (`named`, the record's
+        "config"): a replay of the launch runs the config the program's autotuner chose, not timing the
+        configs again (`untimed`). Where no config is so named, the autotuner tunes as ever."""
+        chosen = next((config for config in self.autotuner.configs if described(config) == named), None)
+        if chosen is not None:
+            self.untimed = [config for config in self.autotuner.configs if config is not chosen]
+            self.autotuner.configs, self.first = [chosen], chosen
 
 
 def described(config):

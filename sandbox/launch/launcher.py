@@ -63,10 +63,10 @@ def time_configs_briefly(autotuner):
     return True
 
 
-def compiled_choice(kernel, grid, args):
-    """The CompiledKernel of an autotuned kernel's chosen config, after its launch (a cache hit)."""
+def compiled_config(kernel, grid, args, config):
+    """The CompiledKernel of an autotuned kernel's `config` (its chosen one after its launch: a cache hit)."""
     positional, keywords = untuned_arguments(kernel, args)
-    return kernel.autotuner.fn.warmup(*positional, grid=grid, **keywords, **kernel.autotuner.best_config.all_kwargs())
+    return kernel.autotuner.fn.warmup(*positional, grid=grid, **keywords, **config.all_kwargs())
 
 
 def compile_configs_at_once(kernel, grid, args):
@@ -157,12 +157,15 @@ def unfinished_after(futures, budget_s):
 def compile_launch(kernel, grid, args, options):
     """Compile what launch() launches, launching nothing (Triton's warmup, with the same arguments and
     options, so the launch finds it): an autotuned kernel's configs all at once. Returns the compiled
-    kernel (None for an autotuned one: which config runs is not known yet)."""
+    kernel (None for an autotuned one of several configs: which runs is not known yet)."""
     if kernel.autotuner is None:
         return kernel.launcher.warmup(grid=grid, **launch_keywords(args, num_warps=options["num_warps"],
                                                                    num_stages=options["num_stages"]))
-    compile_configs_at_once(kernel, grid, args)
-    return None
+    [config, *others] = kernel.autotuner.configs
+    if others:
+        compile_configs_at_once(kernel, grid, args)
+        return None
+    return compiled_config(kernel, grid, args, config)
 
 
 def ready_to_launch(compiled):

@@ -268,6 +268,14 @@ def autotune_listed(autotuner):
             f"chosen.")
 
 
+def untimed_note(kernel):
+    """What the autotuner did where a replayed launch kept to its program's choice (Kernel.keep_to), or None."""
+    if not kernel.untimed:
+        return None
+    return ("This launch ran the config the program's autotuner chose for it (marked), as the program ran it: "
+            "the program's run timed the configs, and they were not timed again.")
+
+
 def autotune_note(autotuner):
     if len(autotuner.configs) == 1:
         return "One autotune config: the autotuner ran it without timing it."

@@ -23,8 +23,8 @@ from sandbox.errors import RunError, error_chain
 from sandbox.launch import build, host_driver, launcher
 from sandbox.run import bench, replay as replays, script, sweep
 from sandbox.run import check as checking
-from sandbox.launch.ir import compile_ir, disassemble_early
-from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, compiled_choice, ready_to_launch
+from sandbox.launch.ir import compile_ir, disassemble_early, ir_of_compiled
+from sandbox.launch.launcher import Background, compile_configs_at_once, compile_launch, compiled_config, ready_to_launch
 from sandbox.launch.kernel import as_run_error, find_kernel, launch_error, load_module, silenced, write_source
 from sandbox.launch.warned import Warned
 from sandbox.spec import SCRIPT_NOT_AHEAD, SpecError, is_script, normalize
@@ -79,13 +79,15 @@ class Run(LaunchPass):
     `emit(type, content)` streams status to the worker."""
 
     def __init__(self, spec, emit, scratch, limits, sanitized_before=False, reference_times=None, given_inputs=None,
-                 compiled_ahead=False, given_run=None):
+                 compiled_ahead=False, given_run=None, given_config=None):
         super().__init__(os.path.join(scratch, "kernel.py"), spec["options"], limits)
         self.compiled_ahead = compiled_ahead
         self.cpu_first_programs = limits.get("trace_on_cpu_first", 0)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
         self.given_run = given_run  # and in the interpreter, as the program ran it (replay.Ran): not launched again
+        self.given_config = given_config  # and on a GPU, the autotuner's config it ran (Kernel.keep_to)
+        self.compiled = None  # on a GPU, the CompiledKernel of the config that runs, once known: its IR
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this device before
         self.reference_note = None
         self.sanitized_before = sanitized_before
@@ -127,8 +129,8 @@ class Run(LaunchPass):
 
     def prepare(self, interpret, device):
         self.torch_device = device  # where the inputs are made, and the reference's tensors
-        kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(self.spec, self.path, interpret,
-                                                                                   device, self.given_inputs)
+        kernel, self.namespace, inputs, poisoned, args, grid, scope = build.prepare(
+            self.spec, self.path, interpret, device, self.given_inputs, self.given_config)
         return kernel, inputs, poisoned, args, grid, scope
 
     def run_interpreter(self):
@@ -195,7 +197,7 @@ class Run(LaunchPass):
                 bench.time_gpu(lambda: launcher.launch(kernel, timed_grid, args, self.options)),
                 self.reference_time(bench.time_gpu, before), first_launch_ms,
                 bench.bytes_moved(self.result["trace"], before), build.flop_count(self.options["flops"], scope),
-                before.values(), kernel.autotuner, left_out=kernel.left_out)
+                before.values(), kernel.autotuner, bench.untimed_note(kernel), kernel.left_out + kernel.untimed)
             self.timings_ready()
         if self.options["timeline"]:
             self.record_timeline(kernel, grids.last if grids else grid, args)
@@ -211,10 +213,10 @@ class Run(LaunchPass):
             self.notes, lambda: timeline(self.spec, self.scratch, config, grid, args, kernel_ms))
         self.ready("timeline")
 
-    def compile_ahead(self, named=None):
+    def compile_ahead(self):
         """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned one's every
-        config) and its instrumented build at once, then the IR (an autotuner's: of the config a record `named`); in
-        the interpreter, where a launch compiles nothing, the IR (for sm90). A compile error is the result's error."""
+        config) and its instrumented build at once, then the IR (an autotuner's: of its first config); in the
+        interpreter, where a launch compiles nothing, the IR (for sm90). A compile error is the result's error."""
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
         write_source(self.spec["source"], self.path)
@@ -224,14 +226,14 @@ class Run(LaunchPass):
         if gpu:
             grids = build.GridPerConfig(self.spec, scope) if kernel.autotuner else None
             compiling = Background(lambda: self.compile_real(kernel, grids or grid, args))
-            if self.options["trace"] or self.options["sanitize"]:
+            if (self.options["trace"] or self.options["sanitize"]) and self.given_run is None:
                 tracer, tracer_args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
                 if self.unseen_by_gpu(tracer) is None:
                     with contextlib.suppress(Exception):  # the run falls back to the interpreter and says why
                         gpu_trace.compile_instrumented(tracer, tracer.load(self.scratch), grid, tracer_args,
                                                        self.trace_config(kernel), self.options, self.limits)
             error = compiling.wait()
-        self.compile_ir(kernel, args, named)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
+        self.compile_ir(kernel, args)  # a compile error raised here names its line (sandbox.launch.ir.compile_error)
         failed = (self.result["ir"] or {}).get("error")
         if failed:
             self.result["ir"] = None
@@ -242,7 +244,7 @@ class Run(LaunchPass):
     def compile_real(self, kernel, grid, args):
         """The real launch's compile, launching nothing; the IR's disassembly of what it made starts at
         once (it takes ~0.5 s, and runs beside the rest of the run), and its launcher is built."""
-        compiled = compile_launch(kernel, grid, args, self.options)
+        compiled = self.compiled = compile_launch(kernel, grid, args, self.options)
         if self.options["ir"] and self.options["arch"] is None:
             disassemble_early(compiled)
         ready_to_launch(compiled)
@@ -251,8 +253,9 @@ class Run(LaunchPass):
         """The disassembly of an autotuned kernel's chosen config starts as soon as it is chosen, beside
         the check and the timing (as compile_real starts a kernel's)."""
         if self.options["ir"] and self.options["arch"] is None:
-            with contextlib.suppress(Exception):  # an optimisation only: the IR step disassembles what is missing
-                disassemble_early(compiled_choice(kernel, grid, args))
+            with contextlib.suppress(Exception):  # an optimisation only: the IR step compiles what is missing
+                self.compiled = compiled_config(kernel, grid, args, kernel.autotuner.best_config)
+                disassemble_early(self.compiled)
 
     def trace_pass(self, kernel, inputs, grid, compile_real):
         """The trace and bounds check before the real launch: by the interpreter first where the launch
@@ -261,7 +264,8 @@ class Run(LaunchPass):
         thread beside its compile; or from the interpreter on CPU copies where instrumentation cannot
         see every access (unseen_on_gpu). Either raises the out-of-bounds error, the real launch never
         happening."""
-        if self.traced_on_cpu_first(kernel, inputs, grid, compile_real):
+        if self.traced_by_its_program(kernel, compile_real) or self.traced_on_cpu_first(kernel, inputs, grid,
+                                                                                        compile_real):
             return
         tracer, args = gpu_trace.prepare(self.spec, self.path, kernel, inputs, self.namespace)
         trace, checked = self.sanitize_on_gpu(tracer, lambda: gpu_trace.gpu_trace(
@@ -271,17 +275,27 @@ class Run(LaunchPass):
             self.result["trace"] = trace
             self.emit("sanitized", {})
 
+    def traced_by_its_program(self, kernel, compile_real):
+        """A script's launch replayed with its trace as its program's run made it (replay.Ran), of the config
+        that ran: no tracer pass, only the real compile (most often found compiled). True if so."""
+        if self.given_run is None or (kernel.autotuner is not None and len(kernel.autotuner.configs) > 1):
+            return False
+        start = time.perf_counter()
+        compile_real()
+        self.compiled_beside_ms = (time.perf_counter() - start) * 1e3
+        self.result["trace"] = self.given_run.trace
+        return True
+
     def traced_on_cpu_first(self, kernel, gpu_inputs, grid, compile_real):
         """Trace and bounds-check a small launch (TRACE_ON_CPU_FIRST programs at most) by the interpreter
         on CPU copies, after its real compile (~0.1 s each for a small kernel, where the GPU tracer's
         instrumented build takes ~0.5 s to compile after an edit). One after the other: the interpreter
         patches triton.language while it runs, which a compile beside it would see. True if so; False
         where the launch is not small, its instrumented build is likely at hand (compiled ahead, or the
-        GPU tracer checked this exact launch before: the gallery's warm-up, an earlier run), the kernel
-        is autotuned over several configs (compiled beside the GPU tracer's build instead) unless it is
-        a script's launch replayed (its program's run compiled them), or the compile or the interpreter
-        fails or takes over CPU_FIRST_BUDGET_S: the GPU tracer then, which says why as ever. An access
-        out of bounds is the run's error."""
+        GPU tracer checked this exact launch before), the kernel is autotuned over several configs
+        (compiled beside the GPU tracer's build instead) unless it is a script's launch replayed (its
+        program's run compiled them), or the compile or the interpreter fails or takes over
+        CPU_FIRST_BUDGET_S: the GPU tracer then, which says why as ever. An access out of bounds is the run's error."""
         if self.compiled_ahead or self.sanitized_before or not 0 < math.prod(grid) <= self.cpu_first_programs:
             return False
         if kernel.autotuner is not None and len(kernel.autotuner.configs) > 1 and self.given_inputs is None:
@@ -379,16 +393,16 @@ class Run(LaunchPass):
         self.emit("timed", {"key": key, "reference_ms": measured})
         return measured
 
-    def compile_ir(self, kernel, args, named=None):
-        """The IR of the config that ran: the autotuner's choice (ahead, the one a record `named`), else the spec's."""
+    def compile_ir(self, kernel, args):
+        """The IR of the config that ran: the autotuner's choice (ahead of it, its first), else the spec's."""
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
-        config = kernel.config(kernel.chosen(named), self.options["num_warps"], self.options["num_stages"])
-        self.result["ir"] = self.ir_of(lambda: compile_ir(self.path, self.spec["kernel"], {**args, **config.kwargs},
-                                                          num_warps=config.num_warps, num_stages=config.num_stages,
-                                                          arch=self.options["arch"]),
-                                       self.notes if kernel.interpreted else None)
+        config = kernel.config(kernel.chosen(), self.options["num_warps"], self.options["num_stages"])
+        compiled = self.compiled if self.options["arch"] is None else None  # the local GPU's: what ran
+        self.result["ir"] = self.ir_of(lambda: ir_of_compiled(compiled, self.path) if compiled else compile_ir(
+            self.path, self.spec["kernel"], {**args, **config.kwargs}, num_warps=config.num_warps,
+            num_stages=config.num_stages, arch=self.options["arch"]), self.notes if kernel.interpreted else None)
         self.ready("ir")
 
 
@@ -400,7 +414,7 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
     """Compile one spec ahead of its run (Run.compile_ahead); the result says ok, or the error that
     a run would meet compiling, and has no parts. Never raises for user errors. A script's program
     is never run to compile it: its launches kept from a run that listed them (`replay`:
-    {"launches": [records]}) are replayed ahead instead (replay_ahead), each as its selection would."""
+    {"launches": [records]}) are replayed ahead instead (replay.replay_ahead), each as its selection would."""
     emit = emit or (lambda type, content: None)
     try:
         spec = normalize(raw_spec)
@@ -413,36 +427,18 @@ def compile_spec(raw_spec, emit=None, scratch=None, limits=None, replay=None):
         if scratch is None:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="compile-"))
         if replay is not None:
-            return replay_ahead(spec, replay["launches"], status_only, scratch, limits or {},
-                                lambda index, **made: emit("shown", {"launch": index, **made}))
+            try:
+                device = device_info(choose_device(spec["options"]["device"]))
+            except RunError as e:
+                return results.failed(e)
+            return replays.replay_ahead(spec, replay["launches"], status_only, scratch, limits or {}, device, Run,
+                                        lambda index, **made: emit("shown", {"launch": index, **made}))
         run = Run(spec, status_only, scratch, limits or {})
         try:
             run.compile_ahead()
         except Exception as e:
             results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
         return run.result
-
-
-def replay_ahead(spec, records, emit, scratch, limits, shown):
-    """Replay a script's kept launches whole, one after the other, as their selections would
-    (sandbox.run.replay), each part to `shown(index, part=, content=)` when ready, the result to
-    `shown(index, result=)`. On a GPU, where a replay is mostly compiling (the tracer's build, the IR), each
-    is compiled first, launching nothing: a click that ends them early finds its own compiles done."""
-    try:
-        device = device_info(choose_device(spec["options"]["device"]))
-    except RunError as e:
-        return results.failed(e)
-    for record in records if device["kind"] == "gpu" else ():
-        with contextlib.suppress(Exception):
-            replays.replay(spec, record, emit, scratch, limits, device, Run, ahead=True)
-    for record in records:
-        index = record["index"]
-        parts = lambda type, content: shown(index, **content) if type == "partial" else emit(type, content)  # noqa: E731
-        with contextlib.suppress(Exception):
-            start = time.perf_counter()
-            result = replays.replay(spec, record, parts, scratch, limits, device, Run)
-            shown(index, result={**result, "run_ms": (time.perf_counter() - start) * 1e3})
-    return results.new(device)
 
 
 COMPILED_AHEAD = ("Compiled ahead while you typed: the server compiled this source and launch before you pressed "

@@ -10,19 +10,24 @@
         sandbox.launch_form.definitions, none of the program's statements), the inputs read back
         as raw bytes into tensors of the record's shapes, dtypes and strides, then checked, traced,
         timed, given its timeline (options.timeline) and compiled as a form run's launch
-        (sandbox.run.pipeline.Run).
+        (sandbox.run.pipeline.Run); an autotuned kernel with the config the program's autotuner chose
+        for it (the record's), its configs not timed again (Kernel.keep_to).
 
-In Triton's interpreter the program's run also keeps, beside the inputs of each of its first
-RAN_KEPT listed launches, the launch as it ran (`ran`: its trace and time; InputKeeper.keep_ran).
-A replay there shows that instead of running the launch again, which in the interpreter is the
-whole of its cost (a launch of a thousand programs takes seconds): its inputs still make its
-timings' bytes and its IR's specialisation.
+The program's run also keeps, beside the inputs of each of its first RAN_KEPT listed launches, the
+launch as it ran (`ran`: its trace and time; InputKeeper.keep_ran). In Triton's interpreter a replay
+shows that instead of running the launch again, which there is the whole of its cost (a launch of a
+thousand programs takes seconds): its inputs still make its timings' bytes and its IR's
+specialisation. On a GPU a replay shows the kept trace instead of the GPU tracer's pass (an
+instrumented build to compile, ~0.5 s and more), and launches the kernel, of the config the
+program ran, for its timings.
 
 The files are the program's own bytes and the records its own word: read as data only (never
 unpickled), sized against the record before a tensor is made of them.
 """
+import contextlib
 import json
 import os
+import time
 
 import torch
 
@@ -129,7 +134,7 @@ def read_inputs(scratch, index, record, device):
 
 
 class Ran:
-    """A launch as the program ran it in the interpreter: its trace and its time (ms)."""
+    """A launch as the program ran it: its trace and its time (ms)."""
     doing = "showing the launch as the program ran it (kept from that run): not running it again"
 
     def __init__(self, trace, ms):
@@ -176,23 +181,42 @@ def replay(spec, record, emit, scratch, limits, device, run_class, ahead=False):
     # an autotuned one's, set by the config, left out.
     given = {name: tensor for name, tensor in inputs.items() if name in form["args"]}
     form["args"] = {**form["args"], **{name: name for name in given}}
-    ran = read_ran(scratch, index, options) if device["kind"] != "gpu" else None
+    gpu = device["kind"] == "gpu"
+    # On a GPU the config the program's autotuner chose for it; the interpreter runs an autotuner's first
+    # config, the program's run too.
     run = run_class(form, FinishedBeforeSteps(emit, lambda: run.result), scratch, limits, given_inputs=given,
-                    given_run=ran)
+                    given_run=read_ran(scratch, index, options), given_config=record.get("config") if gpu else None)
     if ahead:
-        # Its IR of the config the program's autotuner chose: a click's tuning most likely chooses it again.
-        run.compile_ahead(record.get("config"))  # its errors are the caller's: a compile ahead only ever helps
+        run.compile_ahead()  # its errors are the caller's: a compile ahead only ever helps
         return run.result
     run.result["notes"].append(
         f"Launch {index} as the program ran it: its trace and time kept from that run, its inputs for the rest; "
-        f"neither the program nor the launch ran again." if ran else
-        f"Launch {index} replayed alone from the inputs it received when the program ran (kept from that run): "
-        f"the program did not run again.")
+        f"neither the program nor the launch ran again." if run.given_run and not gpu else
+        f"Launch {index} replayed alone from the inputs it received when the program ran (kept from that run"
+        f"{', with its trace' if run.given_run else ''}): the program did not run again.")
     try:
         run.execute()
     except Exception as e:  # noqa: BLE001  (the run's error, as a form run's)
         results.fail(run.result, as_run_error(e, run.path, run.phase, run.doing))
     return run.result
+
+
+def replay_ahead(spec, records, emit, scratch, limits, device, run_class, shown):
+    """Replay a script's kept launches whole, one after the other, as their selections would, each part
+    to `shown(index, part=, content=)` when ready, the result to `shown(index, result=)`. On a GPU, where
+    a replay is mostly compiling (the IR; the tracer's build where no trace was kept), each is compiled
+    first, launching nothing: a click that ends them early finds its own compiles done."""
+    for record in records if device["kind"] == "gpu" else ():
+        with contextlib.suppress(Exception):
+            replay(spec, record, emit, scratch, limits, device, run_class, ahead=True)
+    for record in records:
+        index = record["index"]
+        parts = lambda type, content: shown(index, **content) if type == "partial" else emit(type, content)  # noqa: E731
+        with contextlib.suppress(Exception):
+            start = time.perf_counter()
+            result = replay(spec, record, parts, scratch, limits, device, run_class)
+            shown(index, result={**result, "run_ms": (time.perf_counter() - start) * 1e3})
+    return results.new(device)
 
 
 class FinishedBeforeSteps:

@@ -6,10 +6,11 @@ Triton's launch path is hooked where every launch passes (`JITFunction.run`, und
 instrumented build (sandbox.trace.gpu) over copies of its tensors: an out-of-bounds access
 stops the program there, named (launch, program, tensor, line) and drawn, and the real launch
 never happens. Only a launch found clean runs, on the program's own tensors (its compile done on a
-thread beside the check's). Every launch listed is checked by the build that traces, so that
-running the program again to show another launch (`options.launch`) finds that launch's trace
-compiled; an autotuner's trial of a config, never listed, by the light build that only checks
-(quicker to compile), the configs' builds compiled ahead of the trials. The launch that is
+thread beside the check's). Every launch listed is checked by the build that traces, and the
+first ones whose inputs are kept for a replay (sandbox.run.replay) are traced, each trace kept
+beside its inputs: a click on the launch replays it without the tracer's pass. An autotuner's
+trial of a config, never listed, is checked by the light build that only checks (quicker to
+compile), the configs' builds compiled ahead of the trials. The launch that is
 shown has its trace from that check, its timings from do_bench's way of timing (sandbox.run.bench)
 replaying it with its inputs restored before each repetition, its timeline where asked
 (options.timeline: one more launch under Proton's instrumentation, sandbox.timeline), and its IR.
@@ -156,7 +157,10 @@ class GpuCapture(Capture):
                            "the program runs on the GPU: make tensors on "
                            "triton.runtime.driver.active.get_active_torch_device() (here 'cuda')")
         config = Config({}, num_warps=record["num_warps"], num_stages=record["num_stages"])
-        traced = keep and self.options["trace"]
+        self.keep_inputs(index, tensors)
+        # Traced where it is shown, and where its trace is kept for a replay of it (which then skips its tracer pass).
+        kept_ran = self.inputs is not None and self.inputs.keeps_ran(index)
+        traced = (keep or kept_ran) and self.options["trace"]
         try:  # a compile error of the real launch is the launch's to report, next
             checked, trace = self.check(kernel, arguments, tensors, grid, config, traced, compile_real=compile_real)
         except Exception as e:
@@ -165,7 +169,6 @@ class GpuCapture(Capture):
             raise LaunchFailed() from None
         record["bounds"] = "ok" if checked else "unchecked"
         before = snapshot(tensors) if keep and (self.options["bench"] or self.options["timeline"]) else None
-        self.keep_inputs(index, tensors)
         start = time.perf_counter()
         try:
             value = run()
@@ -176,6 +179,8 @@ class GpuCapture(Capture):
             raise LaunchFailed() from None
         ms = (time.perf_counter() - start) * 1e3
         record["ms"] = ms
+        if kept_ran and trace is not None:
+            self.inputs.keep_ran(index, trace, ms, self.options["trace_pid"])
         if keep:
             kept = self.kept[index] = Kept(fn, arguments, tensors, trace, ms, record["num_warps"],
                                            record["num_stages"], autotuner, grid)

@@ -25,7 +25,7 @@ owner's ends it, keeping what it compiled by then.
 On a GPU host a replay ahead launches kernels and times them, so it has the GPU to itself: one at a
 time per worker (another owner's waits), and any run the worker takes ends it first (`before_job`):
 a run's timing never shares its GPU with one, and a replay's never with a run. There each launch is
-compiled first, then each replayed whole (sandbox.run.pipeline.replay_ahead), and a click follows
+compiled first, then each replayed whole (sandbox.run.replay.replay_ahead), and a click follows
 only a replay that has begun (`worth_following`).
 """
 import collections

@@ -78,6 +78,8 @@ class KeptLaunches:
         shutil.rmtree(partial, ignore_errors=True)
         os.makedirs(partial, mode=0o700)
         kept, as_ran, left = [], [], self.max_run_bytes
+        # A GPU's replay launches the kernel again (its timings) where its run was kept: not "as ran".
+        shows_ran = (result.get("device") or {}).get("kind") != "gpu"
         try:
             source = os.open(os.path.join(scratch, INPUTS_DIR), NO_FOLLOW | os.O_DIRECTORY)
         except OSError:
@@ -88,7 +90,7 @@ class KeptLaunches:
                 if taken is not None:
                     size, ran = taken
                     kept.append(record["index"])
-                    if ran:
+                    if ran and shows_ran:
                         as_ran.append(record["index"])
                     left -= size
         finally:
