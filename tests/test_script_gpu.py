@@ -34,7 +34,7 @@ def test_a_program_runs_whole_on_the_gpu_and_lists_its_launches(app, name, kerne
 
 
 def test_the_autotuners_choice_is_the_launchs_config(app):
-    result, _ = run_script(app, program("linear_gelu.py"), ir=False)
+    result, _ = run_script(app, program("linear_gelu.py"))
     assert result["status"] == "ok", result["error"]
     first = result["launches"]["list"][0]
     config = {k: v for k, v in first["config"].items() if k not in ("num_warps", "num_stages")}
@@ -43,6 +43,9 @@ def test_the_autotuners_choice_is_the_launchs_config(app):
     table = result["timings"]["autotune"]
     assert len(table) == 3 and sum(row["chosen"] for row in table) == 1
     assert all(row["ms"] is not None for row in table)  # the autotuner timed every config on the GPU
+    # Its IR is the kernel the launch compiled, not compiled again
+    assert result["ir"]["compile_ms"] == 0.0 and result["ir"]["sass"]
+    assert f'"ttg.num-warps" = {first["config"]["num_warps"]}' in result["ir"]["ttgir"]
 
 
 def test_an_out_of_bounds_store_in_launch_3_is_stopped_before_it_touches_memory(app):

@@ -47,6 +47,7 @@ class Kept:
         self.grid = grid  # as launched: 3 ints
         self.sent = False  # its trace was sent as the launch ran
         self.replay = None  # on a GPU: the launch again, from its inputs as they were (script_gpu)
+        self.compiled = None  # and the CompiledKernel it launched, for its IR
 
 
 class Tuned:
@@ -314,6 +315,16 @@ class Capture(LaunchPass):
                               f"none is shown.")
             return None
         return wanted if wanted in self.kept else None
+
+    def shown_ir(self, kept, notes):
+        """The IR of the shown launch `kept`: its kernel compiled for options.arch (sm90 where no GPU is);
+        `notes` (the result's) say why where it ran in the interpreter but does not compile."""
+        return self.ir_of(lambda: compile_kernel(
+            *compiled_twin(kept.function, self.path), self.path, kept.arguments, num_warps=kept.num_warps,
+            num_stages=kept.num_stages, arch=self.options["arch"]), notes)
+
+    def disassemble_shown(self, kept):
+        """Start what the shown launch's IR step will wait for, beside the steps before it (on a GPU)."""
 
     def listing(self, chosen, program_ms=None):
         """result.launches: `replay` is the server's to say (the worker's, once the run has ended)."""

@@ -16,9 +16,7 @@ first (sandbox.run.script_gpu).
 import time
 
 from sandbox import result as results
-from sandbox.launch.ir import compile_kernel
 from sandbox.launch.kernel import as_run_error, write_source
-from sandbox.launch.twin import compiled_twin
 from sandbox.launch.warned import Warned
 from sandbox.run.capture import Capture
 from sandbox.run.script_gpu import GpuCapture
@@ -90,6 +88,8 @@ def show_steps(result, kept, index, capture, emit):
         if content is not None:
             emit("partial", {"part": part, "content": content})
 
+    if capture.options["ir"]:
+        capture.disassemble_shown(kept)
     if capture.options["bench"]:
         emit("status", {"phase": "bench", "message": f"timing launch {index}"})
         ready("timings", capture.timings(kept, index))
@@ -100,7 +100,4 @@ def show_steps(result, kept, index, capture, emit):
         ready("timeline", capture.record_timeline(kept, result["notes"], kernel_ms))
     if capture.options["ir"]:
         emit("status", {"phase": "ir", "message": "compiling to TTIR, TTGIR, LLIR, PTX and SASS"})
-        ready("ir", capture.ir_of(lambda: compile_kernel(
-            *compiled_twin(kept.function, capture.path), capture.path, kept.arguments,
-            num_warps=kept.num_warps, num_stages=kept.num_stages, arch=capture.options["arch"]),
-            result["notes"] if result["device"]["kind"] != "gpu" else None))
+        ready("ir", capture.shown_ir(kept, result["notes"]))

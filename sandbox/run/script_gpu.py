@@ -31,6 +31,7 @@ from triton.runtime.jit import JITFunction
 
 from sandbox.errors import RunError
 from sandbox.run import bench
+from sandbox.launch.ir import disassemble_early, ir_of_compiled
 from sandbox.launch.kernel import Kernel, described
 from sandbox.launch.launcher import COMPILE_THREADS
 from sandbox.launch_form import definitions
@@ -186,6 +187,8 @@ class GpuCapture(Capture):
                                            record["num_stages"], autotuner, grid)
             if before is not None:
                 kept.replay = (run, lambda: restore(before))
+            with contextlib.suppress(Exception):  # its IR then compiles the kernel itself (Capture.shown_ir)
+                kept.compiled = compile_real()  # what ran, found compiled: launches nothing
             if trace is not None:  # the diagram need not wait for the rest of the program
                 self.emit("partial", {"part": "trace", "content": trace})
                 kept.sent = True
@@ -320,6 +323,16 @@ class GpuCapture(Capture):
     def failed(self, exc, index, record, kernel, arguments, tensors, grid, run):
         """A compiled launch's failure: a compile error is the compile's, at its line (launch_failed)."""
         super().failed(self.launch_failed(exc), index, record, kernel, arguments, tensors, grid, run)
+
+    def disassemble_shown(self, kept):
+        if kept.compiled is not None and self.options["arch"] is None:
+            disassemble_early(kept.compiled)
+
+    def shown_ir(self, kept, notes):
+        """On the local GPU, the IR of the kernel the launch compiled (sandbox.launch.ir.ir_of_compiled)."""
+        if kept.compiled is None or self.options["arch"] is not None:
+            return super().shown_ir(kept, None)
+        return self.ir_of(lambda: ir_of_compiled(kept.compiled, self.path))
 
     def timings(self, kept, index):
         """The shown launch replayed as do_bench times a kernel, its inputs restored before each call."""
