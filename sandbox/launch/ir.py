@@ -3,10 +3,11 @@ and which source line each IR line came from.
 
 `triton.compile` runs the whole pipeline (down to ptxas and the cubin) on the CPU for any NVIDIA
 target, so the IR pane works on hosts without a GPU too; only launching a kernel needs one. On a GPU
-the IR shown is the kernel the launch compiled (ir_of_compiled): nothing is compiled twice. What is derived from that entry (the SASS listing, registers, spills, line maps:
-`nvdisasm` and `cuobjdump -res-usage` at once, ~0.5 s, started as soon as the launch's compile made
-the cubin) is kept beside it in Triton's cache under a digest of the bytes it is derived from, so it
-travels as the kernels do (an owner's cache, the gallery's shared kernels).
+the IR shown is the kernel the launch compiled (ir_of_compiled): nothing is compiled twice. What is
+derived from a compiled kernel (the SASS listing, registers, spills, line maps: `nvdisasm` and
+`cuobjdump -res-usage` at once, ~0.5 s, started as soon as the launch's compile made the cubin) is
+kept beside it in Triton's cache under a digest of the bytes it is derived from, so it travels as
+the kernels do (an owner's cache, the gallery's shared kernels).
 """
 import contextlib
 import hashlib

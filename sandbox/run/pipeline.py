@@ -85,7 +85,7 @@ class Run(LaunchPass):
         self.cpu_first_programs = limits.get("trace_on_cpu_first", 0)
         self.spec, self.emit, self.scratch = spec, emit, scratch
         self.given_inputs = given_inputs  # a script's launch replayed (sandbox.run.replay): its inputs as it had them
-        self.given_run = given_run  # and in the interpreter, as the program ran it (replay.Ran): not launched again
+        self.given_run = given_run  # and as the program ran it (replay.Ran): not launched again, or on a GPU not traced
         self.given_config = given_config  # and on a GPU, the autotuner's config it ran (Kernel.keep_to)
         self.compiled = None  # on a GPU, the CompiledKernel of the config that runs, once known: its IR
         self.reference_times = reference_times or {}  # reference_key -> its timing, measured on this device before
