@@ -128,6 +128,12 @@ class LaunchPass:
         """The real launch's failure as its error: a compile error the compile's, at its line."""
         return launch_error(exc, self.path, "compile" if "CompilationError" in type(exc).__name__ else "launch")
 
+    @property
+    def ir_of_launch(self):
+        """The IR asked for is of the local GPU: the kernel the launch compiled (sandbox.launch.ir.ir_of_compiled),
+        its disassembly started as soon as that kernel is known."""
+        return self.options["ir"] and self.options["arch"] is None
+
     @staticmethod
     def ir_of(compile, notes=None):
         """The IR `compile()` makes of the configuration that ran; a launch that ran but does not

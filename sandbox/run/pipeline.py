@@ -215,8 +215,9 @@ class Run(LaunchPass):
 
     def compile_ahead(self):
         """Compile what a run of this spec compiles, launching nothing: on a GPU the kernel (an autotuned one's every
-        config) and its instrumented build at once, then the IR (an autotuner's: of its first config); in the
-        interpreter, where a launch compiles nothing, the IR (for sm90). A compile error is the result's error."""
+        config) and its instrumented build (none where a script's trace was kept) at once, then the IR (an
+        autotuner's: of its first config); in the interpreter, where a launch compiles nothing, the IR (for sm90).
+        A compile error is the result's error."""
         kind = choose_device(self.options["device"])
         self.result["device"] = device_info(kind)
         write_source(self.spec["source"], self.path)
@@ -245,14 +246,14 @@ class Run(LaunchPass):
         """The real launch's compile, launching nothing; the IR's disassembly of what it made starts at
         once (it takes ~0.5 s, and runs beside the rest of the run), and its launcher is built."""
         compiled = self.compiled = compile_launch(kernel, grid, args, self.options)
-        if self.options["ir"] and self.options["arch"] is None:
+        if self.ir_of_launch:
             disassemble_early(compiled)
         ready_to_launch(compiled)
 
     def disassemble_choice(self, kernel, grid, args):
         """The disassembly of an autotuned kernel's chosen config starts as soon as it is chosen, beside
         the check and the timing (as compile_real starts a kernel's)."""
-        if self.options["ir"] and self.options["arch"] is None:
+        if self.ir_of_launch:
             with contextlib.suppress(Exception):  # an optimisation only: the IR step compiles what is missing
                 self.compiled = compiled_config(kernel, grid, args, kernel.autotuner.best_config)
                 disassemble_early(self.compiled)
@@ -398,11 +399,13 @@ class Run(LaunchPass):
         if not self.options["ir"]:
             return
         self.status("ir", "compiling to TTIR, TTGIR, LLIR, PTX and SASS")
-        config = kernel.config(kernel.chosen(), self.options["num_warps"], self.options["num_stages"])
-        compiled = self.compiled if self.options["arch"] is None else None  # the local GPU's: what ran
-        self.result["ir"] = self.ir_of(lambda: ir_of_compiled(compiled, self.path) if compiled else compile_ir(
-            self.path, self.spec["kernel"], {**args, **config.kwargs}, num_warps=config.num_warps,
-            num_stages=config.num_stages, arch=self.options["arch"]), self.notes if kernel.interpreted else None)
+        if self.ir_of_launch and self.compiled is not None:
+            self.result["ir"] = self.ir_of(lambda: ir_of_compiled(self.compiled, self.path))
+        else:
+            config = kernel.config(kernel.chosen(), self.options["num_warps"], self.options["num_stages"])
+            self.result["ir"] = self.ir_of(lambda: compile_ir(
+                self.path, self.spec["kernel"], {**args, **config.kwargs}, num_warps=config.num_warps,
+                num_stages=config.num_stages, arch=self.options["arch"]), self.notes if kernel.interpreted else None)
         self.ready("ir")
 
 

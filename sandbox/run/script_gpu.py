@@ -187,8 +187,9 @@ class GpuCapture(Capture):
                                            record["num_stages"], autotuner, grid)
             if before is not None:
                 kept.replay = (run, lambda: restore(before))
-            with contextlib.suppress(Exception):  # its IR then compiles the kernel itself (Capture.shown_ir)
-                kept.compiled = compile_real()  # what ran, found compiled: launches nothing
+            if self.ir_of_launch:
+                with contextlib.suppress(Exception):  # its IR then compiles the kernel itself (Capture.shown_ir)
+                    kept.compiled = compile_real()  # what ran, found compiled: launches nothing
             if trace is not None:  # the diagram need not wait for the rest of the program
                 self.emit("partial", {"part": "trace", "content": trace})
                 kept.sent = True
@@ -325,12 +326,12 @@ class GpuCapture(Capture):
         super().failed(self.launch_failed(exc), index, record, kernel, arguments, tensors, grid, run)
 
     def disassemble_shown(self, kept):
-        if kept.compiled is not None and self.options["arch"] is None:
+        if kept.compiled is not None:
             disassemble_early(kept.compiled)
 
     def shown_ir(self, kept, notes):
         """On the local GPU, the IR of the kernel the launch compiled (sandbox.launch.ir.ir_of_compiled)."""
-        if kept.compiled is None or self.options["arch"] is not None:
+        if kept.compiled is None:
             return super().shown_ir(kept, None)
         return self.ir_of(lambda: ir_of_compiled(kept.compiled, self.path))
 
