@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import re
 import shutil
 import subprocess

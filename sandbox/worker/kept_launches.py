@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import stat
 
